@@ -1,0 +1,117 @@
+# couchbench: a Kubernetes operator that runs CouchDB benchmarks as custom resources.
+# `make help` lists the targets.
+
+SHELL := /usr/bin/env bash -o pipefail
+.SHELLFLAGS := -ec
+
+IMG ?= couchbench/manager:dev
+
+LOCALBIN ?= $(CURDIR)/bin
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+## Tool versions (the Go module proxy here is a partial mirror: exact versions only).
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+KUSTOMIZE_VERSION ?= v5.8.2
+GOLANGCI_LINT_VERSION ?= v2.15.0
+
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
+# envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
+# KUBEBUILDER_ASSETS is already set, in which case it is used as is.
+ENVTEST_ASSETS_DIR ?= $(LOCALBIN)/k8s
+ifeq ($(origin KUBEBUILDER_ASSETS), undefined)
+KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR))
+endif
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "Usage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-18s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Development
+
+.PHONY: manifests
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the API and controller markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Generate the API's DeepCopy methods.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+
+.PHONY: verify-generated
+verify-generated: ## Fail if generated code or manifests are stale (they are regenerated in place).
+	hack/verify-generated.sh
+
+.PHONY: fmt
+fmt: ## Run go fmt.
+	go fmt ./...
+
+.PHONY: vet
+vet: ## Run go vet.
+	go vet ./...
+
+.PHONY: envtest
+envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when present).
+	@echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
+
+.PHONY: test
+test: verify-generated vet ## Run unit tests and the envtest suites against a real kube-apiserver.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./... -count=1
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run
+
+##@ Build
+
+.PHONY: build
+build: generate ## Build the manager binary.
+	go build -o $(LOCALBIN)/manager ./cmd/manager
+
+.PHONY: run
+run: manifests generate ## Run the manager against the cluster in ~/.kube/config.
+	go run ./cmd/manager
+
+##@ Deployment
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install the CRD into the cluster in ~/.kube/config.
+	$(KUSTOMIZE) build config/crd | kubectl apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove the CRD from the cluster.
+	$(KUSTOMIZE) build config/crd | kubectl delete --ignore-not-found -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator with kustomize (image IMG).
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/default | kubectl apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove the operator.
+	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
+
+##@ Tools
+
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	$(call go-install-tool,$@,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))
+
+$(KUSTOMIZE): | $(LOCALBIN)
+	$(call go-install-tool,$@,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+# go-install-tool installs package $2 at version $3 as $1 (the version is in the file name,
+# so changing a pin rebuilds the tool).
+define go-install-tool
+@set -e; pkg=$(2)@$(3); echo "installing $${pkg}"; \
+tmp=$$(mktemp -d); GOBIN=$$tmp go install $${pkg}; mv $$tmp/$$(basename $$(echo $(2) | sed 's,/v[0-9]*$$,,')) $(1); rm -rf $$tmp
+endef

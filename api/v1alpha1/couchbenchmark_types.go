@@ -1,0 +1,130 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CouchBenchmarkSpec describes one benchmark run: the CouchDB under test, the query servers
+// to compare (the arms), the dataset every arm is seeded with, and the workloads to measure.
+//
+// Rules that involve more than one field live here, next to the fields they join.
+//
+// +kubebuilder:validation:XValidation:rule="!self.queryServers.exists(q, q.language == 'erlang') || (has(self.allowErlangViews) && self.allowErlangViews)",fieldPath=".allowErlangViews",message="a query server with language erlang runs view code inside CouchDB's own Erlang VM, unsandboxed, with access to CouchDB's internals: set allowErlangViews: true to accept that, or remove the erlang query server"
+// +kubebuilder:validation:XValidation:rule="has(self.couchdb.provision) || self.queryServers.all(q, !has(q.image) && !has(q.command))",fieldPath=".queryServers",message="queryServers[].image and queryServers[].command apply only to couchdb.provision: an existing CouchDB already has its query servers installed; remove them or provision CouchDB"
+// +kubebuilder:validation:XValidation:rule="!has(self.couchdb.provision) || !has(self.dataset.replicas) || self.dataset.replicas <= self.couchdb.provision.clusterSize",fieldPath=".dataset.replicas",message="dataset.replicas cannot exceed couchdb.provision.clusterSize: CouchDB keeps at most one copy of a shard per node"
+type CouchBenchmarkSpec struct {
+	// CouchDB says where the CouchDB under test comes from: set exactly one of provision
+	// (the operator installs it with the Apache CouchDB Helm chart, one release per query
+	// server) or existing (a running CouchDB reached by URL).
+	// +required
+	CouchDB CouchDBTarget `json:"couchdb"`
+
+	// QueryServers are the arms of the comparison: every workload runs once per entry,
+	// against a database of its own. Names must be unique.
+	// +required
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=16
+	QueryServers []QueryServer `json:"queryServers"`
+
+	// AllowErlangViews opts in to query servers with language erlang. Erlang native views
+	// run inside CouchDB's Erlang VM with no sandbox: view code can call any function of
+	// the server, including destructive ones. They are the fastest option (seed 000), and
+	// safe only with view code you trust, which in a benchmark is the code this operator
+	// writes. For a provisioned CouchDB this also enables CouchDB's native query server.
+	// +optional
+	// +kubebuilder:default=false
+	AllowErlangViews bool `json:"allowErlangViews,omitempty"`
+
+	// Dataset is what every arm is seeded with before its workloads run.
+	// +optional
+	// +kubebuilder:default={}
+	Dataset Dataset `json:"dataset"`
+
+	// Workloads are the measurements to take; set at least one.
+	// +required
+	Workloads Workloads `json:"workloads"`
+
+	// K6 configures the k6 Jobs that generate read load.
+	// +optional
+	// +kubebuilder:default={}
+	K6 K6Settings `json:"k6"`
+
+	// Teardown says when a provisioned CouchDB is uninstalled, always after the results
+	// are stored: Always, OnSuccess (keep a failed run's CouchDB to look at), or Never.
+	// It has no effect on an existing CouchDB, whose benchmark databases are always kept.
+	// +optional
+	// +kubebuilder:default=Always
+	Teardown TeardownPolicy `json:"teardown,omitempty"`
+
+	// Timeout bounds the whole run, from the first step to the results; a run that takes
+	// longer ends Failed with reason Timeout, keeping the results gathered so far.
+	// Between 1m and 168h.
+	// +optional
+	// +kubebuilder:default="2h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="timeout must be between 1m and 168h"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+}
+
+// TeardownPolicy says when a provisioned CouchDB is uninstalled.
+// +kubebuilder:validation:Enum=Always;OnSuccess;Never
+type TeardownPolicy string
+
+const (
+	// TeardownAlways uninstalls the CouchDB release once the results are stored.
+	TeardownAlways TeardownPolicy = "Always"
+	// TeardownOnSuccess uninstalls it only after a successful run.
+	TeardownOnSuccess TeardownPolicy = "OnSuccess"
+	// TeardownNever leaves it installed; deleting the benchmark still removes it.
+	TeardownNever TeardownPolicy = "Never"
+)
+
+// K6Settings configures the k6 Jobs that generate read load.
+type K6Settings struct {
+	// Image is the k6 container image.
+	// +optional
+	// +kubebuilder:default="grafana/k6:1.8.1"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Image string `json:"image,omitempty"`
+
+	// Parallelism is the number of k6 Jobs that share each read workload, split with
+	// k6 execution segments and started together.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	Parallelism int32 `json:"parallelism,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cbench,categories=couchbench
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Best c/s",type=integer,JSONPath=`.status.bestChangesPerSecond`,description="Highest median indexing rate (documents per second to a fully built view) over all arms"
+// +kubebuilder:printcolumn:name="Read p95",type=string,JSONPath=`.status.readP95`,description="95th percentile of k6 read latency, worst arm"
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// CouchBenchmark runs a CouchDB benchmark: it provisions or uses a CouchDB, seeds it,
+// runs the workloads for every query server and reports the results in its status and
+// in a ConfigMap.
+type CouchBenchmark struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec CouchBenchmarkSpec `json:"spec"`
+
+	// +optional
+	Status CouchBenchmarkStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// CouchBenchmarkList is a list of CouchBenchmarks.
+type CouchBenchmarkList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CouchBenchmark `json:"items"`
+}

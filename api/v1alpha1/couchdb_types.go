@@ -1,0 +1,152 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// CouchDBTarget is the CouchDB under test: one to provision, or one that exists.
+// +kubebuilder:validation:XValidation:rule="has(self.provision) != has(self.existing)",message="set exactly one of couchdb.provision (install CouchDB with the Helm chart) or couchdb.existing (use a running CouchDB by URL)"
+type CouchDBTarget struct {
+	// Provision installs CouchDB with the Apache CouchDB Helm chart, one release per
+	// query server, owned by the benchmark.
+	// +optional
+	Provision *ProvisionedCouchDB `json:"provision,omitempty"`
+
+	// Existing uses a running CouchDB. Each arm gets databases of its own there; the
+	// query servers must already be configured on that server.
+	// +optional
+	Existing *ExistingCouchDB `json:"existing,omitempty"`
+}
+
+// ProvisionedCouchDB is a CouchDB cluster installed with the Apache CouchDB Helm chart.
+type ProvisionedCouchDB struct {
+	// Chart is where the Helm chart comes from. Unset: the Apache chart, pinned.
+	// +optional
+	// +kubebuilder:default={repository: "https://apache.github.io/couchdb-helm", name: "couchdb", version: "4.6.2"}
+	Chart *ChartSource `json:"chart,omitempty"`
+
+	// ClusterSize is the number of CouchDB nodes (the chart's clusterSize).
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	ClusterSize int32 `json:"clusterSize,omitempty"`
+
+	// Image is the CouchDB image for query servers that do not bring their own.
+	// +optional
+	// +kubebuilder:default={}
+	Image ImageSource `json:"image"`
+
+	// Storage gives each node a PersistentVolumeClaim. Unset, nodes keep their data in
+	// an emptyDir on the node's disk, which is enough for a benchmark and needs no
+	// storage class.
+	// +optional
+	Storage *Storage `json:"storage,omitempty"`
+
+	// Resources for each CouchDB container. Indexing is CPU-bound: pin CPU requests and
+	// limits to the same value for comparable runs.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Values are extra Helm values, merged over the values the operator sets (the
+	// chart's own names, e.g. couchdbConfig, erlangFlags, affinity).
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+}
+
+// ChartSource locates a Helm chart: a repository (HTTP or OCI) or a local path.
+// +kubebuilder:validation:XValidation:rule="has(self.repository) != has(self.path)",message="set chart.repository (an https:// Helm repository or an oci:// reference) or chart.path (a chart directory or .tgz in the operator's filesystem), not both"
+// +kubebuilder:validation:XValidation:rule="!has(self.repository) || has(self.version)",message="chart.version is required with chart.repository, so that every run installs the same chart"
+// +kubebuilder:validation:XValidation:rule="!has(self.repository) || self.repository.startsWith('oci://') || has(self.name)",message="chart.name is required with an https:// chart.repository"
+type ChartSource struct {
+	// Repository is a Helm repository URL (https://...) or an OCI reference
+	// (oci://registry/path/couchdb).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^(https?|oci)://\S+$`
+	Repository string `json:"repository,omitempty"`
+
+	// Name is the chart's name in the repository.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name,omitempty"`
+
+	// Version is the chart version.
+	// +optional
+	// +kubebuilder:validation:MaxLength=128
+	Version string `json:"version,omitempty"`
+
+	// Path is a chart directory or packaged chart in the operator's filesystem, for
+	// air-gapped clusters and tests.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	Path string `json:"path,omitempty"`
+}
+
+// ImageSource is a container image by repository and tag.
+type ImageSource struct {
+	// +optional
+	// +kubebuilder:default="couchdb"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=512
+	Repository string `json:"repository,omitempty"`
+
+	// +optional
+	// +kubebuilder:default="3.4.3"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Tag string `json:"tag,omitempty"`
+}
+
+// Storage is the persistent volume of each CouchDB node.
+type Storage struct {
+	// Size of each node's volume.
+	// +required
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassName; unset uses the cluster's default class.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// ExistingCouchDB is a running CouchDB reached by URL, with admin credentials from a
+// Secret in the benchmark's namespace.
+type ExistingCouchDB struct {
+	// URL of the CouchDB cluster's HTTP API (any node, or a Service in front of them).
+	// +required
+	// +kubebuilder:validation:MaxLength=2048
+	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+(/\S*)?$`
+	URL string `json:"url"`
+
+	// CredentialsSecret holds the admin username and password. Admin rights are needed
+	// to create databases and read /_active_tasks and node statistics.
+	// +required
+	CredentialsSecret SecretKeys `json:"credentialsSecret"`
+}
+
+// SecretKeys names a Secret and the keys of a username and a password in it.
+type SecretKeys struct {
+	// Name of the Secret, in the benchmark's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// +optional
+	// +kubebuilder:default="username"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	UsernameKey string `json:"usernameKey,omitempty"`
+
+	// +optional
+	// +kubebuilder:default="password"
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	PasswordKey string `json:"passwordKey,omitempty"`
+}

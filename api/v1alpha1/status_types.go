@@ -1,0 +1,159 @@
+package v1alpha1
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// Phase is where a benchmark is in its life.
+// +kubebuilder:validation:Enum=Pending;Running;Succeeded;Failed
+type Phase string
+
+const (
+	PhasePending   Phase = "Pending"
+	PhaseRunning   Phase = "Running"
+	PhaseSucceeded Phase = "Succeeded"
+	PhaseFailed    Phase = "Failed"
+)
+
+// CouchBenchmarkStatus is what the operator observed and measured. The full results
+// (every run, time series) are in the ConfigMap named by resultsConfigMap; status keeps a
+// compact summary.
+type CouchBenchmarkStatus struct {
+	// ObservedGeneration is the spec generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// Conditions in the kstatus style: Ready, Reconciling, Stalled.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+
+	// +optional
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+
+	// Progress is the step in flight.
+	// +optional
+	Progress *Progress `json:"progress,omitempty"`
+
+	// Results is a compact summary per query server.
+	// +optional
+	// +listType=map
+	// +listMapKey=queryServer
+	Results []QueryServerResults `json:"results,omitempty"`
+
+	// BestChangesPerSecond is the highest median indexing rate over all arms, profiles
+	// and reducers, in documents per second to a fully built view.
+	// +optional
+	BestChangesPerSecond *int64 `json:"bestChangesPerSecond,omitempty"`
+
+	// ReadP95 is the highest k6 read p95 latency over all arms (e.g. "12.4ms").
+	// +optional
+	ReadP95 string `json:"readP95,omitempty"`
+
+	// ResultsConfigMap names the ConfigMap with the full results (JSON, CSV, Markdown).
+	// +optional
+	ResultsConfigMap string `json:"resultsConfigMap,omitempty"`
+}
+
+// Progress is the step in flight.
+type Progress struct {
+	// QueryServer is the arm being measured.
+	// +optional
+	QueryServer string `json:"queryServer,omitempty"`
+
+	// Step is the step of that arm (provision, seed, index, viewReads, writes, reads,
+	// collect, teardown).
+	// +optional
+	Step string `json:"step,omitempty"`
+
+	// Percent of the whole run done, 0-100.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	Percent int32 `json:"percent,omitempty"`
+}
+
+// QueryServerResults is the summary of one arm. Rates are rounded to whole numbers;
+// latencies and durations are Go duration strings.
+type QueryServerResults struct {
+	// +required
+	QueryServer string `json:"queryServer"`
+
+	// +optional
+	// +listType=atomic
+	Indexing []IndexingResult `json:"indexing,omitempty"`
+
+	// +optional
+	// +listType=atomic
+	ViewReads []ViewReadResult `json:"viewReads,omitempty"`
+
+	// +optional
+	// +listType=atomic
+	Writes []WriteResult `json:"writes,omitempty"`
+
+	// +optional
+	Reads *ReadResult `json:"reads,omitempty"`
+}
+
+// IndexingResult is the median of the builds of one profile and reducer.
+type IndexingResult struct {
+	// Profile is the document profile, e.g. "small" or "large@300000".
+	Profile string `json:"profile"`
+	// +optional
+	Reducer Reducer `json:"reducer,omitempty"`
+	// ChangesPerSecond is documents divided by the wall time to a fully built view
+	// (median over the repetitions): what the seed's c/s means.
+	ChangesPerSecond int64 `json:"changesPerSecond"`
+	// ShardChangesPerSecond sums the work over all shard copies (documents x n / time).
+	// +optional
+	ShardChangesPerSecond int64 `json:"shardChangesPerSecond,omitempty"`
+	// Runs is the number of builds measured.
+	Runs int32 `json:"runs"`
+	// CV is the coefficient of variation of the builds' rates, e.g. "4.1%".
+	// +optional
+	CV string `json:"cv,omitempty"`
+}
+
+// ViewReadResult is the median full read of one view.
+type ViewReadResult struct {
+	View ViewReadKind `json:"view"`
+	// +optional
+	Profile       string `json:"profile,omitempty"`
+	RowsPerSecond int64  `json:"rowsPerSecond"`
+	// SecondsPerRead as a duration, e.g. "4.5s".
+	Duration string `json:"duration"`
+}
+
+// WriteResult is the rate of one insert mode.
+type WriteResult struct {
+	// Mode is bulk-<size>, parallelBulk-<clients>x<size>, batchOk-<clients> or serial.
+	Mode          string `json:"mode"`
+	DocsPerSecond int64  `json:"docsPerSecond"`
+	// Accepted counts 202 answers (batch=ok), not known to be on disk.
+	// +optional
+	Accepted int64 `json:"accepted,omitempty"`
+	// +optional
+	Errors int64 `json:"errors,omitempty"`
+}
+
+// ReadResult is the summary of one arm's k6 read load.
+type ReadResult struct {
+	RequestsPerSecond int64 `json:"requestsPerSecond"`
+	Requests          int64 `json:"requests"`
+	// ErrorRate of failed requests, e.g. "0.02%".
+	ErrorRate string `json:"errorRate"`
+	P50       string `json:"p50"`
+	P95       string `json:"p95"`
+	P99       string `json:"p99"`
+	// PercentilesUpperBound is true when several k6 runners reported percentiles that
+	// could not be merged exactly, and the values are the worst runner's.
+	// +optional
+	PercentilesUpperBound bool `json:"percentilesUpperBound,omitempty"`
+	// +optional
+	ThresholdsPassed *bool `json:"thresholdsPassed,omitempty"`
+}
