@@ -26,6 +26,12 @@ ifeq ($(origin KUBEBUILDER_ASSETS), undefined)
 KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR))
 endif
 
+# pouchdb-server (npm), the CouchDB-compatible server of the runner's integration tests:
+# installed by hack/pouchdb.sh from the committed lock file unless POUCHDB_SERVER is set.
+ifeq ($(origin POUCHDB_SERVER), undefined)
+POUCHDB_SERVER = $(shell hack/pouchdb.sh $(LOCALBIN)/pouchdb)
+endif
+
 .PHONY: all
 all: build
 
@@ -62,8 +68,13 @@ envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when p
 	@echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 
 .PHONY: test
-test: verify-generated vet ## Run unit tests and the envtest suites against a real kube-apiserver.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./... -count=1
+test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserver) and pouchdb-server integration tests.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" POUCHDB_SERVER="$(POUCHDB_SERVER)" go test ./... -count=1
+
+.PHONY: bench
+bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on pouchdb-server, rate computation); see docs/benchmarks.md.
+	go test $$(go list ./internal/... | grep -v /seeding) -run='^$$' -bench=. -count=1
+	POUCHDB_SERVER="$(POUCHDB_SERVER)" go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.

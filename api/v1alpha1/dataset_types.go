@@ -25,8 +25,9 @@ type Dataset struct {
 	// +kubebuilder:validation:Minimum=0
 	Seed int64 `json:"seed,omitempty"`
 
-	// BatchSize is the number of documents per _bulk_docs request while seeding. CouchDB
-	// refuses more than 10000 ([couchdb] max_bulk_docs_count).
+	// BatchSize is the number of documents per _bulk_docs request while seeding, at most
+	// 10000 (seed 003's largest batch). CouchDB 3.x sets no count limit of its own; a
+	// request is bounded by its size ([chttpd] max_http_request_size).
 	// +optional
 	// +kubebuilder:default=1000
 	// +kubebuilder:validation:Minimum=1

@@ -132,7 +132,9 @@ type ViewReadResult struct {
 // WriteResult is the rate of one insert mode.
 type WriteResult struct {
 	// Mode is bulk-<size>, parallelBulk-<clients>x<size>, batchOk-<clients> or serial.
-	Mode          string `json:"mode"`
+	Mode string `json:"mode"`
+	// +optional
+	Profile       string `json:"profile,omitempty"`
 	DocsPerSecond int64  `json:"docsPerSecond"`
 	// Accepted counts 202 answers (batch=ok), not known to be on disk.
 	// +optional

@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
 
@@ -75,6 +77,18 @@ func TestSamplesAreAccepted(t *testing.T) {
 			if err := env.Client.Create(ctxT(t), u); err != nil {
 				t.Fatalf("the API server rejected the sample: %v", err)
 			}
+			// The runner reads the same file without an API server: it must come out the same.
+			var stored benchv1.CouchBenchmark
+			if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(u), &stored); err != nil {
+				t.Fatal(err)
+			}
+			parsed, err := benchspec.Parse(data)
+			if err != nil {
+				t.Fatalf("the runner's loader refused a sample the API server accepted: %v", err)
+			}
+			if !equality.Semantic.DeepEqual(parsed.Spec, stored.Spec) {
+				t.Errorf("the runner's loader and the API server default the sample differently:\nloader: %+v\nserver: %+v", parsed.Spec, stored.Spec)
+			}
 		})
 	}
 	// One quick start and one sample per seed experiment (000-003), plus an existing-CouchDB one.
@@ -105,284 +119,22 @@ func TestValidSpecIsAccepted(t *testing.T) {
 
 func TestInvalidSpecsAreRejected(t *testing.T) {
 	ns := env.Namespace(t)
-	cases := []struct {
-		name string
-		spec string
-		// want are substrings of the API server's message: the field and what to fix.
-		want []string
-	}{
-		{
-			name: "both provision and existing",
-			spec: `
-couchdb:
-  provision: {}
-  existing: {url: "http://c:5984", credentialsSecret: {name: admin}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.couchdb", "set exactly one of couchdb.provision"},
-		},
-		{
-			name: "neither provision nor existing",
-			spec: `
-couchdb: {}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.couchdb", "set exactly one of couchdb.provision"},
-		},
-		{
-			name: "no query servers",
-			spec: `
-couchdb: {provision: {}}
-queryServers: []
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers", "should have at least 1 items"},
-		},
-		{
-			name: "duplicate query server names",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}, {name: js, language: python}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers[1]", "Duplicate value"},
-		},
-		{
-			name: "query server name not a DNS label",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: My_JS, language: javascript}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers[0].name", "should match"},
-		},
-		{
-			name: "engine on a python query server",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: py, language: python, engine: quickjs}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers[0].engine", "engine applies only to language javascript"},
-		},
-		{
-			name: "unknown javascript engine",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript, engine: v8}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers[0].engine", `supported values: "spidermonkey", "quickjs"`},
-		},
-		{
-			name: "erlang without the opt-in",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: erl, language: erlang}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.allowErlangViews", "unsandboxed", "set allowErlangViews: true"},
-		},
-		{
-			name: "command for a built-in language",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript, command: /usr/bin/node}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers[0].command", "javascript and erlang are built into CouchDB"},
-		},
-		{
-			name: "image on an existing CouchDB",
-			spec: `
-couchdb: {existing: {url: "http://c:5984", credentialsSecret: {name: admin}}}
-queryServers: [{name: py, language: python, image: "couchdb-python:3.4.3"}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.queryServers", "apply only to couchdb.provision"},
-		},
-		{
-			name: "existing URL without a scheme",
-			spec: `
-couchdb: {existing: {url: "couchdb:5984", credentialsSecret: {name: admin}}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.couchdb.existing.url", "should match"},
-		},
-		{
-			name: "no workload",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {}`,
-			want: []string{"spec.workloads", "set at least one workload"},
-		},
-		{
-			name: "zero documents",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-dataset: {documents: 0}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.documents", "should be greater than or equal to 1"},
-		},
-		{
-			name: "too many documents",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-dataset: {documents: 1000000000}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.documents", "should be less than or equal to 100000000"},
-		},
-		{
-			name: "seeding batch above CouchDB's max_bulk_docs_count",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-dataset: {batchSize: 20000}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.batchSize", "should be less than or equal to 10000"},
-		},
-		{
-			name: "bulk write batch size above 10000",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {writes: {bulkBatchSizes: [1000, 50000]}}`,
-			want: []string{"spec.workloads.writes.bulkBatchSizes[1]", "should be less than or equal to 10000"},
-		},
-		{
-			name: "writes without a mode",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {writes: {duration: 10s}}`,
-			want: []string{"spec.workloads.writes", "choose at least one mode"},
-		},
-		{
-			name: "replicas above the cluster size",
-			spec: `
-couchdb: {provision: {clusterSize: 2}}
-queryServers: [{name: js, language: javascript}]
-dataset: {replicas: 3}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.replicas", "cannot exceed couchdb.provision.clusterSize"},
-		},
-		{
-			name: "targetBytes on the small profile",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-dataset: {profiles: [{type: small, targetBytes: 4096}]}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.profiles[0].targetBytes", "applies only to the large profile"},
-		},
-		{
-			name: "the same profile twice",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-dataset: {profiles: [{type: large, targetBytes: 300000}, {type: large, targetBytes: 300000}]}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.profiles", "must not repeat a profile"},
-		},
-		{
-			name: "document larger than CouchDB's max_document_size",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-dataset: {profiles: [{type: large, targetBytes: 9000000}]}
-workloads: {indexing: {}}`,
-			want: []string{"spec.dataset.profiles[0].targetBytes", "should be less than or equal to 8000000"},
-		},
-		{
-			name: "unknown reducer",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {reducers: [_median]}}`,
-			want: []string{"spec.workloads.indexing.reducers[0]", `supported values: "builtin", "custom"`},
-		},
-		{
-			name: "reads with both iterations and duration",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {reads: {iterationsPerUser: 400, duration: 30s}}`,
-			want: []string{"spec.workloads.reads", "set exactly one of iterationsPerUser (closed model"},
-		},
-		{
-			name: "reads with neither iterations nor duration",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {reads: {virtualUsers: 120}}`,
-			want: []string{"spec.workloads.reads", "set exactly one of iterationsPerUser (closed model"},
-		},
-		{
-			name: "arrival rate without a duration",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {reads: {iterationsPerUser: 10, arrivalRate: 100}}`,
-			want: []string{"spec.workloads.reads.arrivalRate", "needs reads.duration"},
-		},
-		{
-			name: "malformed k6 threshold",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {reads: {iterationsPerUser: 10, thresholds: [{metric: http_req_duration, condition: "p95 < fast"}]}}`,
-			want: []string{"spec.workloads.reads.thresholds[0].condition", "should match"},
-		},
-		{
-			name: "timeout too short",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}
-timeout: 10s`,
-			want: []string{"spec.timeout", "timeout must be between 1m and 168h"},
-		},
-		{
-			name: "unknown teardown policy",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}
-teardown: Sometimes`,
-			want: []string{"spec.teardown", `supported values: "Always", "OnSuccess", "Never"`},
-		},
-		{
-			name: "chart with both repository and path",
-			spec: `
-couchdb: {provision: {chart: {repository: "https://apache.github.io/couchdb-helm", name: couchdb, version: 4.6.2, path: /charts/couchdb}}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.couchdb.provision.chart", "not both"},
-		},
-		{
-			name: "chart repository without a version",
-			spec: `
-couchdb: {provision: {chart: {repository: "https://apache.github.io/couchdb-helm", name: couchdb}}}
-queryServers: [{name: js, language: javascript}]
-workloads: {indexing: {}}`,
-			want: []string{"spec.couchdb.provision.chart", "chart.version is required"},
-		},
-		{
-			name: "k6 parallelism zero",
-			spec: `
-couchdb: {provision: {}}
-queryServers: [{name: js, language: javascript}]
-workloads: {reads: {iterationsPerUser: 10}}
-k6: {parallelism: 0}`,
-			want: []string{"spec.k6.parallelism", "should be greater than or equal to 1"},
-		},
-	}
-	for i, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			err := env.Client.Create(ctxT(t), benchmark(t, ns, "invalid-"+strconv.Itoa(i), tc.spec))
+	for i, tc := range testenv.InvalidSpecs(t) {
+		t.Run(tc.Name, func(t *testing.T) {
+			u := &unstructured.Unstructured{Object: map[string]any{"spec": tc.Spec}}
+			u.SetAPIVersion(benchv1.GroupVersion.String())
+			u.SetKind("CouchBenchmark")
+			u.SetNamespace(ns)
+			u.SetName("invalid-" + strconv.Itoa(i))
+			err := env.Client.Create(ctxT(t), u)
 			if err == nil {
-				t.Fatalf("the API server accepted the spec; want a rejection mentioning %q", tc.want)
+				t.Fatalf("the API server accepted the spec; want a rejection mentioning %q", tc.Want)
 			}
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("want an Invalid (422) error, got %v", err)
 			}
 			t.Log(err) // what a user sees; shown with -v
-			for _, w := range tc.want {
+			for _, w := range tc.Want {
 				if !strings.Contains(err.Error(), w) {
 					t.Errorf("message does not mention %q:\n%v", w, err)
 				}

@@ -109,8 +109,8 @@ type WritesWorkload struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="writes.duration must be between 1s and 1h"
 	Duration metav1.Duration `json:"duration,omitempty"`
 
-	// BulkBatchSizes runs one sequential _bulk_docs writer per size (e.g. 100, 1000,
-	// 5000, 10000). CouchDB refuses more than 10000 documents per request.
+	// BulkBatchSizes runs one sequential _bulk_docs writer per size, as seed 003 does with
+	// 100, 1000, 5000 and 10000; at most 10000.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MinItems=1

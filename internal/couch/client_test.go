@@ -1,0 +1,88 @@
+package couch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/couchbench/couchbench/internal/couchtest"
+)
+
+func TestCredentialsNeverPrintThePassword(t *testing.T) {
+	c := Credentials{Username: "admin", Password: "s3cret"}
+	for _, s := range []string{c.String(), fmt.Sprintf("%v %+v %#v %s", c, c, c, c)} {
+		if strings.Contains(s, "s3cret") {
+			t.Errorf("%q shows the password", s)
+		}
+	}
+}
+
+func TestURLWithCredentialsIsRefused(t *testing.T) {
+	_, err := New("http://admin:s3cret@couchdb:5984", Credentials{}, Options{})
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("New with credentials in the URL: %v", err)
+	}
+	if _, err := New("ftp://couchdb", Credentials{}, Options{}); err == nil {
+		t.Error("an ftp URL was accepted")
+	}
+}
+
+// The recorded view answers of CouchDB 3.4.3 stream rows separated by ",\r\n"; ReadView
+// must count them exactly.
+func TestCountRowsOnRecordedViewAnswers(t *testing.T) {
+	for file, want := range map[string]int64{
+		"04_view_reduce_false_limit3_include_docs.json": 3,
+		"04_view_limit0_reduce_false.json":              0,
+		"04_view_group_true.json":                       13,
+	} {
+		data, err := os.ReadFile(filepath.Join("..", "couchtest", "testdata", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fixture struct {
+			Body    json.RawMessage `json:"body"`
+			BodyRaw *string         `json:"body_raw"`
+		}
+		if err := json.Unmarshal(data, &fixture); err != nil {
+			t.Fatal(err)
+		}
+		body := string(fixture.Body)
+		if fixture.BodyRaw != nil {
+			body = *fixture.BodyRaw
+		}
+		got, err := countRows(json.NewDecoder(strings.NewReader(body)))
+		if err != nil || got != want {
+			t.Errorf("%s: %d rows, %v; want %d", file, got, err, want)
+		}
+	}
+}
+
+func TestErrorsCarryCouchDBsReason(t *testing.T) {
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
+	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	_, err = c.QueryView(ctx, "missing", "_design/x", "v", url.Values{})
+	var ce *Error
+	if !errors.As(err, &ce) || ce.Status != 404 || ce.Name != "not_found" || StatusOf(err) != 404 || Transient(err) {
+		t.Fatalf("view on a missing database: %#v", err)
+	}
+	if value, set, err := c.Config(ctx, "_local", "smoosh.ratio_views", "max_size"); err != nil || set || value != "" {
+		t.Errorf("an unset config key: %q %v %v", value, set, err)
+	}
+	created, err := c.CreateDB(ctx, "db", 1, 1)
+	if err != nil || !created {
+		t.Fatalf("CreateDB: %v %v", created, err)
+	}
+	if created, err := c.CreateDB(ctx, "db", 1, 1); err != nil || created {
+		t.Errorf("CreateDB of an existing database: created=%v err=%v; want false, nil", created, err)
+	}
+}

@@ -1,0 +1,142 @@
+package couch
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// ServerInfo is the welcome answer of GET /.
+type ServerInfo struct {
+	Version string `json:"version"`
+	GitSHA  string `json:"git_sha,omitempty"`
+	Vendor  struct {
+		Name    string `json:"name"`
+		Version string `json:"version,omitempty"`
+	} `json:"vendor"`
+	Features []string `json:"features,omitempty"`
+}
+
+// Server answers GET /.
+func (c *Client) Server(ctx context.Context) (ServerInfo, error) {
+	var info ServerInfo
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/", accept: []int{http.StatusOK}}, &info)
+	return info, err
+}
+
+// Membership is the answer of GET /_membership.
+type Membership struct {
+	AllNodes     []string `json:"all_nodes"`
+	ClusterNodes []string `json:"cluster_nodes"`
+}
+
+// Membership answers GET /_membership.
+func (c *Client) Membership(ctx context.Context) (Membership, error) {
+	var m Membership
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/_membership", accept: []int{http.StatusOK}}, &m)
+	return m, err
+}
+
+// Task is one entry of /_active_tasks. Only the fields the runner reads are typed; an
+// indexer task has all of them, a view_compaction task has no IndexerPID.
+type Task struct {
+	Node           string `json:"node"`
+	PID            string `json:"pid"`
+	Type           string `json:"type"`
+	Database       string `json:"database"`
+	DesignDocument string `json:"design_document"`
+	IndexerPID     string `json:"indexer_pid"`
+	ChangesDone    int64  `json:"changes_done"`
+	TotalChanges   int64  `json:"total_changes"`
+	Progress       int64  `json:"progress"`
+	StartedOn      int64  `json:"started_on"`
+	UpdatedOn      int64  `json:"updated_on"`
+}
+
+// ActiveTasks answers GET /_active_tasks: the tasks of every node of the cluster.
+func (c *Client) ActiveTasks(ctx context.Context) ([]Task, error) {
+	var tasks []Task
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/_active_tasks", accept: []int{http.StatusOK}}, &tasks)
+	return tasks, err
+}
+
+// ParseTasks decodes an /_active_tasks body (for recorded series).
+func ParseTasks(body []byte) ([]Task, error) {
+	var tasks []Task
+	err := json.Unmarshal(body, &tasks)
+	return tasks, err
+}
+
+// nodePath is /_node/{node}; "_local" names the node that answers.
+func nodePath(node string) string { return "/_node/" + escape(node) }
+
+// Counter reads one counter of a node's statistics, e.g. ("couchdb", "mrview", "map_doc").
+func (c *Client) Counter(ctx context.Context, node string, path ...string) (int64, error) {
+	segments := make([]string, len(path))
+	for i, p := range path {
+		segments[i] = escape(p)
+	}
+	var leaf struct {
+		Value *json.Number `json:"value"`
+	}
+	req := request{method: http.MethodGet, path: nodePath(node) + "/_stats/" + strings.Join(segments, "/"), accept: []int{http.StatusOK}}
+	if _, err := c.call(ctx, req, &leaf); err != nil {
+		return 0, err
+	}
+	if leaf.Value == nil {
+		return 0, fmt.Errorf("%s: not a counter", req.path)
+	}
+	return leaf.Value.Int64()
+}
+
+func configPath(node, section, key string) string {
+	return nodePath(node) + "/_config/" + escape(section) + "/" + escape(key)
+}
+
+// Config reads one configuration value of a node; set is false when the key is not set in
+// any ini file (CouchDB answers 404 and its compiled default applies).
+func (c *Client) Config(ctx context.Context, node, section, key string) (value string, set bool, err error) {
+	req := request{method: http.MethodGet, path: configPath(node, section, key), accept: []int{http.StatusOK}}
+	_, err = c.call(ctx, req, &value)
+	if isUnsetConfig(err) {
+		return "", false, nil
+	}
+	return value, err == nil, err
+}
+
+// SetConfig sets one configuration value of a node at run time.
+func (c *Client) SetConfig(ctx context.Context, node, section, key, value string) error {
+	body, _ := json.Marshal(value)
+	_, err := c.call(ctx, request{method: http.MethodPut, path: configPath(node, section, key), body: body, accept: []int{http.StatusOK}}, nil)
+	return err
+}
+
+// DeleteConfig removes one configuration value of a node; a value that is not set is not
+// an error.
+func (c *Client) DeleteConfig(ctx context.Context, node, section, key string) error {
+	_, err := c.call(ctx, request{method: http.MethodDelete, path: configPath(node, section, key), accept: []int{http.StatusOK}}, nil)
+	if isUnsetConfig(err) {
+		return nil
+	}
+	return err
+}
+
+// isUnsetConfig tells CouchDB's "this key is not set" (404 unknown_config_value) from other
+// 404s, such as a server without the config API.
+func isUnsetConfig(err error) bool {
+	var ce *Error
+	return errors.As(err, &ce) && ce.Status == http.StatusNotFound && ce.Reason == "unknown_config_value"
+}
+
+// query is a helper for building query strings from key/value pairs.
+func query(kv ...string) url.Values {
+	v := url.Values{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		v.Set(kv[i], kv[i+1])
+	}
+	return v
+}

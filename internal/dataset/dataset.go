@@ -1,0 +1,162 @@
+// Package dataset generates the benchmark's documents: the seed articles' score document
+// and its padded "large" variant, deterministically from a seed.
+//
+// Every document is a pure function of (seed, profile, index): document i is drawn from its
+// own PCG stream seeded with (seed, i), so documents can be generated in any order, by any
+// number of workers, and a reader (k6, a test) can compute any document's id and content
+// without the others. The ids are the zero-padded index, so they sort in insertion order:
+// sequential ids append to CouchDB's B-trees instead of seeking (seed 003).
+package dataset
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// ReferenceDate anchors createdAt: every document is dated within the year before it
+// (the seed's "random date within last year", made reproducible). It is the day the
+// project's CouchDB 3.4.3 reference measurements were recorded.
+var ReferenceDate = time.Date(2026, 11, 21, 0, 0, 0, 0, time.UTC)
+
+const (
+	// seedPaddingRepeat is the seed article's random_str() * 100.
+	seedPaddingRepeat = 100
+	// maxPaddingKeys is the seed's random.randint(0, 100) keys.
+	maxPaddingKeys = 100
+	letters        = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+	nameLength     = 6
+)
+
+// Generator makes the documents of one profile.
+type Generator struct {
+	seed    uint64
+	profile benchv1.DocumentProfile
+	// paddingRepeat is how often a padding value repeats its random 6-letter string.
+	paddingRepeat int
+}
+
+// New returns the generator for a seed and profile.
+func New(seed int64, profile benchv1.DocumentProfile) *Generator {
+	g := &Generator{seed: uint64(seed), profile: profile, paddingRepeat: seedPaddingRepeat}
+	if profile.Type == benchv1.DocumentLarge && profile.TargetBytes != nil {
+		g.paddingRepeat = paddingRepeatFor(*profile.TargetBytes)
+	}
+	return g
+}
+
+// paddingRepeat solves the average size for the repeat count r. A padding entry is
+// "key":"base64" plus punctuation: 6 + 6 + 8r bytes (6r random letters encode to exactly
+// 8r base64 characters); a document has 50 entries on average (0-100 uniform), and the
+// rest of the document is about 150 bytes.
+func paddingRepeatFor(targetBytes int64) int {
+	const fixed, entryOverhead, meanEntries = 150, 12, 50
+	r := (targetBytes - fixed - meanEntries*entryOverhead) / (meanEntries * 8)
+	return int(max(r, 1))
+}
+
+// Profile is the generator's profile.
+func (g *Generator) Profile() benchv1.DocumentProfile { return g.profile }
+
+// ProfileName names a profile in results and database names: "small", "large",
+// "large-300000".
+func ProfileName(p benchv1.DocumentProfile) string {
+	if p.TargetBytes != nil {
+		return fmt.Sprintf("%s-%d", p.Type, *p.TargetBytes)
+	}
+	return string(p.Type)
+}
+
+// ID is the id of document i.
+func ID(i int64) string { return fmt.Sprintf("%010d", i) }
+
+// Doc is the seed's score document.
+type Doc struct {
+	ID         string            `json:"_id"`
+	Metadata   Metadata          `json:"metadata"`
+	Username   string            `json:"username"`
+	Score      int               `json:"score"`
+	CustomData map[string]string `json:"custom_data,omitempty"`
+}
+
+// Metadata is the seed document's metadata.
+type Metadata struct {
+	DocType   string `json:"docType"`
+	CreatedAt string `json:"createdAt"`
+}
+
+// draw is the part of a document the view reads; it comes first in every document's stream
+// so that Expected need not generate the padding.
+type draw struct {
+	rng       *rand.Rand
+	createdAt time.Time
+	score     int
+}
+
+func (g *Generator) draw(i int64) draw {
+	rng := rand.New(rand.NewPCG(g.seed, uint64(i)))
+	days := rng.IntN(367) // randint(0, 366)
+	score := rng.IntN(5001)
+	return draw{rng: rng, createdAt: ReferenceDate.AddDate(0, 0, -days), score: score}
+}
+
+// Doc generates document i.
+func (g *Generator) Doc(i int64) Doc {
+	d := g.draw(i)
+	doc := Doc{
+		ID:       ID(i),
+		Metadata: Metadata{DocType: "score", CreatedAt: d.createdAt.Format(time.DateOnly)},
+		Username: randomName(d.rng),
+		Score:    d.score,
+	}
+	if g.profile.Type == benchv1.DocumentLarge {
+		n := d.rng.IntN(maxPaddingKeys + 1)
+		doc.CustomData = make(map[string]string, n)
+		for range n {
+			key := randomName(d.rng)
+			value := strings.Repeat(randomName(d.rng), g.paddingRepeat)
+			doc.CustomData[key] = base64.StdEncoding.EncodeToString([]byte(value))
+		}
+	}
+	return doc
+}
+
+// JSON generates document i as JSON.
+func (g *Generator) JSON(i int64) json.RawMessage {
+	data, err := json.Marshal(g.Doc(i))
+	if err != nil {
+		panic(fmt.Sprintf("dataset: a generated document does not marshal: %v", err)) // plain strings and ints only
+	}
+	return data
+}
+
+func randomName(rng *rand.Rand) string {
+	var b [nameLength]byte
+	for i := range b {
+		b[i] = letters[rng.IntN(len(letters))]
+	}
+	return string(b[:])
+}
+
+// MonthKey is a key of the seed's view: [year, month], both strings.
+type MonthKey struct {
+	Year  string
+	Month string
+}
+
+// Expected is the seed view's full answer for documents 0..n-1 (group=true, reduce sum):
+// the sum of scores per [year, month]. The runner compares a built view with it.
+func (g *Generator) Expected(n int64) map[MonthKey]int64 {
+	sums := make(map[MonthKey]int64, 13)
+	for i := range n {
+		d := g.draw(i)
+		key := MonthKey{Year: fmt.Sprintf("%04d", d.createdAt.Year()), Month: fmt.Sprintf("%02d", int(d.createdAt.Month()))}
+		sums[key] += int64(d.score)
+	}
+	return sums
+}

@@ -1,0 +1,146 @@
+package dataset
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+	"time"
+
+	"k8s.io/utils/ptr"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+var (
+	small = benchv1.DocumentProfile{Type: benchv1.DocumentSmall}
+	large = benchv1.DocumentProfile{Type: benchv1.DocumentLarge}
+)
+
+func TestDocumentsAreDeterministicAndIndependentOfOrder(t *testing.T) {
+	a, b := New(7, large), New(7, large)
+	// Generate b's documents backwards: document i must not depend on the others.
+	want := make([]string, 50)
+	for i := int64(49); i >= 0; i-- {
+		want[i] = string(b.JSON(i))
+	}
+	for i := range int64(50) {
+		if got := string(a.JSON(i)); got != want[i] {
+			t.Fatalf("document %d differs between two generators with the same seed", i)
+		}
+	}
+	if string(New(8, large).JSON(3)) == want[3] {
+		t.Error("another seed gave the same document")
+	}
+}
+
+func TestSmallDocumentHasTheSeedShape(t *testing.T) {
+	g := New(1, small)
+	dateRE := regexp.MustCompile(`^\d{4}-\d{2}-\d{2}$`)
+	nameRE := regexp.MustCompile(`^[a-zA-Z]{6}$`)
+	oldest := ReferenceDate.AddDate(0, 0, -366)
+	for i := range int64(2000) {
+		var doc map[string]any
+		if err := json.Unmarshal(g.JSON(i), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if doc["_id"] != ID(i) {
+			t.Fatalf("doc %d has _id %v", i, doc["_id"])
+		}
+		meta := doc["metadata"].(map[string]any)
+		if meta["docType"] != "score" {
+			t.Fatalf("docType %v", meta["docType"])
+		}
+		created, _ := meta["createdAt"].(string)
+		if !dateRE.MatchString(created) {
+			t.Fatalf("createdAt %q is not YYYY-MM-DD", created)
+		}
+		day, _ := time.Parse(time.DateOnly, created)
+		if day.After(ReferenceDate) || day.Before(oldest) {
+			t.Fatalf("createdAt %s outside the year before %s", created, ReferenceDate.Format(time.DateOnly))
+		}
+		if name, _ := doc["username"].(string); !nameRE.MatchString(name) {
+			t.Fatalf("username %q is not 6 letters", name)
+		}
+		if score := doc["score"].(float64); score < 0 || score > 5000 || score != float64(int(score)) {
+			t.Fatalf("score %v outside 0-5000", score)
+		}
+		if _, ok := doc["custom_data"]; ok {
+			t.Fatal("a small document has custom_data")
+		}
+	}
+}
+
+func TestIDsSortInInsertionOrder(t *testing.T) {
+	for _, pair := range [][2]int64{{9, 10}, {99, 100}, {999999, 1000000}} {
+		if ID(pair[0]) >= ID(pair[1]) {
+			t.Errorf("ID(%d)=%s does not sort before ID(%d)=%s", pair[0], ID(pair[0]), pair[1], ID(pair[1]))
+		}
+	}
+}
+
+func TestLargeDocumentPadding(t *testing.T) {
+	g := New(3, large)
+	var total, keys int
+	const n = 400
+	for i := range int64(n) {
+		doc := g.Doc(i)
+		if len(doc.CustomData) > maxPaddingKeys {
+			t.Fatalf("%d padding keys, the seed draws at most %d", len(doc.CustomData), maxPaddingKeys)
+		}
+		keys += len(doc.CustomData)
+		total += len(g.JSON(i))
+	}
+	// The seed's padding: 0-100 keys (mean 50) of 800 base64 characters each: about 41 kB.
+	if mean := total / n; mean < 30000 || mean > 52000 {
+		t.Errorf("mean large document is %d bytes, want about 41000 for the seed's padding", mean)
+	}
+	if mean := float64(keys) / n; mean < 40 || mean > 60 {
+		t.Errorf("mean %.1f padding keys, want about 50", mean)
+	}
+}
+
+func TestLargeDocumentTargetSize(t *testing.T) {
+	for _, target := range []int64{4096, 300000} {
+		g := New(5, benchv1.DocumentProfile{Type: benchv1.DocumentLarge, TargetBytes: ptr.To(target)})
+		var total int64
+		const n = 400
+		for i := range int64(n) {
+			total += int64(len(g.JSON(i)))
+		}
+		mean := total / n
+		if ratio := float64(mean) / float64(target); ratio < 0.8 || ratio > 1.2 {
+			t.Errorf("targetBytes %d: mean document %d bytes (%.2f of the target)", target, mean, ratio)
+		}
+	}
+}
+
+func TestExpectedMatchesTheDocuments(t *testing.T) {
+	g := New(11, large)
+	const n = 3000
+	want := map[MonthKey]int64{}
+	for i := range int64(n) {
+		doc := g.Doc(i)
+		key := MonthKey{Year: doc.Metadata.CreatedAt[:4], Month: doc.Metadata.CreatedAt[5:7]}
+		want[key] += int64(doc.Score)
+	}
+	got := g.Expected(n)
+	if len(got) != len(want) {
+		t.Fatalf("Expected has %d months, the documents %d", len(got), len(want))
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("month %v: Expected %d, documents sum to %d", k, got[k], v)
+		}
+	}
+	// A year of days spans 13 calendar months.
+	if len(got) != 13 {
+		t.Errorf("%d months, want 13", len(got))
+	}
+}
+
+func BenchmarkSmallDocJSON(b *testing.B) {
+	g := New(1, small)
+	for i := range b.N {
+		_ = g.JSON(int64(i))
+	}
+}

@@ -1,0 +1,153 @@
+// Package ddoc builds the benchmark's design documents in each view language: the seed
+// article's "scores by month" view for indexing, and seed 002's emit-doc / emit-null views
+// for full view reads.
+//
+// CouchDB shares one index between design documents whose views are identical (the index
+// is named by a signature of the views' code), so a "new design document" alone would not
+// rebuild anything. Each indexing design document therefore carries a nonce in a comment of
+// its map function: same work, new signature, built from scratch.
+package ddoc
+
+import (
+	"fmt"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
+)
+
+// View names.
+const (
+	ByMonth  = "by_month"
+	EmitDoc  = "emit_doc"
+	EmitNull = "emit_null"
+)
+
+// Language is the design document language for an arm. A JavaScript arm on QuickJS uses
+// CouchDB 3.4's javascript_quickjs language, which runs on QuickJS whatever the server's
+// js_engine is; any other arm uses its language as it is.
+func Language(qs benchv1.QueryServer) string {
+	if qs.Language == "javascript" && qs.Engine == benchv1.EngineQuickJS {
+		return "javascript_quickjs"
+	}
+	return qs.Language
+}
+
+// family is the source dialect of a language.
+type family int
+
+const (
+	javascript family = iota
+	python
+	erlang
+)
+
+func familyOf(language string) (family, error) {
+	switch language {
+	case "javascript", "javascript_quickjs":
+		return javascript, nil
+	case "python":
+		return python, nil
+	case "erlang":
+		return erlang, nil
+	}
+	return 0, fmt.Errorf("no view functions for language %q: couchbench has them for javascript, python and erlang", language)
+}
+
+// Indexing is the design document of one indexing build: the seed's map function and the
+// reducer to compare, with autoupdate off so that the build starts when the runner asks.
+func Indexing(id, language string, reducer benchv1.Reducer, nonce string) (couch.DesignDoc, error) {
+	fam, err := familyOf(language)
+	if err != nil {
+		return couch.DesignDoc{}, err
+	}
+	view := couch.View{Map: byMonthMap(fam, nonce), Reduce: "_sum"}
+	if reducer == benchv1.ReducerCustom {
+		view.Reduce = sumReduce[fam]
+	}
+	off := false
+	return couch.DesignDoc{ID: id, Language: language, Views: map[string]couch.View{ByMonth: view}, AutoUpdate: &off}, nil
+}
+
+// ViewReads is the design document of seed 002: one view emits the whole document, the
+// other null (read with and without include_docs).
+func ViewReads(id, language string) (couch.DesignDoc, error) {
+	fam, err := familyOf(language)
+	if err != nil {
+		return couch.DesignDoc{}, err
+	}
+	off := false
+	return couch.DesignDoc{ID: id, Language: language, AutoUpdate: &off, Views: map[string]couch.View{
+		EmitDoc:  {Map: emitDocMap[fam]},
+		EmitNull: {Map: emitNullMap[fam]},
+	}}, nil
+}
+
+// byMonthMap is the seed article's map in each language: key [year, month] as strings,
+// value the score. The nonce comment gives each build its own index signature.
+func byMonthMap(fam family, nonce string) string {
+	switch fam {
+	case python:
+		return fmt.Sprintf(`# couchbench %s
+def map(doc):
+    if 'metadata' in doc and 'createdAt' in doc['metadata']:
+        created_at = doc['metadata']['createdAt']
+        year, month, _ = created_at.split('-')
+        yield [year, month], doc['score']
+`, nonce)
+	case erlang:
+		return fmt.Sprintf(`%% couchbench %s
+fun({Doc}) ->
+    case proplists:get_value(<<"metadata">>, Doc) of
+        {Metadata} ->
+            CreatedAt = proplists:get_value(<<"createdAt">>, Metadata),
+            case string:tokens(binary_to_list(CreatedAt), "-") of
+                [Year, Month|_] -> Emit([list_to_binary(Year), list_to_binary(Month)], proplists:get_value(<<"score">>, Doc));
+                _ -> ok
+            end;
+        _ -> ok
+    end
+end.`, nonce)
+	default:
+		return fmt.Sprintf(`function(doc) {
+  // couchbench %s
+  if (doc.metadata && doc.metadata.createdAt) {
+    var parts = doc.metadata.createdAt.split("-"),
+        year = parts[0],
+        month = parts[1];
+    emit([year, month], doc.score);
+  }
+}`, nonce)
+	}
+}
+
+// sumReduce is a sum written in the view's language: the seed's "custom reducer", run by
+// the query server instead of CouchDB's builtin _sum.
+var sumReduce = map[family]string{
+	javascript: `function(keys, values, rereduce) {
+  return sum(values);
+}`,
+	python: `def reduce(keys, values, rereduce):
+    return sum(values)
+`,
+	erlang: `fun(Keys, Values, ReReduce) -> lists:sum(Values) end.`,
+}
+
+var emitDocMap = map[family]string{
+	javascript: `function(doc) {
+  emit(doc._id, doc);
+}`,
+	python: `def map(doc):
+    yield doc['_id'], doc
+`,
+	erlang: `fun({Doc}) -> Emit(proplists:get_value(<<"_id">>, Doc), {Doc}) end.`,
+}
+
+var emitNullMap = map[family]string{
+	javascript: `function(doc) {
+  emit(doc._id, null);
+}`,
+	python: `def map(doc):
+    yield doc['_id'], None
+`,
+	erlang: `fun({Doc}) -> Emit(proplists:get_value(<<"_id">>, Doc), null) end.`,
+}

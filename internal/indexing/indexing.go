@@ -1,0 +1,227 @@
+// Package indexing measures how fast CouchDB builds a view: the seed article's "scores by
+// month" view, built from scratch, timed to a fully built index on every shard copy.
+//
+// In a cluster the blocking view request returns once one copy of each shard range is
+// built, while the other copies keep indexing, and it can even answer 500 timeout after
+// 60 s while the build goes on. So a build has two times: queryable (the view request
+// answered) and built (no build task left on any node, from /_active_tasks polled every
+// 250 ms). Rates divide documents by the built time: the seed's "c/s", measured to the end.
+package indexing
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/ddoc"
+)
+
+// DefaultPollInterval is the /_active_tasks poll interval: CouchDB refreshes a task's
+// counters about every 500 ms, and 250 ms puts the build's end within a quarter second.
+const DefaultPollInterval = 250 * time.Millisecond
+
+// quietPolls is how many consecutive polls without a build task end the wait, so that a
+// single poll that raced a task's start is not taken for the end.
+const quietPolls = 2
+
+// Options describe one build.
+type Options struct {
+	DB        string
+	Documents int64
+	// Replicas is the database's n: every copy maps every document of its range.
+	Replicas int
+	Language string
+	Reducer  benchv1.Reducer
+	// Nonce makes the design document, and so the index, new.
+	Nonce        string
+	PollInterval time.Duration
+	// Expected is the view's correct answer (group=true); the build fails if the built view
+	// differs.
+	Expected map[dataset.MonthKey]int64
+}
+
+// Run is the measurement of one build.
+type Run struct {
+	DesignDoc string `json:"designDoc"`
+	Documents int64  `json:"documents"`
+	// Queryable is when the view request answered 200; Built when no build task was left
+	// (the first poll after the last that showed one). Without observed tasks, Built is
+	// Queryable.
+	Queryable     time.Duration `json:"queryableNs"`
+	Built         time.Duration `json:"builtNs"`
+	TasksObserved bool          `json:"tasksObserved"`
+	// ViewTimeouts counts 500 timeout answers to the view request ridden through.
+	ViewTimeouts int `json:"viewTimeouts"`
+	// DocsPerSecond is documents / Built; QueryableDocsPerSecond documents / Queryable.
+	DocsPerSecond          float64 `json:"docsPerSecond"`
+	QueryableDocsPerSecond float64 `json:"queryableDocsPerSecond"`
+	// ShardChanges counts changes over all shard copies (from the tasks when every copy was
+	// seen, else documents x n); ShardChangesPerSecond is that over Built.
+	ShardChanges              int64   `json:"shardChanges"`
+	ShardChangesFrom          string  `json:"shardChangesFrom"`
+	ShardChangesPerSecond     float64 `json:"shardChangesPerSecond"`
+	PeakShardChangesPerSecond float64 `json:"peakShardChangesPerSecond"`
+	CopiesObserved            int     `json:"copiesObserved"`
+	ReindexTasks              int     `json:"reindexTasks"`
+	CompactionTasks           int     `json:"compactionTasks"`
+	FailedPolls               int     `json:"failedPolls"`
+	// MapDocs is the growth of couchdb.mrview.map_doc over all nodes during the build, -1
+	// when a node's statistics could not be read; MapDocsExpected is documents x n, what a
+	// build that maps every document once on every copy does.
+	MapDocs         int64   `json:"mapDocs"`
+	MapDocsExpected int64   `json:"mapDocsExpected"`
+	Series          []Point `json:"series"`
+}
+
+// Build creates a new design document and measures the build of its view.
+func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (Run, error) {
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = DefaultPollInterval
+	}
+	ddocID := "_design/cb-idx-" + opts.Nonce
+	doc, err := ddoc.Indexing(ddocID, opts.Language, opts.Reducer, opts.Nonce)
+	if err != nil {
+		return Run{}, err
+	}
+	run := Run{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1))}
+
+	mapBefore := mapDocs(ctx, c, nodes)
+	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil {
+		return run, fmt.Errorf("creating design document %s: %w", ddocID, err)
+	}
+
+	// Poll from before the trigger until the build tasks are gone.
+	poller := startPolling(ctx, c, opts.PollInterval)
+	start := time.Now()
+	poller.setOrigin(start)
+
+	run.ViewTimeouts, err = waitQueryable(ctx, c, opts.DB, ddocID)
+	if err != nil {
+		poller.stop()
+		return run, err
+	}
+	run.Queryable = time.Since(start)
+
+	samples := poller.waitQuiet(ctx, opts.DB, ddocID, quietPolls, run.Queryable)
+	a := Analyze(samples, opts.DB, ddocID)
+	run.TasksObserved = a.TasksObserved
+	run.Built = run.Queryable
+	if a.TasksObserved {
+		run.Built = max(a.BuildEnd, run.Queryable)
+	}
+	run.CopiesObserved, run.ReindexTasks = a.CopiesObserved, a.ReindexTasks
+	run.CompactionTasks, run.FailedPolls = a.CompactionTasks, a.FailedPolls
+	run.PeakShardChangesPerSecond = a.PeakShardChangesPerSecond
+	run.Series = a.Series
+	run.ShardChanges, run.ShardChangesFrom = opts.Documents*int64(max(opts.Replicas, 1)), "documents x n"
+	if a.TasksObserved && a.ShardChanges >= run.ShardChanges {
+		run.ShardChanges, run.ShardChangesFrom = a.ShardChanges, "tasks"
+	}
+	run.DocsPerSecond = float64(opts.Documents) / run.Built.Seconds()
+	run.QueryableDocsPerSecond = float64(opts.Documents) / run.Queryable.Seconds()
+	run.ShardChangesPerSecond = float64(run.ShardChanges) / run.Built.Seconds()
+
+	if mapAfter := mapDocs(ctx, c, nodes); mapBefore >= 0 && mapAfter >= 0 {
+		run.MapDocs = mapAfter - mapBefore
+	} else {
+		run.MapDocs = -1
+	}
+
+	if err := Verify(ctx, c, opts.DB, ddocID, opts.Expected); err != nil {
+		return run, err
+	}
+	return run, ctx.Err()
+}
+
+// waitQueryable sends the seed's blocking view request until it answers 200, riding
+// through the cluster's 500 timeouts (the build goes on behind them) and transient
+// failures. It returns how many timeouts it saw.
+func waitQueryable(ctx context.Context, c *couch.Client, db, ddocID string) (int, error) {
+	params := url.Values{"group": {"true"}, "limit": {"11"}}
+	timeouts := 0
+	for {
+		_, err := c.QueryView(ctx, db, ddocID, ddoc.ByMonth, params)
+		if err == nil {
+			return timeouts, nil
+		}
+		if ctx.Err() != nil {
+			return timeouts, ctx.Err()
+		}
+		var ce *couch.Error
+		if !errors.As(err, &ce) || (ce.Name != "timeout" && !couch.Transient(err)) {
+			return timeouts, fmt.Errorf("view request on %s: %w", ddocID, err)
+		}
+		timeouts++
+		select {
+		case <-ctx.Done():
+			return timeouts, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// mapDocs sums couchdb.mrview.map_doc over the nodes, -1 when a node cannot be read.
+func mapDocs(ctx context.Context, c *couch.Client, nodes []string) int64 {
+	var total int64
+	for _, n := range nodes {
+		v, err := c.Counter(ctx, n, "couchdb", "mrview", "map_doc")
+		if err != nil {
+			return -1
+		}
+		total += v
+	}
+	return total
+}
+
+// Verify reads the whole built view (group=true) and compares it with the expected sums.
+// A wrong index fails the run with the months that differ.
+func Verify(ctx context.Context, c *couch.Client, db, ddocID string, expected map[dataset.MonthKey]int64) error {
+	rows, err := c.QueryView(ctx, db, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}})
+	if err != nil {
+		return fmt.Errorf("reading the built view %s: %w", ddocID, err)
+	}
+	got := make(map[dataset.MonthKey]int64, len(rows))
+	var problems []string
+	for _, r := range rows {
+		var key []string
+		if err := json.Unmarshal(r.Key, &key); err != nil || len(key) != 2 {
+			problems = append(problems, fmt.Sprintf("row key %s is not [year, month]", r.Key))
+			continue
+		}
+		sum, err := strconv.ParseInt(strings.TrimSpace(string(r.Value)), 10, 64)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("month %s-%s: value %s is not a whole number", key[0], key[1], r.Value))
+			continue
+		}
+		got[dataset.MonthKey{Year: key[0], Month: key[1]}] = sum
+	}
+	for k, want := range expected {
+		if have, ok := got[k]; !ok {
+			problems = append(problems, fmt.Sprintf("month %s-%s missing (want %d)", k.Year, k.Month, want))
+		} else if have != want {
+			problems = append(problems, fmt.Sprintf("month %s-%s: %d, want %d", k.Year, k.Month, have, want))
+		}
+	}
+	for k, have := range got {
+		if _, ok := expected[k]; !ok {
+			problems = append(problems, fmt.Sprintf("month %s-%s: unexpected row (%d)", k.Year, k.Month, have))
+		}
+	}
+	if len(problems) > 0 {
+		sort.Strings(problems)
+		return fmt.Errorf("%w: %s: %s", ErrWrongIndex, ddocID, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// ErrWrongIndex is returned (wrapped) when a built view's answer differs from the dataset.
+var ErrWrongIndex = errors.New("the built view does not match the dataset")

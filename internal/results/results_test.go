@@ -1,0 +1,140 @@
+package results
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/viewreads"
+	"github.com/couchbench/couchbench/internal/writes"
+)
+
+func TestSummarize(t *testing.T) {
+	s := Summarize([]float64{10, 30, 20})
+	if s.N != 3 || s.Median != 20 || s.Min != 10 || s.Max != 30 {
+		t.Errorf("Summarize = %+v", s)
+	}
+	// Sample standard deviation of 10, 20, 30 is 10; the mean 20: CV 50%.
+	if math.Abs(s.CV-50) > 1e-9 {
+		t.Errorf("CV = %v, want 50", s.CV)
+	}
+	if even := Summarize([]float64{4, 1, 3, 2}); even.Median != 2.5 {
+		t.Errorf("median of 1..4 = %v, want 2.5", even.Median)
+	}
+	if one := Summarize([]float64{7}); one.CV != 0 || one.Median != 7 {
+		t.Errorf("one value: %+v", one)
+	}
+	if none := Summarize(nil); none.N != 0 {
+		t.Errorf("no values: %+v", none)
+	}
+}
+
+// sampleDocument has two arms, two profiles and every workload.
+func sampleDocument(arms int) *Document {
+	d := &Document{SchemaVersion: SchemaVersion, Benchmark: "b", StartedAt: time.Date(2026, 11, 22, 1, 2, 3, 0, time.UTC)}
+	for a := range arms {
+		arm := Arm{QueryServer: fmt.Sprintf("arm%d", a), Language: "javascript"}
+		for _, prof := range []string{"small", "large-300000"} {
+			seed := seeding.Result{Stored: 1000, Created: 1000, Elapsed: time.Second, Bytes: 110000}
+			p := Profile{Profile: prof, Seeding: &seed, SeedingDocsPerSecond: 1000, SeedingMBPerSecond: 0.11}
+			for _, red := range []string{"builtin", "custom"} {
+				s := IndexingSeries{Reducer: red, ViewCompaction: "paused"}
+				for r := range 3 {
+					s.Runs = append(s.Runs, indexing.Run{Documents: 1000, Built: time.Duration(100+r) * time.Millisecond,
+						Queryable: 90 * time.Millisecond, DocsPerSecond: 10000 - float64(r)*100, ShardChangesPerSecond: 30000, MapDocs: 3000, MapDocsExpected: 3000})
+				}
+				p.Indexing = append(p.Indexing, s)
+			}
+			for _, v := range []benchv1.ViewReadKind{benchv1.ViewEmitDoc, benchv1.ViewEmitNull, benchv1.ViewEmitNullIncludeDocs} {
+				p.ViewReads = append(p.ViewReads, viewreads.Result{View: v, Reads: []viewreads.Read{{Rows: 1000, Elapsed: 500 * time.Millisecond}}})
+			}
+			for _, m := range []string{"bulk-100", "bulk-1000", "bulk-5000", "bulk-10000", "parallelBulk-10x1000", "batchOk-1", "serial"} {
+				p.Writes = append(p.Writes, writes.Result{Mode: m, Created: 5000, Elapsed: 10 * time.Second})
+			}
+			arm.Profiles = append(arm.Profiles, p)
+		}
+		d.Arms = append(d.Arms, arm)
+	}
+	return d
+}
+
+func TestTablesLookLikeTheSeeds(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, sampleDocument(2).Tables()); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{
+		"| Option", "| c/s small", "| c/s large-300000",
+		"| arm0 (javascript) | builtin", "9,900 (n=3, CV 1.0%)", // the median of 10000, 9900, 9800
+		"### View reads", "emitNullIncludeDocs", "### Writes", "parallelBulk-10x1000", "500", // 5000 docs in 10 s
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tables lack %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestSummaryFitsTheTerminationMessage(t *testing.T) {
+	for _, arms := range []int{1, 4, 16} {
+		data := sampleDocument(arms).Summary("run").Marshal()
+		if len(data) > MaxSummaryBytes {
+			t.Errorf("%d arms: summary is %d bytes, the limit %d", arms, len(data), MaxSummaryBytes)
+		}
+		var s Summary
+		if err := json.Unmarshal(data, &s); err != nil {
+			t.Fatal(err)
+		}
+		if arms == 1 && (s.Truncated || len(s.Results[0].Writes) != 14 || s.Results[0].Indexing[0].ChangesPerSecond != 9900) {
+			t.Errorf("1 arm: truncated %v, %d writes, indexing %+v", s.Truncated, len(s.Results[0].Writes), s.Results[0].Indexing[0])
+		}
+		// The operator runs one Job per arm; a summary of many arms keeps the indexing rates
+		// of as many as fit, and says it is truncated.
+		if arms == 16 && (!s.Truncated || len(s.Results) == 0 || len(s.Results) == 16 || len(s.Results[0].Indexing) != 4) {
+			t.Errorf("16 arms: truncated %v, %d arms kept; want some arms' indexing, marked truncated", s.Truncated, len(s.Results))
+		}
+	}
+}
+
+func TestCSVHasOneRowPerValue(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteCSV(&buf, []*Document{sampleDocument(1)}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(&buf).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per profile: 1 seeding + 2 reducers x 3 runs x 4 metrics + 3 view reads + 7 writes.
+	want := 1 + 2*(1+24+3+7)
+	if len(rows) != want {
+		t.Fatalf("%d rows, want %d", len(rows), want)
+	}
+	if strings.Join(rows[0], ",") != "benchmark,started_at,option,profile,workload,variant,metric,value" {
+		t.Errorf("header %v", rows[0])
+	}
+}
+
+func TestReadRefusesOtherSchemaVersions(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "r.json")
+	d := sampleDocument(1)
+	d.SchemaVersion = 99
+	data, _ := json.Marshal(d)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Read(path); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Errorf("Read of a version 99 document: %v", err)
+	}
+}

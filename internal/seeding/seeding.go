@@ -1,0 +1,201 @@
+// Package seeding loads a generated dataset into a CouchDB database with _bulk_docs.
+//
+// Documents have fixed ids, which is what makes retries safe: when a request fails without
+// an answer (or with a 5xx) its documents may or may not have been written, and sending
+// the same batch again either writes them or meets a per-document conflict, which means
+// "already there". Nothing is ever written twice, and nothing is silently skipped.
+package seeding
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/dataset"
+)
+
+// Options say what to load and how.
+type Options struct {
+	DB          string
+	Documents   int64
+	BatchSize   int
+	Concurrency int
+	Retry       Backoff
+}
+
+// Backoff is the retry schedule for transient failures: Attempts tries in all, waiting
+// Initial, then twice as long each time, at most Max.
+type Backoff struct {
+	Attempts int
+	Initial  time.Duration
+	Max      time.Duration
+}
+
+// DefaultBackoff rides out a node restart or a short overload: 8 tries over about 20 s.
+var DefaultBackoff = Backoff{Attempts: 8, Initial: 200 * time.Millisecond, Max: 5 * time.Second}
+
+// Result is what a load did. Stored counts documents known to be in the database at the
+// end: Created by this load plus AlreadyPresent (conflicts: written by an earlier attempt
+// whose answer was lost, or before the load).
+type Result struct {
+	Stored         int64         `json:"stored"`
+	Created        int64         `json:"created"`
+	AlreadyPresent int64         `json:"alreadyPresent"`
+	Failed         int64         `json:"failed"`
+	FailedSamples  []string      `json:"failedSamples,omitempty"`
+	Retries        int64         `json:"retries"`
+	Bytes          int64         `json:"bytes"`
+	Elapsed        time.Duration `json:"elapsedNs"`
+}
+
+// DocsPerSecond is documents stored per second of the load.
+func (r Result) DocsPerSecond() float64 { return perSecond(float64(r.Stored), r.Elapsed) }
+
+// MBPerSecond is megabytes (10^6) of document JSON stored per second.
+func (r Result) MBPerSecond() float64 { return perSecond(float64(r.Bytes)/1e6, r.Elapsed) }
+
+func perSecond(v float64, d time.Duration) float64 {
+	if d <= 0 {
+		return 0
+	}
+	return v / d.Seconds()
+}
+
+const maxFailedSamples = 5
+
+// Load writes documents 0..Documents-1 of gen. On a failure that retries cannot fix, or
+// when ctx ends, it returns what was done so far with the error.
+func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options) (Result, error) {
+	if opts.BatchSize < 1 || opts.Concurrency < 1 {
+		return Result{}, fmt.Errorf("seeding: batch size %d and concurrency %d must be positive", opts.BatchSize, opts.Concurrency)
+	}
+	batches := (opts.Documents + int64(opts.BatchSize) - 1) / int64(opts.BatchSize)
+	var (
+		next  atomic.Int64
+		mu    sync.Mutex
+		total Result
+		first error
+	)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	start := time.Now()
+
+	var wg sync.WaitGroup
+	for range opts.Concurrency {
+		wg.Go(func() {
+			for {
+				b := next.Add(1) - 1
+				if b >= batches || ctx.Err() != nil {
+					return
+				}
+				lo := b * int64(opts.BatchSize)
+				hi := min(lo+int64(opts.BatchSize), opts.Documents)
+				r, err := loadBatch(ctx, c, gen, opts, lo, hi)
+				mu.Lock()
+				total.add(r)
+				if err != nil && first == nil {
+					first = err
+					cancel()
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	total.Elapsed = time.Since(start)
+	if first == nil && ctx.Err() != nil {
+		first = ctx.Err()
+	}
+	return total, first
+}
+
+func (r *Result) add(o Result) {
+	r.Stored += o.Stored
+	r.Created += o.Created
+	r.AlreadyPresent += o.AlreadyPresent
+	r.Failed += o.Failed
+	r.Retries += o.Retries
+	r.Bytes += o.Bytes
+	for _, s := range o.FailedSamples {
+		if len(r.FailedSamples) < maxFailedSamples {
+			r.FailedSamples = append(r.FailedSamples, s)
+		}
+	}
+}
+
+// loadBatch writes documents lo..hi-1, retrying transient failures.
+func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, lo, hi int64) (Result, error) {
+	docs := make([]json.RawMessage, 0, hi-lo)
+	var bytes int64
+	for i := lo; i < hi; i++ {
+		d := gen.JSON(i)
+		bytes += int64(len(d))
+		docs = append(docs, d)
+	}
+	var r Result
+	wait := opts.Retry.Initial
+	for attempt := 1; ; attempt++ {
+		results, err := c.BulkDocs(ctx, opts.DB, docs)
+		if err == nil {
+			r.count(results, docs)
+			r.Bytes = bytes
+			return r, nil
+		}
+		if !couch.Transient(err) || attempt >= opts.Retry.Attempts {
+			if couch.Transient(err) {
+				err = fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", dataset.ID(lo), dataset.ID(hi-1), attempt, err)
+			} else {
+				err = fmt.Errorf("documents %s-%s: %w", dataset.ID(lo), dataset.ID(hi-1), err)
+			}
+			return r, err
+		}
+		r.Retries++
+		select {
+		case <-ctx.Done():
+			return r, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, opts.Retry.Max)
+	}
+}
+
+// count classifies per-document results.
+func (r *Result) count(results []couch.BulkResult, docs []json.RawMessage) {
+	for _, res := range results {
+		switch res.Error {
+		case "":
+			r.Created++
+		case "conflict":
+			r.AlreadyPresent++
+		default:
+			r.Failed++
+			if len(r.FailedSamples) < maxFailedSamples {
+				r.FailedSamples = append(r.FailedSamples, fmt.Sprintf("%s: %s: %s", res.ID, res.Error, res.Reason))
+			}
+		}
+	}
+	// CouchDB answers one result per document; a short answer would hide documents.
+	if missing := int64(len(docs) - len(results)); missing > 0 {
+		r.Failed += missing
+		if len(r.FailedSamples) < maxFailedSamples {
+			r.FailedSamples = append(r.FailedSamples, fmt.Sprintf("%d documents without a result in the _bulk_docs answer", missing))
+		}
+	}
+	r.Stored = r.Created + r.AlreadyPresent
+}
+
+// ErrIncomplete is returned (wrapped) when documents failed to store.
+var ErrIncomplete = errors.New("not every document was stored")
+
+// Check turns failed documents into an error that says how many and gives examples.
+func (r Result) Check() error {
+	if r.Failed == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %d failed, for example %v", ErrIncomplete, r.Failed, r.FailedSamples)
+}

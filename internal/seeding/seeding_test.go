@@ -1,0 +1,153 @@
+package seeding
+
+// Seeding against internal/couchtest, a test server (not CouchDB) built on responses
+// recorded from CouchDB 3.4.3, with injected faults.
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/dataset"
+)
+
+var fast = Backoff{Attempts: 4, Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
+
+func setup(t *testing.T, password string, opts ...couchtest.Option) (*couchtest.Server, *couch.Client) {
+	t.Helper()
+	srv := couchtest.New(t, append([]couchtest.Option{couchtest.WithAdmin("admin", "pw")}, opts...)...)
+	c, err := couch.New(srv.URL, couch.Credentials{Username: "admin", Password: password}, couch.Options{MaxConns: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if password == "pw" {
+		if _, err := c.CreateDB(context.Background(), "db", 2, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return srv, c
+}
+
+func load(t *testing.T, c *couch.Client, n int64) (Result, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	return Load(ctx, c, gen, Options{DB: "db", Documents: n, BatchSize: 100, Concurrency: 3, Retry: fast})
+}
+
+func TestLoadStoresEveryDocumentOnce(t *testing.T) {
+	srv, c := setup(t, "pw")
+	res, err := load(t, c, 1050)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stored != 1050 || res.Created != 1050 || res.Retries != 0 || res.Failed != 0 || res.Bytes == 0 {
+		t.Errorf("result %+v", res)
+	}
+	if srv.DocCount("db") != 1050 {
+		t.Errorf("server holds %d documents", srv.DocCount("db"))
+	}
+	if got := srv.Requests(http.MethodPost, "/db/_bulk_docs"); got != 11 {
+		t.Errorf("%d _bulk_docs requests, want 11 batches of at most 100", got)
+	}
+}
+
+// A connection dropped after the server wrote the batch: the retry meets conflicts, which
+// count as already there; nothing is written twice, nothing is lost.
+func TestDroppedConnectionAfterWriteIsNotDuplicated(t *testing.T) {
+	srv, c := setup(t, "pw")
+	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: "/db/_bulk_docs", Times: 2, Drop: true, AfterWrite: true})
+	res, err := load(t, c, 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Retries != 2 || res.AlreadyPresent != 200 || res.Created != 800 || res.Stored != 1000 {
+		t.Errorf("result %+v; want 2 retries meeting 200 conflicts", res)
+	}
+	if srv.DocCount("db") != 1000 {
+		t.Errorf("server holds %d documents, want 1000", srv.DocCount("db"))
+	}
+}
+
+func TestServerErrorBurstIsRetried(t *testing.T) {
+	srv, c := setup(t, "pw")
+	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: "/db/_bulk_docs", Times: 3, Status: http.StatusServiceUnavailable})
+	res, err := load(t, c, 500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Retries != 3 || res.Created != 500 || srv.DocCount("db") != 500 {
+		t.Errorf("result %+v, server %d documents", res, srv.DocCount("db"))
+	}
+}
+
+func TestSlowAnswersStillComplete(t *testing.T) {
+	srv, c := setup(t, "pw")
+	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: "/db/_bulk_docs", Times: 2, Delay: 300 * time.Millisecond})
+	res, err := load(t, c, 400)
+	if err != nil || res.Stored != 400 || res.Elapsed < 300*time.Millisecond {
+		t.Errorf("result %+v, %v", res, err)
+	}
+}
+
+func TestPersistentFailureGivesUpAndKeepsWhatWasDone(t *testing.T) {
+	srv, c := setup(t, "pw")
+	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: "/db/_bulk_docs", Times: 1000, Status: http.StatusInternalServerError})
+	res, err := load(t, c, 300)
+	if err == nil || !strings.Contains(err.Error(), "gave up after 4 attempts") || !strings.Contains(err.Error(), "HTTP 500") {
+		t.Fatalf("error %v; want one that says it gave up and why", err)
+	}
+	if res.Retries < 3 {
+		t.Errorf("result %+v", res)
+	}
+}
+
+func TestWrongPasswordFailsAtOnce(t *testing.T) {
+	srv, c := setup(t, "wrong")
+	_, err := load(t, c, 300)
+	if err == nil || !strings.Contains(err.Error(), "401") || !strings.Contains(err.Error(), "Name or password is incorrect.") {
+		t.Fatalf("error %v; want the 401 with CouchDB's reason", err)
+	}
+	if strings.Contains(err.Error(), "wrong") {
+		t.Error("the error repeats the password")
+	}
+	// 3 workers each tried their first batch once: no retries of a 401.
+	if got := srv.Requests(http.MethodPost, "/db/_bulk_docs"); got > 3 {
+		t.Errorf("%d _bulk_docs requests for a wrong password, want no retries", got)
+	}
+}
+
+func TestTooLargeDocumentIsNotRetried(t *testing.T) {
+	srv, c := setup(t, "pw", couchtest.WithMaxDocumentSize(50))
+	_, err := load(t, c, 100)
+	if err == nil || !strings.Contains(err.Error(), "413") || !strings.Contains(err.Error(), "document_too_large") {
+		t.Fatalf("error %v; want CouchDB's 413 document_too_large", err)
+	}
+	if got := srv.Requests(http.MethodPost, "/db/_bulk_docs"); got != 1 {
+		t.Errorf("%d requests; a 413 must not be retried", got)
+	}
+}
+
+func TestInterruptKeepsTheCount(t *testing.T) {
+	srv, c := setup(t, "pw")
+	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: "/db/_bulk_docs", Times: 1000, Delay: 200 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	res, err := Load(ctx, c, gen, Options{DB: "db", Documents: 5000, BatchSize: 100, Concurrency: 2, Retry: fast})
+	if err == nil {
+		t.Fatal("an interrupted load reported success")
+	}
+	if res.Stored == 0 || res.Stored >= 5000 || res.Stored%100 != 0 {
+		t.Errorf("stored %d before the interrupt; want some whole batches", res.Stored)
+	}
+	if int64(srv.DocCount("db")) < res.Stored {
+		t.Errorf("server holds %d, the result claims %d", srv.DocCount("db"), res.Stored)
+	}
+}

@@ -1,0 +1,91 @@
+// Package viewreads measures full reads of a built view (seed 002): a view that emits the
+// whole document, one that emits null, and the null view read with include_docs=true,
+// where CouchDB fetches every document from the database file as it streams the rows.
+package viewreads
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/ddoc"
+)
+
+// DesignDocID is the design document of the view reads; it is the same for every run on a
+// database, so its indexes are built once.
+const DesignDocID = "_design/cb-viewreads"
+
+// Options describe the reads of one database.
+type Options struct {
+	DB          string
+	Documents   int64
+	Language    string
+	Views       []benchv1.ViewReadKind
+	Repetitions int
+}
+
+// Read is one full read of a view.
+type Read struct {
+	Rows    int64         `json:"rows"`
+	Bytes   int64         `json:"bytes"`
+	Elapsed time.Duration `json:"elapsedNs"`
+}
+
+// Result is every read of one view.
+type Result struct {
+	View  benchv1.ViewReadKind `json:"view"`
+	Reads []Read               `json:"reads"`
+}
+
+// viewOf maps a read kind to the view and the query that reads it.
+func viewOf(kind benchv1.ViewReadKind) (string, url.Values) {
+	switch kind {
+	case benchv1.ViewEmitDoc:
+		return ddoc.EmitDoc, url.Values{}
+	case benchv1.ViewEmitNullIncludeDocs:
+		return ddoc.EmitNull, url.Values{"include_docs": {"true"}}
+	default:
+		return ddoc.EmitNull, url.Values{}
+	}
+}
+
+// Run builds the views (untimed: seed 002 pre-warms them) and then times each full read.
+// A read that returns another number of rows than there are documents fails the run.
+// It returns the results gathered so far with any error.
+func Run(ctx context.Context, c *couch.Client, opts Options) ([]Result, error) {
+	doc, err := ddoc.ViewReads(DesignDocID, opts.Language)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil && couch.StatusOf(err) != 409 {
+		return nil, fmt.Errorf("creating %s: %w", DesignDocID, err)
+	}
+	for _, view := range []string{ddoc.EmitDoc, ddoc.EmitNull} {
+		if _, err := c.QueryView(ctx, opts.DB, DesignDocID, view, url.Values{"limit": {"0"}}); err != nil {
+			return nil, fmt.Errorf("building view %s: %w", view, err)
+		}
+	}
+	var results []Result
+	for _, kind := range opts.Views {
+		view, params := viewOf(kind)
+		res := Result{View: kind}
+		for range opts.Repetitions {
+			start := time.Now()
+			read, err := c.ReadView(ctx, opts.DB, DesignDocID, view, params)
+			elapsed := time.Since(start)
+			if err != nil {
+				return append(results, res), fmt.Errorf("reading view %s (%s): %w", view, kind, err)
+			}
+			if read.Rows != opts.Documents {
+				return append(results, res), fmt.Errorf("view %s (%s) returned %d rows, want %d (one per document)",
+					view, kind, read.Rows, opts.Documents)
+			}
+			res.Reads = append(res.Reads, Read{Rows: read.Rows, Bytes: read.Bytes, Elapsed: elapsed})
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}

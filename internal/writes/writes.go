@@ -1,0 +1,203 @@
+// Package writes measures insert modes for a fixed time (seed 003): sequential _bulk_docs
+// at several batch sizes, parallel _bulk_docs writers, single documents with batch=ok,
+// and one serial single-document writer. Every mode writes into a fresh database of its
+// own, so that one mode's data does not slow the next.
+package writes
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/dataset"
+)
+
+// Mode is one way of writing.
+type Mode struct {
+	// Name: bulk-<size>, parallelBulk-<clients>x<size>, batchOk-<clients>, serial.
+	Name      string
+	Clients   int
+	BatchSize int // 0: single documents
+	BatchOK   bool
+}
+
+// Modes lists the modes a workload asks for, in the order they run.
+func Modes(w *benchv1.WritesWorkload) []Mode {
+	var modes []Mode
+	for _, size := range w.BulkBatchSizes {
+		modes = append(modes, Mode{Name: fmt.Sprintf("bulk-%d", size), Clients: 1, BatchSize: int(size)})
+	}
+	if p := w.ParallelBulk; p != nil {
+		modes = append(modes, Mode{Name: fmt.Sprintf("parallelBulk-%dx%d", p.Clients, p.BatchSize),
+			Clients: int(p.Clients), BatchSize: int(p.BatchSize)})
+	}
+	if b := w.BatchOK; b != nil {
+		modes = append(modes, Mode{Name: fmt.Sprintf("batchOk-%d", b.Clients), Clients: int(b.Clients), BatchOK: true})
+	}
+	if w.Serial {
+		modes = append(modes, Mode{Name: "serial", Clients: 1})
+	}
+	return modes
+}
+
+// Result is what one mode wrote.
+type Result struct {
+	Mode string `json:"mode"`
+	// Created counts documents acknowledged with 201 (on disk); Accepted those answered
+	// 202 by batch=ok, which CouchDB keeps in memory first and can lose in a crash; Errors
+	// those not acknowledged.
+	Created  int64 `json:"created"`
+	Accepted int64 `json:"accepted"`
+	Errors   int64 `json:"errors"`
+	// Stored is the database's doc_count after the mode: what actually landed.
+	Stored  int64         `json:"stored"`
+	Elapsed time.Duration `json:"elapsedNs"`
+}
+
+// DocsPerSecond is acknowledged documents (201 and 202) per second.
+func (r Result) DocsPerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Created+r.Accepted) / r.Elapsed.Seconds()
+}
+
+// Options describe the writes of one arm.
+type Options struct {
+	// DBPrefix names the databases: <prefix>-<mode>.
+	DBPrefix  string
+	Shards    int
+	Replicas  int
+	Duration  time.Duration
+	Generator *dataset.Generator
+}
+
+// Run runs each mode for the duration and returns the results gathered so far with any
+// error. The databases are deleted after their mode.
+func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) ([]Result, error) {
+	var results []Result
+	for _, m := range modes {
+		res, err := runMode(ctx, c, m, opts)
+		if err != nil {
+			return results, fmt.Errorf("writes %s: %w", m.Name, err)
+		}
+		results = append(results, res)
+	}
+	return results, nil
+}
+
+func runMode(ctx context.Context, c *couch.Client, m Mode, opts Options) (Result, error) {
+	db := opts.DBPrefix + "-" + sanitize(m.Name)
+	if err := c.DeleteDB(ctx, db); err != nil {
+		return Result{}, err
+	}
+	if _, err := c.CreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
+		return Result{}, err
+	}
+	res := Result{Mode: m.Name}
+	var next, created, accepted, failed atomic.Int64
+	var firstErr error
+	var once sync.Once
+	deadline := time.Now().Add(opts.Duration)
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range m.Clients {
+		wg.Go(func() {
+			for time.Now().Before(deadline) && ctx.Err() == nil {
+				var w written
+				if m.BatchSize > 0 {
+					w = writeBulk(ctx, c, db, opts.Generator, &next, m.BatchSize)
+				} else {
+					w = writeOne(ctx, c, db, opts.Generator, &next, m.BatchOK)
+				}
+				created.Add(w.created)
+				accepted.Add(w.accepted)
+				failed.Add(w.failed)
+				if w.err != nil && ctx.Err() == nil {
+					once.Do(func() { firstErr = w.err })
+				}
+			}
+		})
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	res.Created, res.Accepted, res.Errors = created.Load(), accepted.Load(), failed.Load()
+	if res.Accepted > 0 {
+		// batch=ok documents reach the disk within about a second; give them that before
+		// counting what landed.
+		time.Sleep(1500 * time.Millisecond)
+	}
+	if info, err := c.DBInfo(ctx, db); err == nil {
+		res.Stored = info.DocCount
+	}
+	if err := c.DeleteDB(context.WithoutCancel(ctx), db); err != nil && firstErr == nil {
+		firstErr = err
+	}
+	if res.Created+res.Accepted == 0 && firstErr != nil {
+		return res, firstErr
+	}
+	return res, ctx.Err()
+}
+
+// written is what one request did; failed counts documents not acknowledged.
+type written struct {
+	created, accepted, failed int64
+	err                       error
+}
+
+func writeBulk(ctx context.Context, c *couch.Client, db string, gen *dataset.Generator, next *atomic.Int64, size int) written {
+	lo := next.Add(int64(size)) - int64(size)
+	docs := make([]json.RawMessage, size)
+	for i := range docs {
+		docs[i] = gen.JSON(lo + int64(i))
+	}
+	results, err := c.BulkDocs(ctx, db, docs)
+	if err != nil {
+		return written{failed: int64(size), err: err}
+	}
+	var w written
+	for _, r := range results {
+		if r.Error == "" {
+			w.created++
+		} else {
+			w.failed++
+		}
+	}
+	return w
+}
+
+func writeOne(ctx context.Context, c *couch.Client, db string, gen *dataset.Generator, next *atomic.Int64, batchOK bool) written {
+	status, err := c.PostDoc(ctx, db, gen.JSON(next.Add(1)-1), batchOK)
+	switch {
+	case err != nil:
+		return written{failed: 1, err: err}
+	case status == http.StatusAccepted:
+		return written{accepted: 1}
+	default:
+		return written{created: 1}
+	}
+}
+
+// sanitize makes a mode name a valid part of a database name: CouchDB allows lowercase
+// letters, digits and _$()+-/ only.
+func sanitize(name string) string {
+	out := make([]byte, 0, len(name))
+	for i := 0; i < len(name); i++ {
+		ch := name[i]
+		switch {
+		case ch >= 'A' && ch <= 'Z':
+			out = append(out, ch+'a'-'A')
+		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '-', ch == '_':
+			out = append(out, ch)
+		default:
+			out = append(out, '_')
+		}
+	}
+	return string(out)
+}
