@@ -84,6 +84,14 @@ type QueryServerResults struct {
 	// +required
 	QueryServer string `json:"queryServer"`
 
+	// Language is the design documents' language (javascript_quickjs for QuickJS arms).
+	// +optional
+	Language string `json:"language,omitempty"`
+
+	// +optional
+	// +listType=atomic
+	Seeding []SeedingResult `json:"seeding,omitempty"`
+
 	// +optional
 	// +listType=atomic
 	Indexing []IndexingResult `json:"indexing,omitempty"`
@@ -100,16 +108,36 @@ type QueryServerResults struct {
 	Reads *ReadResult `json:"reads,omitempty"`
 }
 
-// IndexingResult is the median of the builds of one profile and reducer.
+// SeedingResult is the load of one profile's dataset.
+type SeedingResult struct {
+	Profile       string `json:"profile"`
+	Documents     int64  `json:"documents"`
+	DocsPerSecond int64  `json:"docsPerSecond"`
+	// MBPerSecond of document JSON, e.g. "1.42".
+	MBPerSecond string `json:"mbPerSecond"`
+	// +optional
+	Retries int64 `json:"retries,omitempty"`
+}
+
+// IndexingResult is the builds of one profile and reducer.
 type IndexingResult struct {
-	// Profile is the document profile, e.g. "small" or "large@300000".
+	// Profile is the document profile, e.g. "small" or "large-300000".
 	Profile string `json:"profile"`
 	// +optional
 	Reducer Reducer `json:"reducer,omitempty"`
 	// ChangesPerSecond is documents divided by the wall time to a fully built view
 	// (median over the repetitions): what the seed's c/s means.
 	ChangesPerSecond int64 `json:"changesPerSecond"`
-	// ShardChangesPerSecond sums the work over all shard copies (documents x n / time).
+	// MinChangesPerSecond and MaxChangesPerSecond are the slowest and fastest build.
+	// +optional
+	MinChangesPerSecond int64 `json:"minChangesPerSecond,omitempty"`
+	// +optional
+	MaxChangesPerSecond int64 `json:"maxChangesPerSecond,omitempty"`
+	// QueryableChangesPerSecond is documents divided by the time until the view request
+	// answered (first copy of every shard range built), median.
+	// +optional
+	QueryableChangesPerSecond int64 `json:"queryableChangesPerSecond,omitempty"`
+	// ShardChangesPerSecond sums the work over all shard copies, median.
 	// +optional
 	ShardChangesPerSecond int64 `json:"shardChangesPerSecond,omitempty"`
 	// Runs is the number of builds measured.
@@ -117,6 +145,19 @@ type IndexingResult struct {
 	// CV is the coefficient of variation of the builds' rates, e.g. "4.1%".
 	// +optional
 	CV string `json:"cv,omitempty"`
+	// BuiltSeconds is the median time to a fully built view, e.g. "14.39".
+	// +optional
+	BuiltSeconds string `json:"builtSeconds,omitempty"`
+	// MapDocsPerDoc is the growth of CouchDB's map_doc counter over documents x n, median,
+	// e.g. "1.00" (every document mapped once per copy); empty when unknown.
+	// +optional
+	MapDocsPerDoc string `json:"mapDocsPerDoc,omitempty"`
+	// ViewCompaction is "paused" or "allowed" during the builds.
+	// +optional
+	ViewCompaction string `json:"viewCompaction,omitempty"`
+	// ViewTimeouts counts 500 timeouts of the view request ridden through.
+	// +optional
+	ViewTimeouts int32 `json:"viewTimeouts,omitempty"`
 }
 
 // ViewReadResult is the median full read of one view.
@@ -136,9 +177,15 @@ type WriteResult struct {
 	// +optional
 	Profile       string `json:"profile,omitempty"`
 	DocsPerSecond int64  `json:"docsPerSecond"`
+	// Created counts 201 answers (on disk).
+	// +optional
+	Created int64 `json:"created,omitempty"`
 	// Accepted counts 202 answers (batch=ok), not known to be on disk.
 	// +optional
 	Accepted int64 `json:"accepted,omitempty"`
+	// Stored is the database's doc_count after the mode.
+	// +optional
+	Stored int64 `json:"stored,omitempty"`
 	// +optional
 	Errors int64 `json:"errors,omitempty"`
 }

@@ -163,11 +163,9 @@ func runSteps(args []string, steps []runner.Step, name string, stdout, stderr io
 	if err := writeOutputs(o, doc, name); err != nil {
 		return errors.Join(runErr, err)
 	}
-	if tables := doc.Tables(); len(tables) > 0 {
-		fmt.Fprintln(stdout)
-		if err := results.WriteMarkdown(stdout, tables); err != nil {
-			return errors.Join(runErr, err)
-		}
+	fmt.Fprintln(stdout)
+	if err := doc.Report().WriteMarkdown(stdout); err != nil {
+		return errors.Join(runErr, err)
 	}
 	return runErr
 }
@@ -236,25 +234,23 @@ func report(args []string, stdout io.Writer) error {
 	if fs.NArg() == 0 {
 		return usageError{errors.New("name at least one results JSON file")}
 	}
-	var docs []*results.Document
+	var reports []results.Report
 	for _, path := range fs.Args() {
 		doc, err := results.Read(path)
 		if err != nil {
 			return err
 		}
-		docs = append(docs, doc)
+		reports = append(reports, doc.Report())
 	}
 	switch *format {
 	case "csv":
-		return results.WriteCSV(stdout, docs)
+		return results.WriteCSV(stdout, reports)
 	case "markdown":
-		for i, d := range docs {
+		for i, r := range reports {
 			if i > 0 {
 				fmt.Fprintln(stdout)
 			}
-			fmt.Fprintf(stdout, "## %s (%s, %s %s, %d node(s))\n\n",
-				d.Benchmark, d.StartedAt.Format(time.RFC3339), d.Server.Vendor, d.Server.Version, len(d.Server.Nodes))
-			if err := results.WriteMarkdown(stdout, d.Tables()); err != nil {
+			if err := r.WriteMarkdown(stdout); err != nil {
 				return err
 			}
 		}

@@ -77,7 +77,13 @@ type IndexingSeries struct {
 	// the builds.
 	ViewCompaction string         `json:"viewCompaction"`
 	Runs           []indexing.Run `json:"runs"`
+	// Stats summarizes the runs' docs/s (median, min, max, CV) for readers of the JSON;
+	// Finish fills it in.
+	Stats Stats `json:"docsPerSecondStats"`
 }
+
+// Finish computes the series' statistics from its runs.
+func (s *IndexingSeries) Finish() { s.Stats = s.DocsPerSecond() }
 
 // DocsPerSecond is the statistics of the builds' rates (documents / time to fully built).
 func (s IndexingSeries) DocsPerSecond() Stats {

@@ -70,7 +70,7 @@ func sampleDocument(arms int) *Document {
 
 func TestTablesLookLikeTheSeeds(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteMarkdown(&buf, sampleDocument(2).Tables()); err != nil {
+	if err := WriteMarkdown(&buf, sampleDocument(2).Report().Tables()); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -108,15 +108,15 @@ func TestSummaryFitsTheTerminationMessage(t *testing.T) {
 
 func TestCSVHasOneRowPerValue(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteCSV(&buf, []*Document{sampleDocument(1)}); err != nil {
+	if err := WriteCSV(&buf, []Report{sampleDocument(1).Report()}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&buf).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Per profile: 1 seeding + 2 reducers x 3 runs x 4 metrics + 3 view reads + 7 writes.
-	want := 1 + 2*(1+24+3+7)
+	// Per profile: 1 seeding + 2 reducers x 5 metrics + 3 view reads + 7 writes.
+	want := 1 + 2*(1+10+3+7)
 	if len(rows) != want {
 		t.Fatalf("%d rows, want %d", len(rows), want)
 	}

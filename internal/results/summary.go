@@ -28,21 +28,26 @@ type Summary struct {
 
 // Summary condenses the document for a step.
 func (d *Document) Summary(step string) Summary {
-	s := Summary{SchemaVersion: SchemaVersion, Step: step, Error: d.Error, Interrupted: d.Interrupted}
+	return Summary{SchemaVersion: SchemaVersion, Step: step, Error: d.Error, Interrupted: d.Interrupted, Results: d.Compact()}
+}
+
+// Compact is the document in the API's status shapes: medians and counts per arm, what
+// status, tables and CSV show.
+func (d *Document) Compact() []benchv1.QueryServerResults {
+	out := make([]benchv1.QueryServerResults, 0, len(d.Arms))
 	for _, a := range d.Arms {
-		r := benchv1.QueryServerResults{QueryServer: a.QueryServer}
+		r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
 		for _, p := range a.Profiles {
-			for _, ix := range p.Indexing {
-				if len(ix.Runs) == 0 {
-					continue
-				}
-				st := ix.DocsPerSecond()
-				r.Indexing = append(r.Indexing, benchv1.IndexingResult{
-					Profile: p.Profile, Reducer: benchv1.Reducer(ix.Reducer),
-					ChangesPerSecond:      round(st.Median),
-					ShardChangesPerSecond: round(ix.ShardChangesPerSecond().Median),
-					Runs:                  int32(st.N), CV: fmt.Sprintf("%.1f%%", st.CV),
+			if p.Seeding != nil {
+				r.Seeding = append(r.Seeding, benchv1.SeedingResult{
+					Profile: p.Profile, Documents: p.Seeding.Stored, DocsPerSecond: round(p.SeedingDocsPerSecond),
+					MBPerSecond: fmt.Sprintf("%.2f", p.SeedingMBPerSecond), Retries: p.Seeding.Retries,
 				})
+			}
+			for _, ix := range p.Indexing {
+				if len(ix.Runs) > 0 {
+					r.Indexing = append(r.Indexing, compactIndexing(p.Profile, ix))
+				}
 			}
 			for _, vr := range p.ViewReads {
 				if len(vr.Reads) == 0 {
@@ -56,13 +61,42 @@ func (d *Document) Summary(step string) Summary {
 			}
 			for _, w := range p.Writes {
 				r.Writes = append(r.Writes, benchv1.WriteResult{
-					Mode: w.Mode, Profile: p.Profile, DocsPerSecond: round(w.DocsPerSecond()), Accepted: w.Accepted, Errors: w.Errors,
+					Mode: w.Mode, Profile: p.Profile, DocsPerSecond: round(w.DocsPerSecond()),
+					Created: w.Created, Accepted: w.Accepted, Errors: w.Errors, Stored: w.Stored,
 				})
 			}
 		}
-		s.Results = append(s.Results, r)
+		out = append(out, r)
 	}
-	return s
+	return out
+}
+
+func compactIndexing(profile string, ix IndexingSeries) benchv1.IndexingResult {
+	st := ix.DocsPerSecond()
+	n := len(ix.Runs)
+	queryable, built, ratios := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	var timeouts int32
+	for _, run := range ix.Runs {
+		queryable = append(queryable, run.QueryableDocsPerSecond)
+		built = append(built, run.Built.Seconds())
+		timeouts += int32(run.ViewTimeouts)
+		if run.MapDocs >= 0 && run.MapDocsExpected > 0 {
+			ratios = append(ratios, float64(run.MapDocs)/float64(run.MapDocsExpected))
+		}
+	}
+	res := benchv1.IndexingResult{
+		Profile: profile, Reducer: benchv1.Reducer(ix.Reducer),
+		ChangesPerSecond: round(st.Median), MinChangesPerSecond: round(st.Min), MaxChangesPerSecond: round(st.Max),
+		QueryableChangesPerSecond: round(Summarize(queryable).Median),
+		ShardChangesPerSecond:     round(ix.ShardChangesPerSecond().Median),
+		Runs:                      int32(st.N), CV: fmt.Sprintf("%.1f%%", st.CV),
+		BuiltSeconds:   fmt.Sprintf("%.2f", Summarize(built).Median),
+		ViewCompaction: ix.ViewCompaction, ViewTimeouts: timeouts,
+	}
+	if len(ratios) > 0 {
+		res.MapDocsPerDoc = fmt.Sprintf("%.2f", Summarize(ratios).Median)
+	}
+	return res
 }
 
 // Marshal encodes the summary within MaxSummaryBytes, leaving out the least central

@@ -7,6 +7,9 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
 
 // Column names shared by several tables.
@@ -14,6 +17,25 @@ const (
 	colOption  = "Option"
 	colProfile = "Profile"
 )
+
+// Report is one benchmark's results in the API's compact shapes: what the runner prints,
+// `couchbench report` renders, and the operator writes into the results ConfigMap. One
+// renderer serves them all.
+type Report struct {
+	Benchmark string
+	StartedAt time.Time
+	// Server describes the CouchDB, e.g. "The Apache Software Foundation 3.4.3, 3 node(s)".
+	Server  string
+	Results []benchv1.QueryServerResults
+}
+
+// Report is the document's Report.
+func (d *Document) Report() Report {
+	return Report{
+		Benchmark: d.Benchmark, StartedAt: d.StartedAt, Results: d.Compact(),
+		Server: fmt.Sprintf("%s %s, %d node(s)", d.Server.Vendor, d.Server.Version, len(d.Server.Nodes)),
+	}
+}
 
 // Table is a titled grid of cells.
 type Table struct {
@@ -23,12 +45,13 @@ type Table struct {
 	Rows   [][]string
 }
 
-// Tables lays the document out like the seed articles' tables: indexing as option ×
-// reducer → changes/s per document profile (seed 000), then the build details, view reads
-// (seed 002) and writes (seed 003). Tables without data are left out.
-func (d *Document) Tables() []Table {
+// Tables lays the results out like the seed articles' tables: indexing as option ×
+// reducer → changes/s per document profile (seed 000), the build details, seeding, view
+// reads (seed 002), writes (seed 003) and k6 reads (seed 001). Tables without data are
+// left out.
+func (r Report) Tables() []Table {
 	var out []Table
-	for _, t := range []Table{d.indexingTable(), d.indexingDetailTable(), d.seedingTable(), d.viewReadsTable(), d.writesTable()} {
+	for _, t := range []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.viewReadsTable(), r.writesTable(), r.readsTable()} {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
 		}
@@ -36,153 +59,143 @@ func (d *Document) Tables() []Table {
 	return out
 }
 
+func option(q benchv1.QueryServerResults) string {
+	if q.Language == "" {
+		return q.QueryServer
+	}
+	return fmt.Sprintf("%s (%s)", q.QueryServer, q.Language)
+}
+
 // profileNames lists the document profiles in the order they first appear.
-func (d *Document) profileNames() []string {
+func (r Report) profileNames() []string {
 	var names []string
 	seen := map[string]bool{}
-	for _, a := range d.Arms {
-		for _, p := range a.Profiles {
-			if !seen[p.Profile] {
-				seen[p.Profile] = true
-				names = append(names, p.Profile)
+	for _, q := range r.Results {
+		for _, ix := range q.Indexing {
+			if !seen[ix.Profile] {
+				seen[ix.Profile] = true
+				names = append(names, ix.Profile)
 			}
 		}
 	}
 	return names
 }
 
-func option(a Arm) string { return fmt.Sprintf("%s (%s)", a.QueryServer, a.Language) }
-
-func (d *Document) indexingTable() Table {
-	profiles := d.profileNames()
+func (r Report) indexingTable() Table {
+	profiles := r.profileNames()
 	t := Table{
-		Title: "Indexing: changes/s (documents / time to a fully built view, median of runs, CV)",
-		Note:  "A fully built view: every shard copy's indexer done, from /_active_tasks polled every 250 ms.",
+		Title:  "Indexing: changes/s (documents / time to a fully built view; median of runs, CV)",
+		Note:   "Fully built: no shard copy's indexer left, from /_active_tasks polled every 250 ms.",
+		Header: append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...),
 	}
-	t.Header = append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...)
-	type rowKey struct{ arm, reducer string }
-	cells := map[rowKey][]string{}
-	var order []rowKey
-	for _, a := range d.Arms {
-		for pi, name := range profiles {
-			p := a.profile(name)
-			if p == nil {
-				continue
+	for _, q := range r.Results {
+		var reducers []benchv1.Reducer
+		cells := map[benchv1.Reducer][]string{}
+		for _, ix := range q.Indexing {
+			if _, ok := cells[ix.Reducer]; !ok {
+				cells[ix.Reducer] = make([]string, len(profiles))
+				reducers = append(reducers, ix.Reducer)
 			}
-			for _, s := range p.Indexing {
-				k := rowKey{option(a), s.Reducer}
-				if _, ok := cells[k]; !ok {
-					cells[k] = make([]string, len(profiles))
-					order = append(order, k)
+			for i, p := range profiles {
+				if p == ix.Profile {
+					cells[ix.Reducer][i] = fmt.Sprintf("%s (n=%d, CV %s)", whole(ix.ChangesPerSecond), ix.Runs, ix.CV)
 				}
-				st := s.DocsPerSecond()
-				cells[k][pi] = fmt.Sprintf("%s (n=%d, CV %.1f%%)", whole(st.Median), st.N, st.CV)
 			}
 		}
-	}
-	for _, k := range order {
-		t.Rows = append(t.Rows, append([]string{k.arm, k.reducer}, dashes(cells[k])...))
+		for _, red := range reducers {
+			t.Rows = append(t.Rows, append([]string{option(q), string(red)}, dashes(cells[red])...))
+		}
 	}
 	return t
 }
 
-func (d *Document) indexingDetailTable() Table {
+func (r Report) indexingDetailTable() Table {
 	t := Table{
 		Title: "Indexing details (medians)",
-		Note: "queryable: the view request answered (first copy of every shard range); shard c/s: changes over all " +
-			"shard copies / time to fully built; map/doc: couchdb.mrview.map_doc growth / (documents x n), 1.00 = every " +
+		Note: "Queryable: the view request answered (first copy of every shard range built). Shard c/s: changes over all " +
+			"shard copies / time to fully built. map/doc: map_doc counter growth / (documents x n); 1.00 = every " +
 			"document mapped once per copy.",
-		Header: []string{colOption, colProfile, "Reducer", "Compaction", "Built s", "Queryable s", "Shard c/s", "Peak shard c/s", "map/doc", "Timeouts"},
+		Header: []string{colOption, colProfile, "Reducer", "Compaction", "Built s", "Min-max c/s", "Queryable c/s", "Shard c/s", "map/doc", "Timeouts"},
 	}
-	for _, a := range d.Arms {
-		for _, p := range a.Profiles {
-			for _, s := range p.Indexing {
-				n := len(s.Runs)
-				built, queryable, peak, ratios := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-				mapRatio, timeouts := "n/a", 0
-				for _, r := range s.Runs {
-					built = append(built, r.Built.Seconds())
-					queryable = append(queryable, r.Queryable.Seconds())
-					peak = append(peak, r.PeakShardChangesPerSecond)
-					timeouts += r.ViewTimeouts
-					if r.MapDocs >= 0 && r.MapDocsExpected > 0 {
-						ratios = append(ratios, float64(r.MapDocs)/float64(r.MapDocsExpected))
-					}
-				}
-				if len(ratios) > 0 {
-					mapRatio = fmt.Sprintf("%.2f", Summarize(ratios).Median)
-				}
-				t.Rows = append(t.Rows, []string{
-					option(a), p.Profile, s.Reducer, s.ViewCompaction,
-					fmt.Sprintf("%.2f", Summarize(built).Median), fmt.Sprintf("%.2f", Summarize(queryable).Median),
-					whole(s.ShardChangesPerSecond().Median), whole(Summarize(peak).Median), mapRatio, strconv.Itoa(timeouts),
-				})
-			}
+	for _, q := range r.Results {
+		for _, ix := range q.Indexing {
+			t.Rows = append(t.Rows, []string{option(q), ix.Profile, string(ix.Reducer), ix.ViewCompaction, ix.BuiltSeconds,
+				whole(ix.MinChangesPerSecond) + "-" + whole(ix.MaxChangesPerSecond), whole(ix.QueryableChangesPerSecond),
+				whole(ix.ShardChangesPerSecond), orNA(ix.MapDocsPerDoc), strconv.Itoa(int(ix.ViewTimeouts))})
 		}
 	}
 	return t
 }
 
-func (d *Document) seedingTable() Table {
-	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", "docs/s", "MB/s", "Retries", "Failed"}}
-	for _, a := range d.Arms {
-		for _, p := range a.Profiles {
-			if p.Seeding == nil {
-				continue
-			}
-			t.Rows = append(t.Rows, []string{option(a), p.Profile, strconv.FormatInt(p.Seeding.Stored, 10),
-				whole(p.SeedingDocsPerSecond), fmt.Sprintf("%.2f", p.SeedingMBPerSecond),
-				strconv.FormatInt(p.Seeding.Retries, 10), strconv.FormatInt(p.Seeding.Failed, 10)})
+func (r Report) seedingTable() Table {
+	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", "docs/s", "MB/s", "Retries"}}
+	for _, q := range r.Results {
+		for _, s := range q.Seeding {
+			t.Rows = append(t.Rows, []string{option(q), s.Profile, strconv.FormatInt(s.Documents, 10), whole(s.DocsPerSecond),
+				s.MBPerSecond, strconv.FormatInt(s.Retries, 10)})
 		}
 	}
 	return t
 }
 
-func (d *Document) viewReadsTable() Table {
+func (r Report) viewReadsTable() Table {
 	t := Table{
-		Title:  "View reads: seconds per full read (median), rows/s",
-		Header: []string{colOption, colProfile, "View", "Rows", "Seconds", "Rows/s", "Reads"},
+		Title:  "View reads: time per full read (median) and rows/s",
+		Header: []string{colOption, colProfile, "View", "Time", "Rows/s"},
 	}
-	for _, a := range d.Arms {
-		for _, p := range a.Profiles {
-			for _, r := range p.ViewReads {
-				if len(r.Reads) == 0 {
-					continue
-				}
-				st := ViewReadSeconds(r)
-				t.Rows = append(t.Rows, []string{option(a), p.Profile, string(r.View), strconv.FormatInt(r.Reads[0].Rows, 10),
-					fmt.Sprintf("%.3f", st.Median), whole(RowsPerSecond(r)), strconv.Itoa(st.N)})
-			}
+	for _, q := range r.Results {
+		for _, v := range q.ViewReads {
+			t.Rows = append(t.Rows, []string{option(q), v.Profile, string(v.View), v.Duration, whole(v.RowsPerSecond)})
 		}
 	}
 	return t
 }
 
-func (d *Document) writesTable() Table {
+func (r Report) writesTable() Table {
 	t := Table{
 		Title: "Writes: documents/s per insert mode",
-		Note: "202 (batch=ok) answers are counted apart: CouchDB holds those documents in memory first and can lose them " +
-			"in a crash. Stored is the database's doc_count after the mode.",
+		Note: "202 (batch=ok) answers are counted apart from 201: CouchDB holds those documents in memory first and can " +
+			"lose them in a crash. Stored is the database's doc_count after the mode.",
 		Header: []string{colOption, colProfile, "Mode", "docs/s", "201", "202", "Errors", "Stored"},
 	}
-	for _, a := range d.Arms {
-		for _, p := range a.Profiles {
-			for _, w := range p.Writes {
-				t.Rows = append(t.Rows, []string{option(a), p.Profile, w.Mode, whole(w.DocsPerSecond()),
-					strconv.FormatInt(w.Created, 10), strconv.FormatInt(w.Accepted, 10), strconv.FormatInt(w.Errors, 10), strconv.FormatInt(w.Stored, 10)})
-			}
+	for _, q := range r.Results {
+		for _, w := range q.Writes {
+			t.Rows = append(t.Rows, []string{option(q), w.Profile, w.Mode, whole(w.DocsPerSecond), strconv.FormatInt(w.Created, 10),
+				strconv.FormatInt(w.Accepted, 10), strconv.FormatInt(w.Errors, 10), strconv.FormatInt(w.Stored, 10)})
 		}
 	}
 	return t
 }
 
-func (a Arm) profile(name string) *Profile {
-	for i := range a.Profiles {
-		if a.Profiles[i].Profile == name {
-			return &a.Profiles[i]
+func (r Report) readsTable() Table {
+	t := Table{
+		Title:  "Reads (k6)",
+		Header: []string{colOption, "Requests", "req/s", "Errors", "p50", "p95", "p99", "Thresholds"},
+	}
+	for _, q := range r.Results {
+		if rd := q.Reads; rd != nil {
+			p95 := rd.P95
+			if rd.PercentilesUpperBound {
+				p95 += " (upper bound)"
+			}
+			thresholds := "-"
+			if rd.ThresholdsPassed != nil {
+				thresholds = map[bool]string{true: "passed", false: "FAILED"}[*rd.ThresholdsPassed]
+			}
+			t.Rows = append(t.Rows, []string{option(q), strconv.FormatInt(rd.Requests, 10), whole(rd.RequestsPerSecond), rd.ErrorRate,
+				rd.P50, p95, rd.P99, thresholds})
 		}
 	}
-	return nil
+	return t
+}
+
+// WriteMarkdown writes the report as Markdown: a heading that names the benchmark and the
+// server that produced the numbers, then the tables.
+func (r Report) WriteMarkdown(w io.Writer) error {
+	if _, err := fmt.Fprintf(w, "## %s (%s, %s)\n\n", r.Benchmark, r.StartedAt.UTC().Format(time.RFC3339), r.Server); err != nil {
+		return err
+	}
+	return WriteMarkdown(w, r.Tables())
 }
 
 // WriteMarkdown writes the tables as Markdown, columns padded so that the text reads as a
@@ -224,53 +237,38 @@ func WriteMarkdown(w io.Writer, tables []Table) error {
 	return err
 }
 
-// WriteCSV writes one row per measured value, in long form, for spreadsheets and plots:
-// benchmark, option, profile, workload, variant, metric, value.
-func WriteCSV(w io.Writer, docs []*Document) error {
+// WriteCSV writes one row per value, in long form for spreadsheets and plots:
+// benchmark, started_at, option, profile, workload, variant, metric, value.
+func WriteCSV(w io.Writer, reports []Report) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write([]string{"benchmark", "started_at", "option", "profile", "workload", "variant", "metric", "value"}); err != nil {
 		return err
 	}
-	for _, d := range docs {
-		started := d.StartedAt.UTC().Format("2006-01-02T15:04:05Z")
-		emit := func(a Arm, p Profile, workload, variant, metric string, v float64) error {
-			return cw.Write([]string{d.Benchmark, started, a.QueryServer, p.Profile, workload, variant, metric, strconv.FormatFloat(v, 'f', -1, 64)})
-		}
-		for _, a := range d.Arms {
-			for _, p := range a.Profiles {
-				if p.Seeding != nil {
-					if err := emit(a, p, "seeding", "bulk", "docs_per_second", p.SeedingDocsPerSecond); err != nil {
-						return err
-					}
-				}
-				for _, s := range p.Indexing {
-					for i, r := range s.Runs {
-						variant := fmt.Sprintf("%s/run%d", s.Reducer, i+1)
-						for _, m := range []struct {
-							name string
-							v    float64
-						}{
-							{"docs_per_second", r.DocsPerSecond}, {"queryable_docs_per_second", r.QueryableDocsPerSecond},
-							{"shard_changes_per_second", r.ShardChangesPerSecond}, {"built_seconds", r.Built.Seconds()},
-						} {
-							if err := emit(a, p, "indexing", variant, m.name, m.v); err != nil {
-								return err
-							}
-						}
-					}
-				}
-				for _, r := range p.ViewReads {
-					for i, read := range r.Reads {
-						if err := emit(a, p, "viewReads", fmt.Sprintf("%s/read%d", r.View, i+1), "seconds", read.Elapsed.Seconds()); err != nil {
-							return err
-						}
-					}
-				}
-				for _, wr := range p.Writes {
-					if err := emit(a, p, "writes", wr.Mode, "docs_per_second", wr.DocsPerSecond()); err != nil {
-						return err
-					}
-				}
+	for _, r := range reports {
+		started := r.StartedAt.UTC().Format(time.RFC3339)
+		for _, q := range r.Results {
+			row := func(profile, workload, variant, metric string, v any) {
+				_ = cw.Write([]string{r.Benchmark, started, q.QueryServer, profile, workload, variant, metric, fmt.Sprint(v)})
+			}
+			for _, s := range q.Seeding {
+				row(s.Profile, "seeding", "bulk", "docs_per_second", s.DocsPerSecond)
+			}
+			for _, ix := range q.Indexing {
+				row(ix.Profile, "indexing", string(ix.Reducer), "docs_per_second_median", ix.ChangesPerSecond)
+				row(ix.Profile, "indexing", string(ix.Reducer), "docs_per_second_min", ix.MinChangesPerSecond)
+				row(ix.Profile, "indexing", string(ix.Reducer), "docs_per_second_max", ix.MaxChangesPerSecond)
+				row(ix.Profile, "indexing", string(ix.Reducer), "queryable_docs_per_second", ix.QueryableChangesPerSecond)
+				row(ix.Profile, "indexing", string(ix.Reducer), "shard_changes_per_second", ix.ShardChangesPerSecond)
+			}
+			for _, v := range q.ViewReads {
+				row(v.Profile, "viewReads", string(v.View), "rows_per_second", v.RowsPerSecond)
+			}
+			for _, wr := range q.Writes {
+				row(wr.Profile, "writes", wr.Mode, "docs_per_second", wr.DocsPerSecond)
+			}
+			if rd := q.Reads; rd != nil {
+				row("", "reads", "k6", "requests_per_second", rd.RequestsPerSecond)
+				row("", "reads", "k6", "p95", rd.P95)
 			}
 		}
 	}
@@ -289,17 +287,21 @@ func prefixed(prefix string, names []string) []string {
 func dashes(cells []string) []string {
 	out := make([]string, len(cells))
 	for i, c := range cells {
-		if c == "" {
-			c = "-"
-		}
-		out[i] = c
+		out[i] = orNA(c)
 	}
 	return out
 }
 
-// whole formats a rate as a whole number with thousands separators.
-func whole(v float64) string {
-	s := strconv.FormatInt(int64(math.Round(v)), 10)
+func orNA(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// whole formats a whole number with thousands separators.
+func whole[T int64 | float64](v T) string {
+	s := strconv.FormatInt(int64(math.Round(float64(v))), 10)
 	neg := strings.HasPrefix(s, "-")
 	s = strings.TrimPrefix(s, "-")
 	var b strings.Builder

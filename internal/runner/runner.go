@@ -253,6 +253,7 @@ func runIndexing(ctx context.Context, cfg Config, nodes []string, w *benchv1.Ind
 				PollInterval: cfg.PollInterval, Expected: expected,
 			})
 			if err != nil {
+				series.Finish()
 				p.Indexing = append(p.Indexing, series)
 				return fmt.Errorf("indexing (%s reducer, run %d): %w", reducer, rep, err)
 			}
@@ -261,6 +262,7 @@ func runIndexing(ctx context.Context, cfg Config, nodes []string, w *benchv1.Ind
 				label, reducer, rep, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
 				run.DocsPerSecond, run.ShardChangesPerSecond)
 		}
+		series.Finish()
 		p.Indexing = append(p.Indexing, series)
 	}
 	return nil

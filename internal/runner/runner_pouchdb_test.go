@@ -89,7 +89,7 @@ func TestRunAgainstPouchDBServer(t *testing.T) {
 			t.Fatalf("%s: %d indexing series, want 2", p.Profile, len(p.Indexing))
 		}
 		for _, s := range p.Indexing {
-			if len(s.Runs) != 2 || s.ViewCompaction != "allowed" {
+			if len(s.Runs) != 2 || s.ViewCompaction != "allowed" || s.Stats.N != 2 || s.Stats.Min > s.Stats.Max {
 				t.Errorf("%s/%s: %d runs, compaction %q", p.Profile, s.Reducer, len(s.Runs), s.ViewCompaction)
 			}
 			for _, r := range s.Runs {
@@ -118,7 +118,7 @@ func TestRunAgainstPouchDBServer(t *testing.T) {
 		}
 	}
 	var table bytes.Buffer
-	if err := results.WriteMarkdown(&table, doc.Tables()); err != nil {
+	if err := results.WriteMarkdown(&table, doc.Report().Tables()); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(table.String(), "| js (javascript) | builtin") {
