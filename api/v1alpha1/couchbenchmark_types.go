@@ -60,12 +60,17 @@ type CouchBenchmarkSpec struct {
 
 	// Timeout bounds the whole run, from the first step to the results; a run that takes
 	// longer ends Failed with reason Timeout, keeping the results gathered so far.
-	// Between 1m and 168h.
+	// A Go duration between 1m and 168h, e.g. "90m".
 	// +optional
 	// +kubebuilder:default="2h"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="timeout must be between 1m and 168h"
-	Timeout *metav1.Duration `json:"timeout,omitempty"`
+	Timeout string `json:"timeout,omitempty"`
 }
+
+// Durations are kept as the strings the user wrote (validated as Go durations): a typed
+// client that re-encoded them ("2h" -> "2h0m0s") would otherwise change an immutable spec.
 
 // TeardownPolicy says when a provisioned CouchDB is uninstalled.
 // +kubebuilder:validation:Enum=Always;OnSuccess;Never
@@ -113,7 +118,10 @@ type CouchBenchmark struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
+	// Spec cannot change once the benchmark exists: a benchmark is the record of one run,
+	// and its results must describe the spec it shows. To run another, create another.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec cannot change once the benchmark exists: a benchmark is the record of one run; create a new CouchBenchmark to run another"
 	Spec CouchBenchmarkSpec `json:"spec"`
 
 	// +optional

@@ -191,13 +191,13 @@ workloads:
 		{"workloads.indexing.viewCompaction", s.Workloads.Indexing.ViewCompaction, benchv1.ViewCompactionPaused},
 		{"workloads.viewReads.views", len(s.Workloads.ViewReads.Views), 3},
 		{"workloads.viewReads.repetitions", s.Workloads.ViewReads.Repetitions, int32(5)},
-		{"workloads.writes.duration", s.Workloads.Writes.Duration.Duration, 10 * time.Second},
+		{"workloads.writes.duration", s.Workloads.Writes.ModeDuration(), 10 * time.Second},
 		{"workloads.reads.scenario", s.Workloads.Reads.Scenario, benchv1.ScenarioGetDocument},
 		{"workloads.reads.virtualUsers", s.Workloads.Reads.VirtualUsers, int32(10)},
 		{"k6.image", s.K6.Image, "grafana/k6:1.8.1"},
 		{"k6.parallelism", s.K6.Parallelism, int32(1)},
 		{"teardown", s.Teardown, benchv1.TeardownAlways},
-		{"timeout", s.Timeout.Duration, 2 * time.Hour},
+		{"timeout", s.TimeoutDuration(), 2 * time.Hour},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -240,4 +240,30 @@ func reducers(rs []benchv1.Reducer) []string {
 		out[i] = string(r)
 	}
 	return out
+}
+
+func TestSpecIsImmutable(t *testing.T) {
+	ns := env.Namespace(t)
+	ctx := ctxT(t)
+	u := benchmark(t, ns, "immutable", validSpec)
+	if err := env.Client.Create(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	var b benchv1.CouchBenchmark
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Spec.Dataset.Documents = 5
+	err := env.Client.Update(ctx, &b)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec cannot change once the benchmark exists") {
+		t.Fatalf("changing the spec: %v; want a refusal saying to create a new benchmark", err)
+	}
+	// Labels and annotations stay editable.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(u), &b); err != nil {
+		t.Fatal(err)
+	}
+	b.Labels = map[string]string{"team": "db"}
+	if err := env.Client.Update(ctx, &b); err != nil {
+		t.Fatalf("changing labels: %v", err)
+	}
 }

@@ -1,7 +1,5 @@
 package v1alpha1
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 // Workloads are the measurements of a benchmark. Each is optional; at least one is set.
 // They run in this order for every arm: indexing, view reads, writes, reads.
 // +kubebuilder:validation:XValidation:rule="has(self.indexing) || has(self.viewReads) || has(self.writes) || has(self.reads)",message="set at least one workload: indexing, viewReads, writes or reads"
@@ -103,11 +101,14 @@ const (
 // what was stored.
 // +kubebuilder:validation:XValidation:rule="has(self.bulkBatchSizes) || has(self.parallelBulk) || has(self.batchOk) || (has(self.serial) && self.serial)",message="writes: choose at least one mode: bulkBatchSizes, parallelBulk, batchOk or serial"
 type WritesWorkload struct {
-	// Duration of each mode (seed 003 counts the documents saved in 10 s).
+	// Duration of each mode (seed 003 counts the documents saved in 10 s), a Go duration
+	// between 1s and 1h.
 	// +optional
 	// +kubebuilder:default="10s"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="writes.duration must be between 1s and 1h"
-	Duration metav1.Duration `json:"duration,omitempty"`
+	Duration string `json:"duration,omitempty"`
 
 	// BulkBatchSizes runs one sequential _bulk_docs writer per size, as seed 003 does with
 	// 100, 1000, 5000 and 10000; at most 10000.
@@ -185,10 +186,12 @@ type ReadsWorkload struct {
 	// +kubebuilder:validation:Maximum=1000000
 	IterationsPerUser *int32 `json:"iterationsPerUser,omitempty"`
 
-	// Duration of a time-bound run.
+	// Duration of a time-bound run, a Go duration between 1s and 24h.
 	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('24h')",message="reads.duration must be between 1s and 24h"
-	Duration *metav1.Duration `json:"duration,omitempty"`
+	Duration string `json:"duration,omitempty"`
 
 	// ArrivalRate is requests started per second in the open model.
 	// +optional

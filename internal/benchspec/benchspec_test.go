@@ -80,7 +80,7 @@ spec:
 	}
 	s := b.Spec
 	if s.Dataset.Documents != 100000 || s.Dataset.BatchSize != 1000 || s.Dataset.Shards != 2 || len(s.Dataset.Profiles) != 1 ||
-		s.Workloads.Indexing.Repetitions != 3 || len(s.Workloads.Indexing.Reducers) != 1 || s.Timeout == nil ||
+		s.Workloads.Indexing.Repetitions != 3 || len(s.Workloads.Indexing.Reducers) != 1 || s.Timeout != "2h" ||
 		s.CouchDB.Existing.CredentialsSecret.PasswordKey != "password" {
 		t.Errorf("defaults not applied: %+v", s)
 	}

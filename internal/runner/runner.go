@@ -211,7 +211,7 @@ func runProfile(ctx context.Context, cfg Config, nodes []string, qs benchv1.Quer
 	}
 	if w := spec.Workloads.Writes; w != nil && cfg.has(StepWrites) {
 		res, err := writes.Run(ctx, c, writes.Modes(w), writes.Options{
-			DBPrefix: p.DB + "-w", Shards: p.Shards, Replicas: p.Replicas, Duration: w.Duration.Duration, Generator: gen,
+			DBPrefix: p.DB + "-w", Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: gen,
 		})
 		p.Writes = res
 		for _, r := range res {

@@ -1,0 +1,24 @@
+package v1alpha1
+
+import "time"
+
+// parseDuration reads a duration field. Admission (the field's pattern and CEL bounds, also
+// applied by the runner's loader) guarantees a parseable, bounded value, so a failure
+// here means the object bypassed validation; it reads as zero, which every caller treats
+// as "no time".
+func parseDuration(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// TimeoutDuration is spec.timeout.
+func (s *CouchBenchmarkSpec) TimeoutDuration() time.Duration { return parseDuration(s.Timeout) }
+
+// ModeDuration is how long each write mode runs.
+func (w *WritesWorkload) ModeDuration() time.Duration { return parseDuration(w.Duration) }
+
+// RunDuration is the length of a time-bound read run; zero for the closed model.
+func (r *ReadsWorkload) RunDuration() time.Duration { return parseDuration(r.Duration) }
