@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -10,19 +11,29 @@ import (
 )
 
 // Condition types, in the kstatus style: Ready is the summary a user or a GitOps tool
-// waits on; Reconciling is true while the operator works toward the goal; Stalled is true
-// when it cannot make progress without a change from the user.
+// waits on (true once the benchmark finished with results); Reconciling is true while the
+// run is under way; Stalled is true when the operator cannot go on without a change from
+// the user (a missing Secret, a failed run).
 const (
 	conditionReady       = "Ready"
 	conditionReconciling = "Reconciling"
 	conditionStalled     = "Stalled"
 )
 
-// Condition reasons.
+// Condition and event reasons.
 const (
 	reasonCredentialsNotFound   = "CredentialsNotFound"
 	reasonCredentialsIncomplete = "CredentialsIncomplete"
 	reasonPreflightPassed       = "PreflightPassed"
+	reasonStepStarted           = "StepStarted"
+	reasonStepDone              = "StepDone"
+	reasonRunning               = "Running"
+	reasonSucceeded             = "Succeeded"
+	reasonTimeout               = "Timeout"
+	reasonChartFailed           = "ChartFailed"
+	reasonClusterNotReady       = "ClusterNotReady"
+	reasonStepFailed            = "StepFailed"
+	reasonReadsUnsupported      = "ReadsUnsupported"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.
@@ -32,11 +43,27 @@ func markStalled(status *benchv1.CouchBenchmarkStatus, generation int64, now tim
 	meta.RemoveStatusCondition(&status.Conditions, conditionReconciling)
 }
 
-// markWaiting records that the checks passed and the run has not finished.
-func markWaiting(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time) {
+// markProgressing records the step under way.
+func markProgressing(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, step planStep) {
+	message := fmt.Sprintf("query server %s: %s", step.Arm, step.Kind)
 	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
-	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonPreflightPassed,
-		"preflight checks passed; the benchmark has not run")
+	setCondition(status, generation, now, conditionReconciling, metav1.ConditionTrue, reasonRunning, message)
+	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)
+}
+
+func markSucceeded(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time) {
+	meta.RemoveStatusCondition(&status.Conditions, conditionReconciling)
+	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
+	setCondition(status, generation, now, conditionReady, metav1.ConditionTrue, reasonSucceeded,
+		"the benchmark finished; results are in status and the results ConfigMap")
+}
+
+// markFailed: a failed run is final (the spec cannot change), so it is Stalled with the
+// reason and message that say what went wrong.
+func markFailed(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, reason, message string) {
+	meta.RemoveStatusCondition(&status.Conditions, conditionReconciling)
+	setCondition(status, generation, now, conditionStalled, metav1.ConditionTrue, reason, message)
+	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reason, message)
 }
 
 func isStalled(status *benchv1.CouchBenchmarkStatus) bool {

@@ -1,13 +1,25 @@
-// Package controllers holds the CouchBenchmark reconciler. Each concern has its own file:
-// this one reads the world and writes status; preflight.go checks what admission cannot
-// (referenced objects); conditions.go keeps the kstatus-style conditions consistent.
+// Package controllers holds the CouchBenchmark reconciler, one file per concern:
+//
+//   - this file reads the world, walks the run's plan one step at a time and writes status;
+//   - plan.go is the run as an ordered list of steps that only moves forward;
+//   - stage_provision.go, stage_cluster.go, stage_runner.go, stage_teardown.go act for
+//     one kind of step each, idempotently, so that a restarted manager picks up where the
+//     last one stopped without a second Job or release;
+//   - results.go merges the runner's summaries into status and the results ConfigMap;
+//   - finalizer.go removes Helm releases when a benchmark is deleted;
+//   - preflight.go checks what admission cannot; conditions.go keeps the kstatus
+//     conditions consistent; metrics.go exports stage durations and results.
 package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -16,89 +28,244 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/helmrelease"
 )
 
-// preflightRetry is how soon a benchmark whose preflight failed is looked at again. Secrets
-// are read directly, not watched, so that the operator needs only `get` on them; a fixed
-// Secret is noticed within this interval.
-const preflightRetry = 30 * time.Second
+// Releases installs and removes Helm releases (internal/helmrelease in production).
+type Releases interface {
+	Install(ctx context.Context, namespace, release string, ref helmrelease.ChartRef, values map[string]any,
+		labels map[string]string) (helmrelease.Status, error)
+	Uninstall(ctx context.Context, namespace, release string) error
+}
 
 // CouchBenchmarkReconciler reconciles CouchBenchmark objects.
 type CouchBenchmarkReconciler struct {
 	client.Client
-	// APIReader reads objects the manager does not cache (Secrets), straight from the API
-	// server.
+	// APIReader reads objects the manager does not cache (Secrets), from the API server.
 	APIReader client.Reader
 	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// Clock is injected so that tests control time.
-	Clock clock.PassiveClock
+	Clock    clock.PassiveClock
+	Releases Releases
+	// RunnerImage is the image of the runner Jobs (the operator's own image carries the
+	// couchbench binary).
+	RunnerImage string
+	// ServiceURL is the base URL of a Service; tests point it at a local server.
+	ServiceURL func(namespace, service string) string
 }
+
+// ClusterServiceURL is how pods and the operator reach a Service inside the cluster.
+func ClusterServiceURL(namespace, service string) string {
+	return fmt.Sprintf("http://%s.%s.svc:5984", service, namespace)
+}
+
+// Polling intervals for what is not watched: StatefulSets and Helm releases belong to
+// Helm, not to the benchmark.
+const (
+	pollWhileProvisioning = 5 * time.Second
+	// clusterTimeout bounds provisioning plus cluster formation of one arm.
+	clusterTimeout = 15 * time.Minute
+)
 
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
-// Reconcile reads the benchmark and what it refers to, rebuilds the status from those
-// observations, and writes the status only when it changed.
+// Reconcile reads the benchmark and the world it made, decides the one thing to do next,
+// does it, and writes the status it observed.
 func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	logger := log.FromContext(ctx)
-
 	var bench benchv1.CouchBenchmark
 	if err := r.Get(ctx, req.NamespacedName, &bench); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if !bench.DeletionTimestamp.IsZero() {
+		return r.finalize(ctx, &bench)
+	}
+	if added, err := r.ensureFinalizer(ctx, &bench); added || err != nil {
+		return ctrl.Result{}, err
+	}
 
-	findings, err := r.preflight(ctx, &bench)
+	before := bench.Status.DeepCopy()
+	result, err := r.reconcileRun(ctx, &bench)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-
-	status := bench.Status.DeepCopy()
-	status.ObservedGeneration = bench.Generation
-	if status.Phase == "" {
-		status.Phase = benchv1.PhasePending
+	if !equality.Semantic.DeepEqual(before, &bench.Status) {
+		if err := r.writeResults(ctx, &bench); err != nil {
+			return ctrl.Result{}, err
+		}
+		// A conflict means the benchmark changed since it was read; the error requeues and
+		// the next reconcile starts from the new version.
+		if err := r.Status().Update(ctx, &bench); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
+	return result, nil
+}
+
+// reconcileRun advances the run by at most one step, recording what it saw in
+// bench.Status.
+func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benchv1.CouchBenchmark) (ctrl.Result, error) {
+	st := &bench.Status
 	now := r.Clock.Now()
-	if findings.blocked() {
-		markStalled(status, bench.Generation, now, findings.reason, findings.message)
-	} else {
-		markWaiting(status, bench.Generation, now)
+	st.ObservedGeneration = bench.Generation
+	if st.Phase == "" {
+		st.Phase = benchv1.PhasePending
+	}
+	if st.Phase == benchv1.PhaseSucceeded || st.Phase == benchv1.PhaseFailed {
+		return ctrl.Result{}, nil
 	}
 
-	if equality.Semantic.DeepEqual(status, &bench.Status) {
-		return requeueWhile(findings.blocked()), nil
+	if st.StartTime == nil {
+		findings, err := r.preflight(ctx, bench)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if findings.blocked() {
+			if !isStalled(st) {
+				r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, findings.reason, "Preflight", "%s", findings.message)
+			}
+			markStalled(st, bench.Generation, now, findings.reason, findings.message)
+			return ctrl.Result{RequeueAfter: preflightRetry}, nil
+		}
+		if isStalled(st) {
+			r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonPreflightPassed, "Preflight", "preflight checks passed")
+		}
+		st.StartTime = &metav1.Time{Time: now}
+		st.Phase = benchv1.PhaseRunning
+		runsStarted.Inc()
 	}
-	wasBlocked := isStalled(&bench.Status)
-	bench.Status = *status
-	// A conflict means the benchmark changed since it was read; the error requeues it and
-	// the next reconcile starts from the new version.
-	if err := r.Status().Update(ctx, &bench); err != nil {
+
+	if deadline := st.StartTime.Add(bench.Spec.TimeoutDuration()); now.After(deadline) {
+		r.fail(ctx, bench, reasonTimeout, fmt.Sprintf("the run did not finish within spec.timeout (%s)", bench.Spec.Timeout))
+		return ctrl.Result{}, r.cleanUpAfterFailure(ctx, bench)
+	}
+
+	plan := buildPlan(&bench.Spec)
+	pos := position(plan, st.Progress)
+	step := plan[pos]
+	if st.Progress == nil {
+		r.enterStep(bench, plan, pos)
+	}
+	markProgressing(st, bench.Generation, now, step)
+
+	outcome, err := r.act(ctx, bench, step)
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {
-	case findings.blocked() && !wasBlocked:
-		logger.Info("preflight failed", "reason", findings.reason, "message", findings.message)
-		r.Recorder.Eventf(&bench, nil, "Warning", findings.reason, "Preflight", "%s", findings.message)
-	case !findings.blocked() && wasBlocked:
-		r.Recorder.Eventf(&bench, nil, "Normal", reasonPreflightPassed, "Preflight", "preflight checks passed")
+	case outcome.failure != nil:
+		r.fail(ctx, bench, outcome.failure.reason, outcome.failure.message)
+		return ctrl.Result{}, r.cleanUpAfterFailure(ctx, bench)
+	case !outcome.done:
+		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
-	return requeueWhile(findings.blocked()), nil
+
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Kind), "query server %s: %s done", step.Arm, step.Kind)
+	stepDuration.WithLabelValues(string(step.Kind)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
+	if pos+1 == len(plan) {
+		r.succeed(bench)
+		return ctrl.Result{}, nil
+	}
+	// The status write that records the next step wakes the benchmark again.
+	r.enterStep(bench, plan, pos+1)
+	return ctrl.Result{}, nil
 }
 
-func requeueWhile(blocked bool) ctrl.Result {
-	if blocked {
-		return ctrl.Result{RequeueAfter: preflightRetry}
-	}
-	return ctrl.Result{}
+// stepOutcome is what acting on a step found: done, still going (requeue after, or wait for
+// a watched object), or failed with a reason the user can act on.
+type stepOutcome struct {
+	done         bool
+	requeueAfter time.Duration
+	failure      *stepFailure
 }
 
-// SetupWithManager registers the reconciler with the manager.
+type stepFailure struct{ reason, message string }
+
+func failed(reason, format string, args ...any) stepOutcome {
+	return stepOutcome{failure: &stepFailure{reason: reason, message: fmt.Sprintf(format, args...)}}
+}
+
+func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
+	qs := queryServer(bench, step.Arm)
+	switch {
+	case step.Kind == stepProvision:
+		return r.provision(ctx, bench, qs)
+	case step.Kind == stepCluster:
+		return r.waitForCluster(ctx, bench, qs)
+	case runnerSteps[step.Kind]:
+		return r.runStep(ctx, bench, qs, step.Kind)
+	case step.Kind == stepReads:
+		return failed(reasonReadsUnsupported,
+			"workloads.reads needs k6 Jobs, which this operator version does not run yet; remove reads to run the other workloads"), nil
+	case step.Kind == stepTeardown:
+		return r.teardown(ctx, bench, qs)
+	}
+	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Kind)
+}
+
+func queryServer(bench *benchv1.CouchBenchmark, name string) benchv1.QueryServer {
+	for _, qs := range bench.Spec.QueryServers {
+		if qs.Name == name {
+			return qs
+		}
+	}
+	return benchv1.QueryServer{Name: name}
+}
+
+// enterStep moves the progress to plan[pos]: forward only.
+func (r *CouchBenchmarkReconciler) enterStep(bench *benchv1.CouchBenchmark, plan []planStep, pos int) {
+	step := plan[pos]
+	bench.Status.Progress = &benchv1.Progress{
+		QueryServer: step.Arm, Step: string(step.Kind),
+		Percent:       int32(100 * pos / len(plan)),
+		StepStartTime: &metav1.Time{Time: r.Clock.Now()},
+	}
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepStarted, string(step.Kind), "query server %s: %s", step.Arm, step.Kind)
+}
+
+func (r *CouchBenchmarkReconciler) succeed(bench *benchv1.CouchBenchmark) {
+	st := &bench.Status
+	now := r.Clock.Now()
+	st.Phase = benchv1.PhaseSucceeded
+	st.CompletionTime = &metav1.Time{Time: now}
+	if st.Progress != nil {
+		st.Progress.Percent = 100
+	}
+	markSucceeded(st, bench.Generation, now)
+	runsFinished.WithLabelValues(string(benchv1.PhaseSucceeded)).Inc()
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonSucceeded, "Complete", "benchmark finished; results in ConfigMap %s", st.ResultsConfigMap)
+}
+
+// fail ends the run; the results gathered so far stay in status and the ConfigMap.
+func (r *CouchBenchmarkReconciler) fail(ctx context.Context, bench *benchv1.CouchBenchmark, reason, message string) {
+	st := &bench.Status
+	now := r.Clock.Now()
+	st.Phase = benchv1.PhaseFailed
+	st.CompletionTime = &metav1.Time{Time: now}
+	markFailed(st, bench.Generation, now, reason, message)
+	runsFinished.WithLabelValues(string(benchv1.PhaseFailed)).Inc()
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reason, "Failed", "%s", message)
+	log.FromContext(ctx).Info("benchmark failed", "reason", reason, "message", message)
+}
+
+// SetupWithManager registers the reconciler: benchmarks, and the Jobs and ConfigMaps they
+// own (a finished Job wakes its benchmark).
 func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&benchv1.CouchBenchmark{}).
+		Owns(&batchv1.Job{}).
+		Owns(&corev1.ConfigMap{}).
 		Named("couchbenchmark").
 		Complete(r)
 }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -10,6 +11,11 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
+
+// preflightRetry is how soon a benchmark whose preflight failed is looked at again. Secrets
+// are read directly, not watched, so that the operator needs no watch on every Secret; a
+// fixed Secret is noticed within this interval.
+const preflightRetry = 30 * time.Second
 
 // preflightFindings is the outcome of the checks that admission cannot make because they
 // depend on other objects. An empty reason means nothing blocks the run.

@@ -55,6 +55,11 @@ type CouchBenchmarkStatus struct {
 	// +optional
 	ReadP95 string `json:"readP95,omitempty"`
 
+	// Server is the CouchDB that produced the results (vendor, version, nodes), as the
+	// runner found it.
+	// +optional
+	Server string `json:"server,omitempty"`
+
 	// ResultsConfigMap names the ConfigMap with the full results (JSON, CSV, Markdown).
 	// +optional
 	ResultsConfigMap string `json:"resultsConfigMap,omitempty"`
@@ -76,6 +81,10 @@ type Progress struct {
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	Percent int32 `json:"percent,omitempty"`
+
+	// StepStartTime is when the step began; a step's own time limit counts from it.
+	// +optional
+	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
 }
 
 // QueryServerResults is the summary of one arm. Rates are rounded to whole numbers;

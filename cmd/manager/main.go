@@ -17,14 +17,18 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/controllers"
+	"github.com/couchbench/couchbench/internal/helmrelease"
 )
 
 func main() {
-	var metricsAddr, probeAddr string
+	var metricsAddr, probeAddr, runnerImage, chartCache string
 	var leaderElect bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
+	flag.StringVar(&runnerImage, "runner-image", envOr("RUNNER_IMAGE", "couchbench/manager:dev"),
+		"Image of the runner Jobs: the operator's own image, which carries the couchbench binary (env RUNNER_IMAGE).")
+	flag.StringVar(&chartCache, "chart-cache", os.TempDir()+"/couchbench-charts", "Directory for downloaded Helm charts and repository indexes.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -47,12 +51,20 @@ func main() {
 		os.Exit(1)
 	}
 
+	releases, err := helmrelease.New(mgr.GetConfig(), chartCache, ctrl.Log.WithName("helm"))
+	if err != nil {
+		setupLog.Error(err, "setting up Helm")
+		os.Exit(1)
+	}
 	if err := (&controllers.CouchBenchmarkReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("couchbench"),
-		Clock:     clock.RealClock{},
+		Client:      mgr.GetClient(),
+		APIReader:   mgr.GetAPIReader(),
+		Scheme:      mgr.GetScheme(),
+		Recorder:    mgr.GetEventRecorder("couchbench"),
+		Clock:       clock.RealClock{},
+		Releases:    releases,
+		RunnerImage: runnerImage,
+		ServiceURL:  controllers.ClusterServiceURL,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmark controller")
 		os.Exit(1)
@@ -66,4 +78,11 @@ func main() {
 		setupLog.Error(err, "running the manager")
 		os.Exit(1)
 	}
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
 }

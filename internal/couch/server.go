@@ -140,3 +140,21 @@ func query(kv ...string) url.Values {
 	}
 	return v
 }
+
+// ClusterSetupState answers GET /_cluster_setup: "cluster_finished" once a cluster is
+// formed, "single_node_enabled" for a node set up alone, else another state.
+func (c *Client) ClusterSetupState(ctx context.Context) (string, error) {
+	var answer struct {
+		State string `json:"state"`
+	}
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/_cluster_setup", accept: []int{http.StatusOK}}, &answer)
+	return answer.State, err
+}
+
+// FinishCluster sends {"action":"finish_cluster"}: CouchDB creates the system databases
+// of a cluster whose nodes have joined.
+func (c *Client) FinishCluster(ctx context.Context) error {
+	_, err := c.call(ctx, request{method: http.MethodPost, path: "/_cluster_setup", body: []byte(`{"action":"finish_cluster"}`),
+		accept: []int{http.StatusOK, http.StatusCreated}}, nil)
+	return err
+}

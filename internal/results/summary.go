@@ -16,11 +16,13 @@ const MaxSummaryBytes = 4096
 
 // Summary is the compact result of one runner step, in the API's status shapes.
 type Summary struct {
-	SchemaVersion int                          `json:"v"`
-	Step          string                       `json:"step"`
-	Results       []benchv1.QueryServerResults `json:"results,omitempty"`
-	Error         string                       `json:"error,omitempty"`
-	Interrupted   bool                         `json:"interrupted,omitempty"`
+	SchemaVersion int    `json:"v"`
+	Step          string `json:"step"`
+	// Server is the CouchDB that produced the numbers: vendor, version, node count.
+	Server      string                       `json:"server,omitempty"`
+	Results     []benchv1.QueryServerResults `json:"results,omitempty"`
+	Error       string                       `json:"error,omitempty"`
+	Interrupted bool                         `json:"interrupted,omitempty"`
 	// Truncated is true when details were left out to stay within MaxSummaryBytes; the
 	// full document has them.
 	Truncated bool `json:"truncated,omitempty"`
@@ -28,7 +30,11 @@ type Summary struct {
 
 // Summary condenses the document for a step.
 func (d *Document) Summary(step string) Summary {
-	return Summary{SchemaVersion: SchemaVersion, Step: step, Error: d.Error, Interrupted: d.Interrupted, Results: d.Compact()}
+	s := Summary{SchemaVersion: SchemaVersion, Step: step, Error: d.Error, Interrupted: d.Interrupted, Results: d.Compact()}
+	if d.Server.Version != "" {
+		s.Server = d.Report().Server
+	}
+	return s
 }
 
 // Compact is the document in the API's status shapes: medians and counts per arm, what

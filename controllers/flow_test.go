@@ -1,0 +1,396 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+func existingBenchmark(namespace string) *benchv1.CouchBenchmark {
+	return &benchv1.CouchBenchmark{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "bench"},
+		Spec: benchv1.CouchBenchmarkSpec{
+			CouchDB: benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{
+				URL: "http://couchdb:5984", CredentialsSecret: benchv1.SecretKeys{Name: "couchdb-admin"},
+			}},
+			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}, {Name: "py", Language: "python"}},
+			Workloads: benchv1.Workloads{
+				Indexing: &benchv1.IndexingWorkload{}, ViewReads: &benchv1.ViewReadsWorkload{},
+				Writes: &benchv1.WritesWorkload{Serial: true},
+			},
+		},
+	}
+}
+
+func credentials(namespace string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "couchdb-admin"},
+		Data:       map[string][]byte{"username": []byte("admin"), "password": []byte("s3cret-value")},
+	}
+}
+
+func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	create(t, bench)
+
+	got := h.drive(bench, 40)
+
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	want := map[string]int{"js/seed": 1, "js/index": 1, "js/views": 1, "js/writes": 1, "py/seed": 1, "py/index": 1, "py/views": 1, "py/writes": 1}
+	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["js/index"] != 1 || jobs["py/writes"] != 1 {
+		t.Errorf("jobs %v, want one per step %v", jobs, want)
+	}
+	ready := meta.FindStatusCondition(got.Status.Conditions, conditionReady)
+	if ready == nil || ready.Status != metav1.ConditionTrue || meta.FindStatusCondition(got.Status.Conditions, conditionReconciling) != nil {
+		t.Errorf("conditions %+v; want Ready=True and no Reconciling", got.Status.Conditions)
+	}
+	if len(got.Status.Results) != 2 || len(got.Status.Results[0].Seeding) != 1 || len(got.Status.Results[0].Indexing) != 1 ||
+		len(got.Status.Results[1].ViewReads) != 1 || len(got.Status.Results[1].Writes) != 1 {
+		t.Fatalf("results %+v", got.Status.Results)
+	}
+	if got.Status.BestChangesPerSecond == nil || *got.Status.BestChangesPerSecond != 10393+2 {
+		t.Errorf("best c/s %v, want the py arm's 10395", got.Status.BestChangesPerSecond)
+	}
+	if got.Status.Progress.Percent != 100 || got.Status.CompletionTime == nil || got.Status.Server == "" {
+		t.Errorf("progress %+v completion %v server %q", got.Status.Progress, got.Status.CompletionTime, got.Status.Server)
+	}
+
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: got.Status.ResultsConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	md := cm.Data[builders.ResultsMarkdownKey]
+	for _, want := range []string{"| js (javascript) | builtin | 10,395", "### Writes", "bulk-1000", "3.4.3, 3 node(s)"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("results.md lacks %q:\n%s", want, md)
+		}
+	}
+	if !metav1.IsControlledBy(&cm, got) || cm.Data[builders.ResultsCSVKey] == "" || !strings.Contains(cm.Data[builders.ResultsJSONKey], `"phase": "Succeeded"`) {
+		t.Errorf("results ConfigMap %+v", cm.ObjectMeta)
+	}
+	for key, value := range cm.Data {
+		if strings.Contains(value, "s3cret-value") {
+			t.Errorf("%s carries the password", key)
+		}
+	}
+	evs := drainEvents(h)
+	if !strings.Contains(evs, "Normal StepStarted query server js: seed") || !strings.Contains(evs, "Normal Succeeded") || strings.Contains(evs, "s3cret") {
+		t.Errorf("events:\n%s", evs)
+	}
+}
+
+func TestFailedStepKeepsEarlierResults(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.failStep = stepIndex
+	h.summary = func(arm string, step stepKind) *results.Summary {
+		s := okSummary(arm, step)
+		if step == stepIndex {
+			s.Results[0].Indexing = nil
+			s.Error = "query server js: profile small: indexing (builtin reducer, run 1): the built view does not match the dataset: month 2026-01: 5, want 6"
+		}
+		return s
+	}
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	create(t, bench)
+
+	got := h.drive(bench, 20)
+
+	if got.Status.Phase != benchv1.PhaseFailed {
+		t.Fatalf("phase %s", got.Status.Phase)
+	}
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if stalled == nil || stalled.Reason != reasonStepFailed || !strings.Contains(stalled.Message, "step index") ||
+		!strings.Contains(stalled.Message, "does not match the dataset") {
+		t.Errorf("Stalled %+v; want StepFailed naming the step and the runner's error", stalled)
+	}
+	if len(got.Status.Results) != 1 || len(got.Status.Results[0].Seeding) != 1 {
+		t.Errorf("results %+v; the seeding before the failure must stay", got.Status.Results)
+	}
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: got.Status.ResultsConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data[builders.ResultsMarkdownKey], "### Seeding") {
+		t.Errorf("the results ConfigMap lost the seeding:\n%s", cm.Data[builders.ResultsMarkdownKey])
+	}
+	if jobs := jobsOf(t, got); jobs["js/views"] != 0 || jobs["py/seed"] != 0 {
+		t.Errorf("jobs after the failure: %v", jobs)
+	}
+}
+
+func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.summary = func(string, stepKind) *results.Summary { return nil } // Jobs never finish
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	bench.Spec.Timeout = "10m"
+	create(t, bench)
+
+	_, got := h.reconcile(bench)
+	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["js/seed"] != 1 {
+		t.Fatalf("phase %s jobs %v", got.Status.Phase, jobsOf(t, got))
+	}
+	h.clock.SetTime(start.Add(11 * time.Minute))
+	_, got = h.reconcile(bench)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonTimeout || !strings.Contains(stalled.Message, "10m") {
+		t.Fatalf("phase %s, Stalled %+v; want Failed with reason Timeout", got.Status.Phase, stalled)
+	}
+	if jobs := jobsOf(t, got); jobs["js/seed"] != 0 {
+		// envtest has no garbage collector, but the delete itself must have happened.
+		var job = builders.JobName(got, "js", "seed")
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: job}, &metav1.PartialObjectMetadata{})
+		if err == nil {
+			t.Errorf("the running Job %s was not deleted", job)
+		}
+	}
+}
+
+func TestPreflightWaitsForCredentials(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	bench := existingBenchmark(ns)
+	create(t, bench)
+
+	res, got := h.reconcile(bench)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if stalled == nil || stalled.Reason != reasonCredentialsNotFound || !strings.Contains(stalled.Message, `"couchdb-admin"`) {
+		t.Fatalf("Stalled %+v", stalled)
+	}
+	if res.RequeueAfter != preflightRetry || got.Status.StartTime != nil || len(jobsOf(t, got)) != 0 {
+		t.Errorf("requeue %s start %v jobs %v", res.RequeueAfter, got.Status.StartTime, jobsOf(t, got))
+	}
+	// Nothing changed: nothing written.
+	_, again := h.reconcile(bench)
+	if again.ResourceVersion != got.ResourceVersion {
+		t.Errorf("an idempotent reconcile wrote the benchmark")
+	}
+
+	secret := credentials(ns)
+	delete(secret.Data, "password")
+	create(t, secret)
+	_, got = h.reconcile(bench)
+	if s := meta.FindStatusCondition(got.Status.Conditions, conditionStalled); s == nil || s.Reason != reasonCredentialsIncomplete {
+		t.Fatalf("Stalled %+v; want CredentialsIncomplete", s)
+	}
+
+	secret.Data["password"] = []byte("s3cret-value")
+	if err := env.Client.Update(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	_, got = h.reconcile(bench)
+	if got.Status.Phase != benchv1.PhaseRunning || got.Status.StartTime == nil || jobsOf(t, got)["js/seed"] != 1 {
+		t.Errorf("phase %s, jobs %v: the run must start once the Secret is fixed", got.Status.Phase, jobsOf(t, got))
+	}
+	if s := meta.FindStatusCondition(got.Status.Conditions, conditionStalled); s != nil {
+		t.Errorf("still Stalled: %+v", s)
+	}
+	if !strings.Contains(drainEvents(h), "Normal PreflightPassed") {
+		t.Error("no PreflightPassed event")
+	}
+}
+
+func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	create(t, bench)
+
+	// Run into the index step of the first arm and hold its Job open; then "restart": a
+	// new reconciler with no memory, in the same world.
+	h.summary = func(arm string, step stepKind) *results.Summary {
+		if step == stepIndex {
+			return nil
+		}
+		return okSummary(arm, step)
+	}
+	var got *benchv1.CouchBenchmark
+	for range 6 {
+		_, got = h.reconcile(bench)
+		h.playKubelet(got)
+	}
+	if got.Status.Progress == nil || got.Status.Progress.Step != string(stepIndex) || jobsOf(t, got)["js/index"] != 1 {
+		t.Fatalf("progress %+v, jobs %v: want the index step running", got.Status.Progress, jobsOf(t, got))
+	}
+	h.r = h.reconciler(h.r.Releases)
+	for range 3 {
+		_, got = h.reconcile(bench)
+	}
+	if n := jobsOf(t, got)["js/index"]; n != 1 {
+		t.Fatalf("%d index Jobs after the restart", n)
+	}
+	h.summary = okSummary
+	got = h.drive(bench, 40)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s after the restart", got.Status.Phase)
+	}
+	for step, n := range jobsOf(t, got) {
+		if n != 1 {
+			t.Errorf("%d Jobs for %s", n, step)
+		}
+	}
+}
+
+func provisionedBenchmark(t *testing.T, namespace string) *benchv1.CouchBenchmark {
+	return &benchv1.CouchBenchmark{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "prov"},
+		Spec: benchv1.CouchBenchmarkSpec{
+			CouchDB: benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{
+				Chart: &benchv1.ChartSource{Path: testChartPath(t)}, ClusterSize: 3,
+				Image: benchv1.ImageSource{Repository: "couchdb", Tag: "3.4.3"},
+			}},
+			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}},
+			Workloads:    benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{}},
+			Teardown:     benchv1.TeardownAlways,
+		},
+	}
+}
+
+// adminSecretFor pre-creates the admin Secret with the password the test server expects;
+// the operator keeps an existing Secret, as after a restart.
+func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark, arm, password string) {
+	t.Helper()
+	s, err := builders.AdminSecret(bench, arm, builders.Random)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.OwnerReferences = nil
+	s.Data[builders.AdminPasswordKey] = []byte(password)
+	create(t, s)
+}
+
+func TestProvisionedCouchDBEndToEnd(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	h.serviceURL = srv.URL
+	bench := provisionedBenchmark(t, ns)
+	create(t, bench)
+	adminSecretFor(t, bench, "js", "pw")
+
+	// The first reconcile adds the finalizer, the next installs the release.
+	h.reconcile(bench)
+	_, got := h.reconcile(bench)
+	if !controllerutil.ContainsFinalizer(got, finalizerName) {
+		t.Fatal("no finalizer on a benchmark that provisions CouchDB")
+	}
+	release := builders.ReleaseName(got, "js")
+	var sts appsv1.StatefulSet
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.StatefulSetName(release)}, &sts); err != nil {
+		t.Fatalf("the chart's StatefulSet: %v", err)
+	}
+	if *sts.Spec.Replicas != 3 {
+		t.Errorf("replicas %d", *sts.Spec.Replicas)
+	}
+	got = h.drive(bench, 40)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	if srv.Requests("POST", "/_cluster_setup") != 1 {
+		t.Errorf("finish_cluster sent %d times, want once", srv.Requests("POST", "/_cluster_setup"))
+	}
+	// Teardown Always: the release and the admin Secret are gone, the results stay.
+	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.StatefulSetName(release)}, &appsv1.StatefulSet{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("StatefulSet after teardown: %v", err)
+	}
+	err = env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.AdminSecretName(got, "js")}, &corev1.Secret{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("admin Secret after teardown: %v", err)
+	}
+	if len(got.Status.Results) != 1 || len(got.Status.Results[0].Indexing) != 1 {
+		t.Errorf("results %+v", got.Status.Results)
+	}
+	// Deleting the benchmark lets it go (the finalizer finds nothing left to remove).
+	if err := env.Client.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	if _, gone := h.reconcile(bench); gone != nil {
+		t.Errorf("the benchmark is still there: finalizers %v", gone.Finalizers)
+	}
+}
+
+func TestDeletionMidRunUninstallsTheRelease(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.serviceURL = "http://127.0.0.1:1" // CouchDB is never reached: the run is deleted first
+	bench := provisionedBenchmark(t, ns)
+	bench.Spec.Teardown = benchv1.TeardownNever // deletion removes the release whatever the policy
+	create(t, bench)
+	h.reconcile(bench)
+	_, got := h.reconcile(bench)
+	release := builders.ReleaseName(got, "js")
+	sts := types.NamespacedName{Namespace: ns, Name: builders.StatefulSetName(release)}
+	if err := env.Client.Get(context.Background(), sts, &appsv1.StatefulSet{}); err != nil {
+		t.Fatalf("release not installed: %v", err)
+	}
+	if err := env.Client.Delete(context.Background(), got); err != nil {
+		t.Fatal(err)
+	}
+	if _, gone := h.reconcile(bench); gone != nil {
+		t.Fatalf("still there after finalizing: %v", gone.Finalizers)
+	}
+	if err := env.Client.Get(context.Background(), sts, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+		t.Errorf("StatefulSet after deletion: %v", err)
+	}
+}
+
+func TestInvalidChartFailsWithWhatToFix(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	bench := provisionedBenchmark(t, ns)
+	bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{Path: "/no/such/chart"}
+	create(t, bench)
+	got := h.drive(bench, 5)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonChartFailed || !strings.Contains(stalled.Message, "/no/such/chart") {
+		t.Fatalf("phase %s, Stalled %+v; want ChartFailed naming the path", got.Status.Phase, stalled)
+	}
+}
+
+func TestClusterThatNeverFormsTimesOut(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a")) // 1 of 3 nodes joined
+	h.serviceURL = srv.URL
+	bench := provisionedBenchmark(t, ns)
+	create(t, bench)
+	adminSecretFor(t, bench, "js", "pw")
+	for range 5 {
+		_, got := h.reconcile(bench)
+		h.playKubelet(got)
+	}
+	_, got := h.reconcile(bench)
+	if got.Status.Progress.Step != string(stepCluster) {
+		t.Fatalf("progress %+v, want the cluster step", got.Status.Progress)
+	}
+	h.clock.SetTime(h.clock.Now().Add(clusterTimeout + time.Minute))
+	_, got = h.reconcile(bench)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonClusterNotReady {
+		t.Fatalf("phase %s, Stalled %+v", got.Status.Phase, stalled)
+	}
+}

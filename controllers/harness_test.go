@@ -1,0 +1,248 @@
+package controllers
+
+// The controller tests run against a real kube-apiserver (envtest). Nothing runs pods
+// there, so the tests play kubelet and the Job controller: they finish a runner Job by
+// creating its pod with a terminated container whose termination message is a runner
+// summary, and they mark StatefulSets ready. CouchDB's answers to the operator's cluster
+// checks come from internal/couchtest (a test server, not CouchDB); Helm installs the
+// local test chart test/charts/couchdb-lite through the real Helm SDK.
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/helmrelease"
+	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/testenv"
+)
+
+var env *testenv.Env
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
+	os.Exit(testenv.Run(m, &env))
+}
+
+// harness is one reconciler with a fake clock and recorder, and what the tests play.
+type harness struct {
+	t        *testing.T
+	r        *CouchBenchmarkReconciler
+	clock    *clocktesting.FakePassiveClock
+	recorder *events.FakeRecorder
+	// serviceURL answers the operator's CouchDB calls for provisioned arms.
+	serviceURL string
+	// summary makes the runner's summary for a step; nil leaves a Job running.
+	summary func(arm string, step stepKind) *results.Summary
+	// failStep makes that step's Job fail.
+	failStep stepKind
+}
+
+var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	releases, err := helmrelease.New(env.Config, t.TempDir(), ctrl.Log.WithName("helm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(start), recorder: events.NewFakeRecorder(1000), summary: okSummary}
+	h.r = h.reconciler(releases)
+	return h
+}
+
+// reconciler makes a new reconciler, as a restarted manager would.
+func (h *harness) reconciler(releases Releases) *CouchBenchmarkReconciler {
+	return &CouchBenchmarkReconciler{
+		Client: env.Client, APIReader: env.Client, Scheme: env.Scheme, Recorder: h.recorder, Clock: h.clock,
+		Releases: releases, RunnerImage: "couchbench/manager:test",
+		ServiceURL: func(namespace, service string) string { return h.serviceURL },
+	}
+}
+
+// reconcile runs one Reconcile and returns the benchmark as stored after it.
+func (h *harness) reconcile(bench *benchv1.CouchBenchmark) (ctrl.Result, *benchv1.CouchBenchmark) {
+	h.t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bench)})
+	if err != nil {
+		h.t.Fatalf("Reconcile: %v", err)
+	}
+	var got benchv1.CouchBenchmark
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(bench), &got); err != nil {
+		if apierrors.IsNotFound(err) {
+			return res, nil
+		}
+		h.t.Fatal(err)
+	}
+	return res, &got
+}
+
+// drive reconciles, playing kubelet between reconciles, until the benchmark reaches a
+// final phase or the step limit.
+func (h *harness) drive(bench *benchv1.CouchBenchmark, limit int) *benchv1.CouchBenchmark {
+	h.t.Helper()
+	got := bench
+	for range limit {
+		_, got = h.reconcile(bench)
+		if got.Status.Phase == benchv1.PhaseSucceeded || got.Status.Phase == benchv1.PhaseFailed {
+			return got
+		}
+		h.playKubelet(got)
+		h.clock.SetTime(h.clock.Now().Add(time.Second))
+	}
+	h.t.Fatalf("the benchmark did not finish in %d reconciles: phase %s, progress %+v, conditions %+v",
+		limit, got.Status.Phase, got.Status.Progress, got.Status.Conditions)
+	return nil
+}
+
+// playKubelet finishes the benchmark's running Jobs and makes its StatefulSets ready.
+func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
+	h.t.Helper()
+	ctx := context.Background()
+	var jobs batchv1.JobList
+	if err := env.Client.List(ctx, &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: bench.Name}); err != nil {
+		h.t.Fatal(err)
+	}
+	for i := range jobs.Items {
+		job := &jobs.Items[i]
+		if finished, _ := jobState(job); finished {
+			continue
+		}
+		arm, step := job.Labels[builders.LabelQueryServer], stepKind(job.Labels[builders.LabelStep])
+		summary := h.summary(arm, step)
+		if summary == nil {
+			continue
+		}
+		h.finishJob(job, summary, step == h.failStep)
+	}
+	var sets appsv1.StatefulSetList
+	if err := env.Client.List(ctx, &sets, client.InNamespace(bench.Namespace)); err != nil {
+		h.t.Fatal(err)
+	}
+	for i := range sets.Items {
+		s := &sets.Items[i]
+		if s.Status.ReadyReplicas == *s.Spec.Replicas {
+			continue
+		}
+		s.Status.Replicas, s.Status.ReadyReplicas, s.Status.AvailableReplicas = *s.Spec.Replicas, *s.Spec.Replicas, *s.Spec.Replicas
+		if err := env.Client.Status().Update(ctx, s); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// finishJob does what the kubelet and the Job controller do when a runner pod ends: a pod
+// with the terminated container and its termination message, then the Job's conditions.
+func (h *harness) finishJob(job *batchv1.Job, summary *results.Summary, fail bool) {
+	h.t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	exit := int32(0)
+	if fail {
+		exit = 1
+	}
+	now := metav1.NewTime(h.clock.Now())
+	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: "runner", Image: job.Spec.Template.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			ExitCode: exit, Reason: "Completed", Message: string(summary.Marshal()), StartedAt: now, FinishedAt: now,
+		}},
+	}}}
+	if fail {
+		pod.Status.Phase = corev1.PodFailed
+		pod.Status.ContainerStatuses[0].State.Terminated.Reason = "Error"
+	}
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	job.Status.StartTime = &now
+	if fail {
+		job.Status.Failed = 1
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+			{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+		}
+	} else {
+		job.Status.Succeeded = 1
+		job.Status.CompletionTime = &now
+		job.Status.Conditions = []batchv1.JobCondition{
+			{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+			{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+		}
+	}
+	if err := env.Client.Status().Update(ctx, job); err != nil {
+		h.t.Fatalf("finishing Job %s: %v", job.Name, err)
+	}
+}
+
+// okSummary is a runner's summary of a step that went well, with one result of that step.
+func okSummary(arm string, step stepKind) *results.Summary {
+	r := benchv1.QueryServerResults{QueryServer: arm, Language: "javascript"}
+	switch step {
+	case stepSeed:
+		r.Seeding = []benchv1.SeedingResult{{Profile: "small", Documents: 1000, DocsPerSecond: 9000, MBPerSecond: "1.00"}}
+	case stepIndex:
+		r.Indexing = []benchv1.IndexingResult{{Profile: "small", Reducer: benchv1.ReducerBuiltin, ChangesPerSecond: 10393 + int64(len(arm)), Runs: 3, CV: "2.0%"}}
+	case stepViews:
+		r.ViewReads = []benchv1.ViewReadResult{{View: benchv1.ViewEmitNull, Profile: "small", RowsPerSecond: 22000, Duration: "4.5s"}}
+	case stepWrites:
+		r.Writes = []benchv1.WriteResult{{Mode: "bulk-1000", Profile: "small", DocsPerSecond: 2700, Created: 27000}}
+	}
+	return &results.Summary{SchemaVersion: results.SchemaVersion, Step: string(step), Server: "The Apache Software Foundation 3.4.3, 3 node(s)",
+		Results: []benchv1.QueryServerResults{r}}
+}
+
+// jobsOf counts the benchmark's Jobs per step.
+func jobsOf(t *testing.T, bench *benchv1.CouchBenchmark) map[string]int {
+	t.Helper()
+	var jobs batchv1.JobList
+	if err := env.Client.List(context.Background(), &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: bench.Name}); err != nil {
+		t.Fatal(err)
+	}
+	count := map[string]int{}
+	for _, j := range jobs.Items {
+		count[j.Labels[builders.LabelQueryServer]+"/"+j.Labels[builders.LabelStep]]++
+	}
+	return count
+}
+
+func drainEvents(h *harness) string {
+	var b strings.Builder
+	for len(h.recorder.Events) > 0 {
+		b.WriteString(<-h.recorder.Events + "\n")
+	}
+	return b.String()
+}
+
+func testChartPath(t *testing.T) string {
+	return filepath.Join(testenv.ModuleRoot(t), "test", "charts", "couchdb-lite")
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,127 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+// requestTimeout bounds the operator's own requests to CouchDB.
+const requestTimeout = 10 * time.Second
+
+// runStep runs one runner step as a Job and reads its result. The Job's name is fixed per
+// step, so creating it again after a manager restart finds the one that exists: never a
+// second Job. Jobs are watched, so a finished one wakes its benchmark.
+func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind stepKind) (stepOutcome, error) {
+	var job batchv1.Job
+	name := builders.JobName(bench, qs.Name, string(kind))
+	err := r.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: name}, &job)
+	if apierrors.IsNotFound(err) {
+		return stepOutcome{}, r.startStep(ctx, bench, qs, kind)
+	}
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	finished, jobFailed := jobState(&job)
+	if !finished {
+		return stepOutcome{}, nil
+	}
+	summary, detail, err := r.readSummary(ctx, &job)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if summary != nil {
+		mergeSummary(bench, qs.Name, kind, summary)
+	}
+	switch {
+	case summary != nil && summary.Error != "":
+		return failed(reasonStepFailed, "query server %s, step %s: %s", qs.Name, kind, summary.Error), nil
+	case jobFailed:
+		return failed(reasonStepFailed, "query server %s, step %s: Job %s failed: %s", qs.Name, kind, name, detail), nil
+	case summary == nil:
+		return failed(reasonStepFailed, "query server %s, step %s: Job %s left no summary: %s", qs.Name, kind, name, detail), nil
+	}
+	return stepOutcome{done: true}, nil
+}
+
+// startStep creates the spec ConfigMap (once) and the step's Job.
+func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind stepKind) error {
+	spec, err := builders.SpecConfigMap(bench)
+	if err != nil {
+		return err
+	}
+	if err := r.Create(ctx, spec); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	url, creds := r.target(bench, qs)
+	deadline := bench.Status.StartTime.Add(bench.Spec.TimeoutDuration()).Sub(r.Clock.Now())
+	job := builders.RunnerJob{
+		Bench: bench, Arm: qs.Name, Step: string(kind), Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: deadline,
+	}.Job()
+	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+// jobState tells whether a Job has finished, and whether it failed.
+func jobState(job *batchv1.Job) (finished, failed bool) {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return true, false
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// readSummary reads the runner's summary from the termination message of the Job's pod.
+// Without one it says why (the container's exit), for the failure message.
+func (r *CouchBenchmarkReconciler) readSummary(ctx context.Context, job *batchv1.Job) (*results.Summary, string, error) {
+	var pods corev1.PodList
+	if err := r.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+		return nil, "", err
+	}
+	if len(pods.Items) == 0 {
+		return nil, "no pod found", nil
+	}
+	sort.Slice(pods.Items, func(i, j int) bool {
+		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
+	})
+	for _, cs := range pods.Items[0].Status.ContainerStatuses {
+		t := cs.State.Terminated
+		if t == nil {
+			continue
+		}
+		detail := fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+		if t.Message == "" {
+			return nil, detail, nil
+		}
+		var s results.Summary
+		if err := json.Unmarshal([]byte(t.Message), &s); err != nil {
+			return nil, fmt.Sprintf("%s; its termination message is not a runner summary: %v", detail, err), nil
+		}
+		if s.SchemaVersion != results.SchemaVersion {
+			return nil, fmt.Sprintf("%s; summary version %d, this operator reads %d", detail, s.SchemaVersion, results.SchemaVersion), nil
+		}
+		return &s, detail, nil
+	}
+	return nil, "the runner container has not terminated", nil
+}

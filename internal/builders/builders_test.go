@@ -1,0 +1,283 @@
+package builders
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+func provisioned() *benchv1.CouchBenchmark {
+	return &benchv1.CouchBenchmark{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench", Namespace: "ns", UID: types.UID("0123456789abcdef")},
+		Spec: benchv1.CouchBenchmarkSpec{
+			CouchDB: benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{
+				ClusterSize: 3, Image: benchv1.ImageSource{Repository: "couchdb", Tag: "3.4.3"},
+			}},
+			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}},
+		},
+	}
+}
+
+// get walks nested Helm values.
+func get(t *testing.T, values map[string]any, path string) any {
+	t.Helper()
+	var cur any = values
+	for _, key := range strings.Split(path, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			t.Fatalf("values: %s: %v is not a map", path, cur)
+		}
+		cur = m[key]
+	}
+	return cur
+}
+
+// The values must carry what the Apache CouchDB chart needs, under its own names.
+func TestHelmValuesHaveWhatTheApacheChartNeeds(t *testing.T) {
+	bench := provisioned()
+	values, err := HelmValues(bench, bench.Spec.QueryServers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"clusterSize":                     int64(3),
+		"image.repository":                "couchdb",
+		"image.tag":                       "3.4.3",
+		"createAdminSecret":               false, // the chart would make a new random password on every render
+		"extraSecretName":                 "bench-js-admin",
+		"persistentVolume.enabled":        false,
+		"podSecurityContext.runAsNonRoot": true,
+		"containerSecurityContext.allowPrivilegeEscalation": false,
+	} {
+		if got := get(t, values, path); got != want {
+			t.Errorf("%s = %#v, want %#v", path, got, want)
+		}
+	}
+	// The chart refuses to render without a uuid; it must be stable for the arm.
+	uuid, _ := get(t, values, "couchdbConfig.couchdb.uuid").(string)
+	again, _ := HelmValues(bench, bench.Spec.QueryServers[0])
+	if len(uuid) != 32 || uuid != get(t, again, "couchdbConfig.couchdb.uuid") {
+		t.Errorf("uuid %q is not a stable 32-hex value", uuid)
+	}
+	other := provisioned()
+	other.Spec.QueryServers = []benchv1.QueryServer{{Name: "py", Language: "python"}}
+	otherValues, _ := HelmValues(other, other.Spec.QueryServers[0])
+	if get(t, otherValues, "couchdbConfig.couchdb.uuid") == uuid {
+		t.Error("two arms share a uuid")
+	}
+	if _, ok := values["extraEnv"]; ok {
+		t.Error("a built-in language got extraEnv")
+	}
+	if got := get(t, values, "couchdbConfig.couchdb.single_node"); got != nil {
+		t.Errorf("a 3-node cluster is set single_node=%v", got)
+	}
+}
+
+func TestHelmValuesPerQueryServer(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.CouchDB.Provision.ClusterSize = 1
+	cases := []struct {
+		qs    benchv1.QueryServer
+		check func(t *testing.T, v map[string]any)
+	}{
+		{benchv1.QueryServer{Name: "quickjs", Language: "javascript", Engine: benchv1.EngineQuickJS}, func(t *testing.T, v map[string]any) {
+			if get(t, v, "couchdbConfig.couchdb.js_engine") != "quickjs" {
+				t.Error("js_engine not set to quickjs")
+			}
+		}},
+		{benchv1.QueryServer{Name: "erl", Language: "erlang"}, func(t *testing.T, v map[string]any) {
+			if get(t, v, "couchdbConfig.native_query_servers.enable_erlang_query_server") != true {
+				t.Error("the Erlang native query server is not enabled")
+			}
+		}},
+		{benchv1.QueryServer{Name: "py", Language: "python", Image: "registry:5000/couchdb-python:3.4.3", Command: "/usr/local/bin/couchpy",
+			Env: []corev1.EnvVar{{Name: "PYTHONHASHSEED", Value: "0"}}}, func(t *testing.T, v map[string]any) {
+			if get(t, v, "image.repository") != "registry:5000/couchdb-python" || get(t, v, "image.tag") != "3.4.3" {
+				t.Errorf("image %v", v["image"])
+			}
+			env, _ := json.Marshal(v["extraEnv"])
+			if string(env) != `[{"name":"COUCHDB_QUERY_SERVER_PYTHON","value":"/usr/local/bin/couchpy"},{"name":"PYTHONHASHSEED","value":"0"}]` {
+				t.Errorf("extraEnv %s", env)
+			}
+		}},
+	}
+	for _, c := range cases {
+		values, err := HelmValues(bench, c.qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if get(t, values, "couchdbConfig.couchdb.single_node") != true {
+			t.Errorf("%s: a one-node cluster must set itself up (single_node)", c.qs.Name)
+		}
+		c.check(t, values)
+	}
+	if _, err := HelmValues(bench, benchv1.QueryServer{Name: "d", Language: "python", Image: "couchdb@sha256:abc"}); err == nil {
+		t.Error("an image digest was accepted; the chart cannot express it")
+	}
+}
+
+func TestUserValuesMergeLast(t *testing.T) {
+	bench := provisioned()
+	p := bench.Spec.CouchDB.Provision
+	p.Storage = &benchv1.Storage{Size: resource.MustParse("20Gi"), StorageClassName: ptr.To("fast")}
+	p.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	p.Values = &apiextensionsv1.JSON{Raw: []byte(`{"couchdbConfig":{"couchdb":{"max_document_size":50000000}},"image":{"tag":"3.5.0"},"networkPolicy":{"enabled":false}}`)}
+	values, err := HelmValues(bench, bench.Spec.QueryServers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"image.tag":        "3.5.0",   // the user's value wins
+		"image.repository": "couchdb", // merged, not replaced
+		"couchdbConfig.couchdb.max_document_size": float64(50000000),
+		"networkPolicy.enabled":                   false,
+		"persistentVolume.enabled":                true,
+		"persistentVolume.size":                   "20Gi",
+		"persistentVolume.storageClass":           "fast",
+		"resources.limits.cpu":                    "2",
+	} {
+		if got := get(t, values, path); got != want {
+			t.Errorf("%s = %#v, want %#v", path, got, want)
+		}
+	}
+	if get(t, values, "couchdbConfig.couchdb.uuid") == nil {
+		t.Error("the user's couchdbConfig replaced the operator's uuid instead of merging")
+	}
+}
+
+func TestNamesFitAndStayUnique(t *testing.T) {
+	long := provisioned()
+	long.Name = strings.Repeat("a-very-long-benchmark-name-", 3)[:60]
+	a, b := JobName(long, "couchpy-simplejson", "index"), JobName(long, "couchpy-simplejson", "seed")
+	if len(a) > 63 || len(b) > 63 || a == b {
+		t.Errorf("job names %q %q", a, b)
+	}
+	if r := ReleaseName(long, "couchpy-simplejson"); len(r) > 53 || r != ReleaseName(long, "couchpy-simplejson") {
+		t.Errorf("release %q", r)
+	}
+	if got := ServiceName("bench-js"); got != "bench-js-svc-couchdb" {
+		t.Errorf("service %q", got)
+	}
+	if got := StatefulSetName("bench-js"); got != "bench-js-couchdb" {
+		t.Errorf("statefulset %q", got)
+	}
+}
+
+func TestAdminSecret(t *testing.T) {
+	bench := provisioned()
+	counting := make([]byte, 256)
+	for i := range counting {
+		counting[i] = byte(i)
+	}
+	s, err := AdminSecret(bench, "js", bytes.NewReader(counting))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{AdminUsernameKey, AdminPasswordKey, cookieAuthKey, erlangCookieKey} {
+		if len(s.Data[k]) == 0 {
+			t.Errorf("key %s empty", k)
+		}
+	}
+	if len(s.Data[AdminPasswordKey]) < 24 || string(s.Data[AdminPasswordKey]) == string(s.Data[cookieAuthKey]) {
+		t.Errorf("secrets are short or repeat: %q %q", s.Data[AdminPasswordKey], s.Data[cookieAuthKey])
+	}
+	if len(s.OwnerReferences) != 1 || !*s.OwnerReferences[0].Controller || s.OwnerReferences[0].UID != bench.UID {
+		t.Errorf("owner %v", s.OwnerReferences)
+	}
+	if _, err := AdminSecret(bench, "js", bytes.NewReader(nil)); err == nil {
+		t.Error("an empty random source gave a Secret")
+	}
+}
+
+func TestRunnerJob(t *testing.T) {
+	bench := provisioned()
+	job := RunnerJob{
+		Bench: bench, Arm: "js", Step: "index", Image: "couchbench/manager:dev", URL: "http://bench-js-svc-couchdb.ns.svc:5984",
+		Credentials: benchv1.SecretKeys{Name: "bench-js-admin", UsernameKey: AdminUsernameKey, PasswordKey: AdminPasswordKey},
+		Deadline:    90 * time.Minute,
+	}.Job()
+	if job.Name != "bench-js-index" || *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 5400 {
+		t.Errorf("job %s backoff %d deadline %d", job.Name, *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds)
+	}
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"index -f /etc/couchbench/spec/bench.json", "--url http://bench-js-svc-couchdb.ns.svc:5984", "--arm js",
+		"--credentials-dir /etc/couchbench/credentials", "--summary /dev/termination-log"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	// Restricted Pod Security profile.
+	if !*pod.SecurityContext.RunAsNonRoot || pod.SecurityContext.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault ||
+		*c.SecurityContext.AllowPrivilegeEscalation || c.SecurityContext.Capabilities.Drop[0] != "ALL" || pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("security: pod %+v container %+v", pod.SecurityContext, c.SecurityContext)
+	}
+	if *pod.AutomountServiceAccountToken {
+		t.Error("the runner needs no Kubernetes API access")
+	}
+	items := pod.Volumes[1].Secret.Items
+	if pod.Volumes[1].Secret.SecretName != "bench-js-admin" || items[0].Key != AdminUsernameKey || items[0].Path != "username" || items[1].Path != "password" {
+		t.Errorf("credentials volume %+v", pod.Volumes[1])
+	}
+	if job.Labels[LabelStep] != "index" || job.Spec.Template.Labels[LabelQueryServer] != "js" || job.OwnerReferences[0].UID != bench.UID {
+		t.Errorf("labels %v owner %v", job.Labels, job.OwnerReferences)
+	}
+	for _, e := range c.Env {
+		if strings.Contains(strings.ToLower(e.Name), "password") {
+			t.Errorf("a password in the environment: %s", e.Name)
+		}
+	}
+}
+
+func TestResultsConfigMap(t *testing.T) {
+	bench := provisioned()
+	bench.Status = benchv1.CouchBenchmarkStatus{Phase: benchv1.PhaseSucceeded, Results: []benchv1.QueryServerResults{{
+		QueryServer: "js", Language: "javascript",
+		Indexing: []benchv1.IndexingResult{{Profile: "small", Reducer: benchv1.ReducerBuiltin, ChangesPerSecond: 10393, Runs: 3, CV: "2.0%"}},
+	}}}
+	cm, err := ResultsConfigMap(bench, "The Apache Software Foundation 3.4.3, 3 node(s)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Name != "bench-results" {
+		t.Errorf("name %s", cm.Name)
+	}
+	if !strings.Contains(cm.Data[ResultsMarkdownKey], "| js (javascript) | builtin | 10,393 (n=3, CV 2.0%)") ||
+		!strings.Contains(cm.Data[ResultsMarkdownKey], "3.4.3, 3 node(s)") {
+		t.Errorf("markdown:\n%s", cm.Data[ResultsMarkdownKey])
+	}
+	if !strings.Contains(cm.Data[ResultsCSVKey], "bench,") || !strings.Contains(cm.Data[ResultsJSONKey], `"changesPerSecond": 10393`) {
+		t.Errorf("csv/json:\n%s\n%s", cm.Data[ResultsCSVKey], cm.Data[ResultsJSONKey])
+	}
+}
+
+func TestSpecConfigMapIsWhatTheRunnerReads(t *testing.T) {
+	bench := provisioned()
+	bench.Status.Phase = benchv1.PhaseRunning
+	cm, err := SpecConfigMap(bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal([]byte(cm.Data[SpecKey]), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc["kind"] != "CouchBenchmark" || doc["apiVersion"] != "bench.couchbench.io/v1alpha1" {
+		t.Errorf("kind/apiVersion %v %v", doc["kind"], doc["apiVersion"])
+	}
+	if st, ok := doc["status"].(map[string]any); ok && len(st) > 0 {
+		t.Errorf("the spec ConfigMap carries status %v", st)
+	}
+}

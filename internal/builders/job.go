@@ -1,0 +1,107 @@
+package builders
+
+import (
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// Paths inside runner pods.
+const (
+	specDir        = "/etc/couchbench/spec"
+	SpecKey        = "bench.json"
+	credentialsDir = "/etc/couchbench/credentials"
+	// runnerUID is a non-root user of the runner image.
+	runnerUID = 65532
+)
+
+// RunnerJob describes one runner step.
+type RunnerJob struct {
+	Bench *benchv1.CouchBenchmark
+	Arm   string
+	// Step is the runner's subcommand: seed, index, views or writes.
+	Step  string
+	Image string
+	// URL of the CouchDB the step runs against.
+	URL string
+	// Credentials name the Secret and its keys with the CouchDB admin's username and
+	// password.
+	Credentials benchv1.SecretKeys
+	// Deadline bounds the Job (activeDeadlineSeconds): the step's share of the timeout.
+	Deadline time.Duration
+}
+
+// Job builds the Job. It never retries (backoffLimit 0): a repeated step could write the
+// data twice or measure a warm cache, so the operator decides what happens after a
+// failure. The runner leaves its summary in the termination message, which the operator
+// reads from the pod's status: no log access and no extra RBAC for the pod.
+func (r RunnerJob) Job() *batchv1.Job {
+	labels := Labels(r.Bench, r.Arm, r.Step)
+	args := []string{
+		r.Step,
+		"-f", specDir + "/" + SpecKey,
+		"--url", r.URL,
+		"--arm", r.Arm,
+		"--credentials-dir", credentialsDir,
+		"--summary", corev1.TerminationMessagePathDefault,
+		// The same design documents across a restarted step would reuse built indexes.
+		"--run-id", string(r.Bench.UID)[:8],
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: JobName(r.Bench, r.Arm, r.Step), Namespace: r.Bench.Namespace,
+			Labels: labels, OwnerReferences: ownedBy(r.Bench),
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(max(int64(r.Deadline.Seconds()), 1)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](runnerUID), RunAsGroup: ptr.To[int64](runnerUID),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:                     "runner",
+						Image:                    r.Image,
+						ImagePullPolicy:          corev1.PullIfNotPresent,
+						Command:                  []string{"/couchbench"},
+						Args:                     args,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						VolumeMounts: []corev1.VolumeMount{
+							{Name: "spec", MountPath: specDir, ReadOnly: true},
+							{Name: "credentials", MountPath: credentialsDir, ReadOnly: true},
+						},
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
+						}}},
+						// The runner reads files "username" and "password", whatever the
+						// Secret's keys are.
+						{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+							SecretName: r.Credentials.Name,
+							Items: []corev1.KeyToPath{
+								{Key: r.Credentials.UsernameKey, Path: "username"},
+								{Key: r.Credentials.PasswordKey, Path: "password"},
+							},
+						}}},
+					},
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,96 @@
+// Package builders makes the objects a CouchBenchmark owns — the runner Jobs, the admin
+// Secret and Helm values of a provisioned CouchDB, the spec and results ConfigMaps — as
+// pure functions of the benchmark, so that each can be tested alone and the controller only
+// decides when to create them.
+package builders
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// Name limits: object names that become label values must fit 63 characters; Helm release
+// names must fit 53.
+const (
+	maxObjectName  = 63
+	maxReleaseName = 53
+)
+
+// name joins parts with "-"; a name longer than limit keeps its start and ends in a hash
+// of the whole, so that names stay unique and deterministic.
+func name(limit int, parts ...string) string {
+	n := strings.Join(parts, "-")
+	if len(n) <= limit {
+		return n
+	}
+	sum := sha256.Sum256([]byte(n))
+	suffix := hex.EncodeToString(sum[:])[:8]
+	return strings.TrimRight(n[:limit-len(suffix)-1], "-.") + "-" + suffix
+}
+
+// ReleaseName is the Helm release of one arm.
+func ReleaseName(bench *benchv1.CouchBenchmark, arm string) string {
+	return name(maxReleaseName, bench.Name, arm)
+}
+
+// ServiceName is the client Service the Apache chart makes for a release
+// ("<release>-svc-couchdb", cut to 63 characters as the chart does).
+func ServiceName(release string) string {
+	return strings.TrimSuffix(truncate(release+"-svc-couchdb", maxObjectName), "-")
+}
+
+// StatefulSetName is the chart's StatefulSet ("<release>-couchdb", cut to 63).
+func StatefulSetName(release string) string {
+	return strings.TrimSuffix(truncate(release+"-couchdb", maxObjectName), "-")
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}
+
+// AdminSecretName is the Secret with a provisioned arm's admin credentials.
+func AdminSecretName(bench *benchv1.CouchBenchmark, arm string) string {
+	return name(maxObjectName, bench.Name, arm, "admin")
+}
+
+// JobName is the runner Job of one step of one arm.
+func JobName(bench *benchv1.CouchBenchmark, arm, step string) string {
+	return name(maxObjectName, bench.Name, arm, step)
+}
+
+// SpecConfigMapName holds the benchmark as the runner reads it.
+func SpecConfigMapName(bench *benchv1.CouchBenchmark) string {
+	return name(maxObjectName, bench.Name, "spec")
+}
+
+// ResultsConfigMapName holds the results: "<benchmark>-results".
+func ResultsConfigMapName(bench *benchv1.CouchBenchmark) string {
+	return name(maxObjectName, bench.Name, "results")
+}
+
+// Labels on every object a benchmark makes.
+const (
+	LabelBenchmark   = "bench.couchbench.io/benchmark"
+	LabelQueryServer = "bench.couchbench.io/query-server"
+	LabelStep        = "bench.couchbench.io/step"
+	labelManagedBy   = "app.kubernetes.io/managed-by"
+	managedBy        = "couchbench"
+)
+
+// Labels for an object of a benchmark, optionally of one arm and step.
+func Labels(bench *benchv1.CouchBenchmark, arm, step string) map[string]string {
+	l := map[string]string{LabelBenchmark: truncate(bench.Name, maxObjectName), labelManagedBy: managedBy}
+	if arm != "" {
+		l[LabelQueryServer] = arm
+	}
+	if step != "" {
+		l[LabelStep] = step
+	}
+	return l
+}

@@ -1,0 +1,149 @@
+package builders
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// CouchDB runs as this user in the official image; the pod runs as it from the start so
+// that the restricted Pod Security profile holds (no root, no privilege escalation).
+const couchdbUID = 5984
+
+// HelmValues are the Apache CouchDB chart's values for one arm, in the chart's own names
+// (couchdb-helm couchdb/values.yaml), with the spec's free-form values merged last.
+func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[string]any, error) {
+	p := bench.Spec.CouchDB.Provision
+	if p == nil {
+		return nil, fmt.Errorf("benchmark %s provisions no CouchDB", bench.Name)
+	}
+	image := map[string]any{"repository": p.Image.Repository, "tag": p.Image.Tag, "pullPolicy": "IfNotPresent"}
+	if qs.Image != "" {
+		if strings.Contains(qs.Image, "@") {
+			return nil, fmt.Errorf("queryServers[%s].image %q: the chart takes repository:tag, not a digest", qs.Name, qs.Image)
+		}
+		repo, tag := splitImage(qs.Image)
+		image["repository"], image["tag"] = repo, tag
+	}
+
+	couchdb := map[string]any{"uuid": clusterUUID(bench, qs.Name)}
+	if p.ClusterSize == 1 {
+		// A one-node cluster sets itself up (system databases) instead of waiting for
+		// _cluster_setup.
+		couchdb["single_node"] = true
+	}
+	if qs.Engine != "" {
+		couchdb["js_engine"] = string(qs.Engine)
+	}
+	config := map[string]any{"couchdb": couchdb}
+	if qs.Language == "erlang" {
+		config["native_query_servers"] = map[string]any{"enable_erlang_query_server": true}
+	}
+
+	var env []any
+	if qs.Command != "" {
+		env = append(env, map[string]any{"name": QueryServerEnv(qs.Language), "value": qs.Command})
+	}
+	for _, e := range qs.Env {
+		v, err := toValue(e)
+		if err != nil {
+			return nil, err
+		}
+		env = append(env, v)
+	}
+
+	values := map[string]any{
+		"clusterSize":       int64(p.ClusterSize),
+		"image":             image,
+		"createAdminSecret": false,
+		"extraSecretName":   AdminSecretName(bench, qs.Name),
+		"couchdbConfig":     config,
+		"persistentVolume":  map[string]any{"enabled": false},
+		"podSecurityContext": map[string]any{
+			"runAsNonRoot": true, "runAsUser": int64(couchdbUID), "runAsGroup": int64(couchdbUID), "fsGroup": int64(couchdbUID),
+			"seccompProfile": map[string]any{"type": "RuntimeDefault"},
+		},
+		"containerSecurityContext": map[string]any{
+			"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
+		},
+	}
+	if len(env) > 0 {
+		values["extraEnv"] = env
+	}
+	if s := p.Storage; s != nil {
+		pv := map[string]any{"enabled": true, "size": s.Size.String()}
+		if s.StorageClassName != nil {
+			pv["storageClass"] = *s.StorageClassName
+		}
+		values["persistentVolume"] = pv
+	}
+	if len(p.Resources.Limits) > 0 || len(p.Resources.Requests) > 0 {
+		r, err := toValue(p.Resources)
+		if err != nil {
+			return nil, err
+		}
+		values["resources"] = r
+	}
+	if p.Values != nil && len(p.Values.Raw) > 0 {
+		var user map[string]any
+		if err := json.Unmarshal(p.Values.Raw, &user); err != nil {
+			return nil, fmt.Errorf("spec.couchdb.provision.values: %w", err)
+		}
+		values = runtime.DeepCopyJSON(values)
+		mergeValues(values, user)
+	}
+	return values, nil
+}
+
+// QueryServerEnv is the variable through which the CouchDB image registers an external
+// query server for a language: COUCHDB_QUERY_SERVER_<LANGUAGE>.
+func QueryServerEnv(language string) string {
+	return "COUCHDB_QUERY_SERVER_" + strings.ToUpper(language)
+}
+
+// clusterUUID is the server uuid the chart requires ([couchdb] uuid): stable for the arm of
+// this benchmark, so that a re-render does not change it.
+func clusterUUID(bench *benchv1.CouchBenchmark, arm string) string {
+	sum := sha256.Sum256([]byte(string(bench.UID) + "/" + arm))
+	return hex.EncodeToString(sum[:16])
+}
+
+// splitImage splits "repo[:tag]"; a registry port is not a tag.
+func splitImage(image string) (repo, tag string) {
+	i := strings.LastIndex(image, ":")
+	if i < 0 || strings.Contains(image[i:], "/") {
+		return image, "latest"
+	}
+	return image[:i], image[i+1:]
+}
+
+// mergeValues merges src into dst the way Helm merges values files: maps merge key by key,
+// anything else in src replaces dst's.
+func mergeValues(dst, src map[string]any) {
+	for k, v := range src {
+		if sm, ok := v.(map[string]any); ok {
+			if dm, ok := dst[k].(map[string]any); ok {
+				mergeValues(dm, sm)
+				continue
+			}
+		}
+		dst[k] = v
+	}
+}
+
+// toValue turns an API struct into plain JSON values, as Helm values are.
+func toValue(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	err = json.Unmarshal(data, &out)
+	return out, err
+}
