@@ -32,6 +32,11 @@ ifeq ($(origin POUCHDB_SERVER), undefined)
 POUCHDB_SERVER = $(shell hack/pouchdb.sh $(LOCALBIN)/pouchdb)
 endif
 
+# k6, built from its Go module by hack/k6.sh unless K6 is set.
+ifeq ($(origin K6), undefined)
+K6 = $(shell hack/k6.sh $(LOCALBIN))
+endif
+
 .PHONY: all
 all: build
 
@@ -69,12 +74,13 @@ envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when p
 
 .PHONY: test
 test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserver) and pouchdb-server integration tests.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" POUCHDB_SERVER="$(POUCHDB_SERVER)" go test ./... -count=1
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" POUCHDB_SERVER="$(POUCHDB_SERVER)" K6="$(K6)" go test ./... -count=1
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on pouchdb-server, rate computation); see docs/benchmarks.md.
-	go test $$(go list ./internal/... | grep -v /seeding) -run='^$$' -bench=. -count=1
+	go test $$(go list ./internal/... | grep -v -e /seeding -e /loadtest) -run='^$$' -bench=. -count=1
 	POUCHDB_SERVER="$(POUCHDB_SERVER)" go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
+	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.

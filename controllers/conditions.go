@@ -33,7 +33,8 @@ const (
 	reasonChartFailed           = "ChartFailed"
 	reasonClusterNotReady       = "ClusterNotReady"
 	reasonStepFailed            = "StepFailed"
-	reasonReadsUnsupported      = "ReadsUnsupported"
+	reasonThresholdsFailed      = "ThresholdsFailed"
+	reasonThresholdsMet         = "ThresholdsMet"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.

@@ -206,8 +206,7 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	case runnerSteps[step.Kind]:
 		return r.runStep(ctx, bench, qs, step.Kind)
 	case step.Kind == stepReads:
-		return failed(reasonReadsUnsupported,
-			"workloads.reads needs k6 Jobs, which this operator version does not run yet; remove reads to run the other workloads"), nil
+		return r.runReads(ctx, bench, qs)
 	case step.Kind == stepTeardown:
 		return r.teardown(ctx, bench, qs)
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,6 +53,8 @@ type harness struct {
 	summary func(arm string, step stepKind) *results.Summary
 	// failStep makes that step's Job fail.
 	failStep stepKind
+	// k6Summary is what k6 runner i of an arm leaves in its termination message.
+	k6Summary func(arm string, runner int) string
 }
 
 var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
@@ -125,11 +128,16 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 			continue
 		}
 		arm, step := job.Labels[builders.LabelQueryServer], stepKind(job.Labels[builders.LabelStep])
+		if runner, ok := job.Labels[builders.LabelRunner]; ok {
+			i, _ := strconv.Atoi(runner)
+			h.finishJob(job, h.k6Summary(arm, i), false)
+			continue
+		}
 		summary := h.summary(arm, step)
 		if summary == nil {
 			continue
 		}
-		h.finishJob(job, summary, step == h.failStep)
+		h.finishJob(job, string(summary.Marshal()), step == h.failStep)
 	}
 	var sets appsv1.StatefulSetList
 	if err := env.Client.List(ctx, &sets, client.InNamespace(bench.Namespace)); err != nil {
@@ -149,7 +157,7 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 
 // finishJob does what the kubelet and the Job controller do when a runner pod ends: a pod
 // with the terminated container and its termination message, then the Job's conditions.
-func (h *harness) finishJob(job *batchv1.Job, summary *results.Summary, fail bool) {
+func (h *harness) finishJob(job *batchv1.Job, message string, fail bool) {
 	h.t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
@@ -165,9 +173,9 @@ func (h *harness) finishJob(job *batchv1.Job, summary *results.Summary, fail boo
 	}
 	now := metav1.NewTime(h.clock.Now())
 	pod.Status = corev1.PodStatus{Phase: corev1.PodSucceeded, ContainerStatuses: []corev1.ContainerStatus{{
-		Name: "runner", Image: job.Spec.Template.Spec.Containers[0].Image,
+		Name: job.Spec.Template.Spec.Containers[0].Name, Image: job.Spec.Template.Spec.Containers[0].Image,
 		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: exit, Reason: "Completed", Message: string(summary.Marshal()), StartedAt: now, FinishedAt: now,
+			ExitCode: exit, Reason: "Completed", Message: message, StartedAt: now, FinishedAt: now,
 		}},
 	}}}
 	if fail {

@@ -92,36 +92,40 @@ func jobState(job *batchv1.Job) (finished, failed bool) {
 	return false, false
 }
 
-// readSummary reads the runner's summary from the termination message of the Job's pod.
-// Without one it says why (the container's exit), for the failure message.
+// readSummary reads the runner's summary from its Job's termination message. Without one
+// it says why, for the failure message.
 func (r *CouchBenchmarkReconciler) readSummary(ctx context.Context, job *batchv1.Job) (*results.Summary, string, error) {
+	message, detail, err := r.terminationMessage(ctx, job)
+	if err != nil || message == "" {
+		return nil, detail, err
+	}
+	var s results.Summary
+	if err := json.Unmarshal([]byte(message), &s); err != nil {
+		return nil, fmt.Sprintf("%s; its termination message is not a runner summary: %v", detail, err), nil
+	}
+	if s.SchemaVersion != results.SchemaVersion {
+		return nil, fmt.Sprintf("%s; summary version %d, this operator reads %d", detail, s.SchemaVersion, results.SchemaVersion), nil
+	}
+	return &s, detail, nil
+}
+
+// terminationMessage is the termination message of the Job's (newest) pod, and how its
+// container ended. Reading it from the pod status needs no log access.
+func (r *CouchBenchmarkReconciler) terminationMessage(ctx context.Context, job *batchv1.Job) (message, detail string, err error) {
 	var pods corev1.PodList
 	if err := r.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
-		return nil, "", err
+		return "", "", err
 	}
 	if len(pods.Items) == 0 {
-		return nil, "no pod found", nil
+		return "", "no pod found", nil
 	}
 	sort.Slice(pods.Items, func(i, j int) bool {
 		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
 	})
 	for _, cs := range pods.Items[0].Status.ContainerStatuses {
-		t := cs.State.Terminated
-		if t == nil {
-			continue
+		if t := cs.State.Terminated; t != nil {
+			return t.Message, fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason), nil
 		}
-		detail := fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
-		if t.Message == "" {
-			return nil, detail, nil
-		}
-		var s results.Summary
-		if err := json.Unmarshal([]byte(t.Message), &s); err != nil {
-			return nil, fmt.Sprintf("%s; its termination message is not a runner summary: %v", detail, err), nil
-		}
-		if s.SchemaVersion != results.SchemaVersion {
-			return nil, fmt.Sprintf("%s; summary version %d, this operator reads %d", detail, s.SchemaVersion, results.SchemaVersion), nil
-		}
-		return &s, detail, nil
 	}
-	return nil, "the runner container has not terminated", nil
+	return "", "the container has not terminated", nil
 }

@@ -214,4 +214,18 @@ type ReadResult struct {
 	PercentilesUpperBound bool `json:"percentilesUpperBound,omitempty"`
 	// +optional
 	ThresholdsPassed *bool `json:"thresholdsPassed,omitempty"`
+	// Runners lists each k6 runner's own percentiles when there were several.
+	// +optional
+	// +listType=atomic
+	Runners []RunnerLatencies `json:"runners,omitempty"`
+}
+
+// RunnerLatencies are one k6 runner's percentiles.
+type RunnerLatencies struct {
+	// Segment is the runner's k6 execution segment, e.g. "1/2:1".
+	Segment  string `json:"segment"`
+	Requests int64  `json:"requests"`
+	P50      string `json:"p50"`
+	P95      string `json:"p95"`
+	P99      string `json:"p99"`
 }

@@ -1,0 +1,122 @@
+package controllers
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/loadtest"
+	"github.com/couchbench/couchbench/internal/testenv"
+)
+
+// realK6Summary is a summary the real k6 wrote for runner i of 2 (internal/loadtest/testdata).
+func realK6Summary(t *testing.T, i int) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "internal", "loadtest", "testdata", []string{"runner1of2.json", "runner2of2.json"}[i]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func readsBenchmark(namespace string) *benchv1.CouchBenchmark {
+	b := existingBenchmark(namespace)
+	b.Spec.QueryServers = b.Spec.QueryServers[:1]
+	b.Spec.Workloads = benchv1.Workloads{Reads: &benchv1.ReadsWorkload{
+		Scenario: benchv1.ScenarioGetDocument, VirtualUsers: 120, IterationsPerUser: ptr.To[int32](400),
+		Thresholds: []benchv1.Threshold{{Metric: "http_req_duration", Condition: "p(95)<1000"}},
+	}}
+	b.Spec.K6 = benchv1.K6Settings{Image: "grafana/k6:1.8.1", Parallelism: 2}
+	return b
+}
+
+func TestReadsRunParallelK6JobsAndMergeThem(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.k6Summary = func(_ string, i int) string { return realK6Summary(t, i) }
+	create(t, credentials(ns))
+	bench := readsBenchmark(ns)
+	create(t, bench)
+
+	// Seed, then the reads step creates both runners in one reconcile.
+	_, got := h.reconcile(bench)
+	h.playKubelet(got)
+	h.reconcile(bench)
+	_, got = h.reconcile(bench)
+	if jobs := jobsOf(t, got); jobs["js/reads"] != 2 {
+		t.Fatalf("jobs %v, want 2 k6 runners started together", jobs)
+	}
+	var job batchv1.Job
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6JobName(got, "js", 1)}, &job); err != nil {
+		t.Fatal(err)
+	}
+	c := job.Spec.Template.Spec.Containers[0]
+	if args := strings.Join(c.Args, " "); !strings.Contains(args, "--execution-segment 1/2:1 --execution-segment-sequence 0,1/2,1") {
+		t.Errorf("runner 2 args %q", args)
+	}
+	for _, e := range c.Env {
+		if e.Name == "COUCHDB_PASSWORD" && (e.Value != "" || e.ValueFrom == nil || e.ValueFrom.SecretKeyRef.Name != "couchdb-admin") {
+			t.Errorf("the password must come from the Secret, not a value: %+v", e)
+		}
+		if strings.Contains(e.Value, "s3cret") {
+			t.Errorf("%s carries the password", e.Name)
+		}
+	}
+	var script corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6ConfigMapName(got)}, &script); err != nil ||
+		script.Data[loadtest.ScriptName] != loadtest.Script {
+		t.Errorf("k6 script ConfigMap: %v", err)
+	}
+
+	got = h.drive(bench, 10)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	reads := got.Status.Results[0].Reads
+	if reads == nil || reads.Requests != 401 || !reads.PercentilesUpperBound || len(reads.Runners) != 2 || got.Status.ReadP95 != reads.P95 {
+		t.Fatalf("reads %+v, readP95 %q", reads, got.Status.ReadP95)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionThresholds); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("ThresholdsPassed %+v", c)
+	}
+	var cm corev1.ConfigMap
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: got.Status.ResultsConfigMap}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(cm.Data[builders.ResultsMarkdownKey], "### Reads (k6)") || !strings.Contains(cm.Data[builders.ResultsMarkdownKey], "(upper bound)") {
+		t.Errorf("results.md:\n%s", cm.Data[builders.ResultsMarkdownKey])
+	}
+}
+
+func TestFailedThresholdIsAConditionNotAFailure(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.k6Summary = func(_ string, i int) string {
+		return strings.Replace(realK6Summary(t, i), `p(95)<1000":true`, `p(95)<1000":false`, 1)
+	}
+	create(t, credentials(ns))
+	bench := readsBenchmark(ns)
+	create(t, bench)
+	got := h.drive(bench, 10)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s: a failed threshold must not fail the run", got.Status.Phase)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, conditionThresholds)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != reasonThresholdsFailed || !strings.Contains(c.Message, "p(95)<1000") {
+		t.Errorf("ThresholdsPassed %+v", c)
+	}
+	if tp := got.Status.Results[0].Reads.ThresholdsPassed; tp == nil || *tp {
+		t.Errorf("thresholdsPassed %v", tp)
+	}
+}

@@ -1,0 +1,125 @@
+package builders
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/loadtest"
+)
+
+const (
+	// LabelRunner is the index of a k6 runner among a read workload's parallel Jobs.
+	LabelRunner = "bench.couchbench.io/k6-runner"
+	scriptsDir  = "/scripts"
+	// k6UID is the grafana/k6 image's user.
+	k6UID = 12345
+	// k6Wrapper runs k6 and turns its "thresholds failed" exit (99) into success: a failed
+	// threshold is a result the operator reports, not a crashed step.
+	k6Wrapper = `k6 run --quiet --no-color "$@" ` + scriptsDir + "/" + loadtest.ScriptName +
+		`; code=$?; if [ "$code" -eq 99 ]; then exit 0; fi; exit "$code"`
+)
+
+// K6ConfigMapName holds the k6 script.
+func K6ConfigMapName(bench *benchv1.CouchBenchmark) string { return name(maxObjectName, bench.Name, "k6") }
+
+// K6ConfigMap carries the embedded k6 script to the k6 Jobs.
+func K6ConfigMap(bench *benchv1.CouchBenchmark) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: K6ConfigMapName(bench), Namespace: bench.Namespace, Labels: Labels(bench, "", ""), OwnerReferences: ownedBy(bench),
+		},
+		Data: map[string]string{loadtest.ScriptName: loadtest.Script},
+	}
+}
+
+// K6Job describes one k6 runner of an arm's read workload.
+type K6Job struct {
+	Bench *benchv1.CouchBenchmark
+	Arm   string
+	// Index of this runner among Runners; Segment and Sequence split the load between them
+	// (empty with one runner).
+	Index, Runners    int
+	Segment, Sequence string
+	// Config is the script's configuration (loadtest.Config as JSON).
+	Config      string
+	Credentials benchv1.SecretKeys
+	Deadline    time.Duration
+}
+
+// K6JobName is the Job of one runner.
+func K6JobName(bench *benchv1.CouchBenchmark, arm string, index int) string {
+	return name(maxObjectName, bench.Name, arm, "reads", strconv.Itoa(index))
+}
+
+// Job builds the runner's Job: no retries (a second run would be another measurement), the
+// credentials from the Secret as environment, the summary in the termination message.
+func (k K6Job) Job() *batchv1.Job {
+	labels := Labels(k.Bench, k.Arm, "reads")
+	labels[LabelRunner] = strconv.Itoa(k.Index)
+	args := []string{"-c", k6Wrapper, "k6"}
+	if k.Runners > 1 {
+		args = append(args, "--execution-segment", k.Segment, "--execution-segment-sequence", k.Sequence)
+	}
+	secretEnv := func(name, key string) corev1.EnvVar {
+		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+			LocalObjectReference: corev1.LocalObjectReference{Name: k.Credentials.Name}, Key: key,
+		}}}
+	}
+	segment := k.Segment
+	if segment == "" {
+		segment = "0:1"
+	}
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: K6JobName(k.Bench, k.Arm, k.Index), Namespace: k.Bench.Namespace, Labels: labels, OwnerReferences: ownedBy(k.Bench),
+		},
+		Spec: batchv1.JobSpec{
+			BackoffLimit:          ptr.To[int32](0),
+			ActiveDeadlineSeconds: ptr.To(max(int64(k.Deadline.Seconds()), 1)),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					RestartPolicy:                corev1.RestartPolicyNever,
+					AutomountServiceAccountToken: ptr.To(false),
+					SecurityContext: &corev1.PodSecurityContext{
+						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](k6UID), RunAsGroup: ptr.To[int64](k6UID),
+						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+					},
+					Containers: []corev1.Container{{
+						Name:                     "k6",
+						Image:                    k.Bench.Spec.K6.Image,
+						ImagePullPolicy:          corev1.PullIfNotPresent,
+						Command:                  []string{"sh"},
+						Args:                     args,
+						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+						Env: []corev1.EnvVar{
+							{Name: "COUCHBENCH_CONFIG", Value: k.Config},
+							{Name: "COUCHBENCH_SEGMENT", Value: segment},
+							secretEnv("COUCHDB_USER", k.Credentials.UsernameKey),
+							secretEnv("COUCHDB_PASSWORD", k.Credentials.PasswordKey),
+						},
+						SecurityContext: &corev1.SecurityContext{
+							AllowPrivilegeEscalation: ptr.To(false),
+							ReadOnlyRootFilesystem:   ptr.To(true),
+							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+						},
+						VolumeMounts: []corev1.VolumeMount{{Name: "scripts", MountPath: scriptsDir, ReadOnly: true}},
+					}},
+					Volumes: []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+						LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
+					}}}},
+				},
+			},
+		},
+	}
+}
+
+// String names the runner in messages.
+func (k K6Job) String() string { return fmt.Sprintf("k6 runner %d/%d of %s", k.Index+1, k.Runners, k.Arm) }
