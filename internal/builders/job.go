@@ -65,10 +65,7 @@ func (r RunnerJob) Job() *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](runnerUID), RunAsGroup: ptr.To[int64](runnerUID),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              restrictedPod(runnerUID),
 					Containers: []corev1.Container{{
 						Name:                     "runner",
 						Image:                    r.Image,
@@ -76,11 +73,7 @@ func (r RunnerJob) Job() *batchv1.Job {
 						Command:                  []string{"/couchbench"},
 						Args:                     args,
 						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
+						SecurityContext:          restrictedContainer(),
 						VolumeMounts: []corev1.VolumeMount{
 							{Name: "spec", MountPath: specDir, ReadOnly: true},
 							{Name: "credentials", MountPath: credentialsDir, ReadOnly: true},
@@ -105,3 +98,24 @@ func (r RunnerJob) Job() *batchv1.Job {
 		},
 	}
 }
+
+// restrictedPod and restrictedContainer meet the restricted Pod Security profile: non-root,
+// the runtime's seccomp profile, no privilege escalation, no capabilities, and a read-only
+// root filesystem.
+func restrictedPod(uid int64) *corev1.PodSecurityContext {
+	return &corev1.PodSecurityContext{
+		RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(uid), RunAsGroup: ptr.To(uid),
+		SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
+
+func restrictedContainer() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		AllowPrivilegeEscalation: ptr.To(false),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{dropAll}},
+	}
+}
+
+// dropAll drops every Linux capability.
+const dropAll = "ALL"

@@ -27,7 +27,9 @@ const (
 )
 
 // K6ConfigMapName holds the k6 script.
-func K6ConfigMapName(bench *benchv1.CouchBenchmark) string { return name(maxObjectName, bench.Name, "k6") }
+func K6ConfigMapName(bench *benchv1.CouchBenchmark) string {
+	return name(maxObjectName, bench.Name, "k6")
+}
 
 // K6ConfigMap carries the embedded k6 script to the k6 Jobs.
 func K6ConfigMap(bench *benchv1.CouchBenchmark) *corev1.ConfigMap {
@@ -88,10 +90,7 @@ func (k K6Job) Job() *batchv1.Job {
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](k6UID), RunAsGroup: ptr.To[int64](k6UID),
-						SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-					},
+					SecurityContext:              restrictedPod(k6UID),
 					Containers: []corev1.Container{{
 						Name:                     "k6",
 						Image:                    k.Bench.Spec.K6.Image,
@@ -105,12 +104,8 @@ func (k K6Job) Job() *batchv1.Job {
 							secretEnv("COUCHDB_USER", k.Credentials.UsernameKey),
 							secretEnv("COUCHDB_PASSWORD", k.Credentials.PasswordKey),
 						},
-						SecurityContext: &corev1.SecurityContext{
-							AllowPrivilegeEscalation: ptr.To(false),
-							ReadOnlyRootFilesystem:   ptr.To(true),
-							Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-						},
-						VolumeMounts: []corev1.VolumeMount{{Name: "scripts", MountPath: scriptsDir, ReadOnly: true}},
+						SecurityContext: restrictedContainer(),
+						VolumeMounts:    []corev1.VolumeMount{{Name: "scripts", MountPath: scriptsDir, ReadOnly: true}},
 					}},
 					Volumes: []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 						LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
@@ -122,4 +117,6 @@ func (k K6Job) Job() *batchv1.Job {
 }
 
 // String names the runner in messages.
-func (k K6Job) String() string { return fmt.Sprintf("k6 runner %d/%d of %s", k.Index+1, k.Runners, k.Arm) }
+func (k K6Job) String() string {
+	return fmt.Sprintf("k6 runner %d/%d of %s", k.Index+1, k.Runners, k.Arm)
+}

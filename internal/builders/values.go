@@ -70,7 +70,7 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 			"seccompProfile": map[string]any{"type": "RuntimeDefault"},
 		},
 		"containerSecurityContext": map[string]any{
-			"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{"ALL"}},
+			"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{dropAll}},
 		},
 	}
 	if len(env) > 0 {

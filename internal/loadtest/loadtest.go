@@ -84,14 +84,17 @@ func NewConfig(spec *benchv1.CouchBenchmarkSpec, qs benchv1.QueryServer, url, db
 func executor(r *benchv1.ReadsWorkload, timeout string) map[string]any {
 	switch {
 	case r.IterationsPerUser != nil:
-		return map[string]any{"executor": "per-vu-iterations", "vus": r.VirtualUsers, "iterations": *r.IterationsPerUser, "maxDuration": timeout}
+		return map[string]any{executorKey: "per-vu-iterations", "vus": r.VirtualUsers, "iterations": *r.IterationsPerUser, "maxDuration": timeout}
 	case r.ArrivalRate != nil:
-		return map[string]any{"executor": "constant-arrival-rate", "rate": *r.ArrivalRate, "timeUnit": "1s", "duration": r.Duration,
+		return map[string]any{executorKey: "constant-arrival-rate", "rate": *r.ArrivalRate, "timeUnit": "1s", "duration": r.Duration,
 			"preAllocatedVUs": r.VirtualUsers, "maxVUs": r.VirtualUsers}
 	default:
-		return map[string]any{"executor": "constant-vus", "vus": r.VirtualUsers, "duration": r.Duration}
+		return map[string]any{executorKey: "constant-vus", "vus": r.VirtualUsers, "duration": r.Duration}
 	}
 }
+
+// executorKey names a k6 scenario's executor.
+const executorKey = "executor"
 
 // JSON is the configuration as the script reads it.
 func (c Config) JSON() (string, error) {
