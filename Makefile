@@ -14,10 +14,17 @@ $(LOCALBIN):
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+KIND_VERSION ?= v0.33.0
+HELM_VERSION ?= v3.21.4
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
+HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+
+# kind needs a Docker engine; without one, test-e2e uses ../shared/local-cluster.
+HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 
 # envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
 # KUBEBUILDER_ASSETS is already set, in which case it is used as is.
@@ -49,8 +56,10 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the API and controller markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and the operator chart) from the API and controller markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	cp config/crd/bases/*.yaml charts/couchbench-operator/crds/
+	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the API's DeepCopy methods.
@@ -82,6 +91,10 @@ bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on pouchdb-s
 	POUCHDB_SERVER="$(POUCHDB_SERVER)" go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
 	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 
+.PHONY: test-e2e
+test-e2e: $(if $(HAS_DOCKER),$(KIND)) ## Run the e2e suite on a real cluster: kind with Docker, else ../shared/local-cluster.
+	KIND=$(KIND) hack/e2e.sh
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run
@@ -95,6 +108,16 @@ build: generate ## Build the manager binary.
 .PHONY: run
 run: manifests generate ## Run the manager against the cluster in ~/.kube/config.
 	go run ./cmd/manager
+
+##@ Demo
+
+.PHONY: demo
+demo: $(KIND) $(HELM) ## A kind cluster with the operator and config/samples/bench.yaml, ending in the results table.
+	KIND=$(KIND) HELM=$(HELM) hack/kind-up.sh
+
+.PHONY: demo-clean
+demo-clean: $(KIND) ## Delete the demo's kind cluster.
+	$(KIND) delete cluster --name couchbench
 
 ##@ Deployment
 
@@ -122,6 +145,12 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 
 $(KUSTOMIZE): | $(LOCALBIN)
 	$(call go-install-tool,$@,sigs.k8s.io/kustomize/kustomize/v5,$(KUSTOMIZE_VERSION))
+
+$(KIND): | $(LOCALBIN)
+	$(call go-install-tool,$@,sigs.k8s.io/kind,$(KIND_VERSION))
+
+$(HELM): | $(LOCALBIN)
+	$(call go-install-tool,$@,helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))

@@ -213,10 +213,11 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Kind)
 }
 
+// queryServer is the arm's query server with its preset applied.
 func queryServer(bench *benchv1.CouchBenchmark, name string) benchv1.QueryServer {
 	for _, qs := range bench.Spec.QueryServers {
 		if qs.Name == name {
-			return qs
+			return qs.Resolved()
 		}
 	}
 	return benchv1.QueryServer{Name: name}

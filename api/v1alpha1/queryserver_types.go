@@ -4,8 +4,9 @@ import corev1 "k8s.io/api/core/v1"
 
 // QueryServer is one arm of the comparison: a view language and the query server that
 // runs it.
-// +kubebuilder:validation:XValidation:rule="!has(self.engine) || self.language == 'javascript'",fieldPath=".engine",message="engine applies only to language javascript (spidermonkey or quickjs)"
-// +kubebuilder:validation:XValidation:rule="!has(self.command) || !(self.language in ['javascript', 'erlang'])",fieldPath=".command",message="command registers an external query server; javascript and erlang are built into CouchDB and take none"
+// +kubebuilder:validation:XValidation:rule="has(self.language) || has(self.preset)",message="set language or preset (spidermonkey, quickjs, erlang, couchpy, couchpy-simplejson, pypy)"
+// +kubebuilder:validation:XValidation:rule="!has(self.engine) || (has(self.language) ? self.language == 'javascript' : self.preset in ['spidermonkey', 'quickjs'])",fieldPath=".engine",message="engine applies only to language javascript (spidermonkey or quickjs)"
+// +kubebuilder:validation:XValidation:rule="!has(self.command) || !(has(self.language) ? self.language in ['javascript', 'erlang'] : self.preset in ['spidermonkey', 'quickjs', 'erlang'])",fieldPath=".command",message="command registers an external query server; javascript and erlang are built into CouchDB and take none"
 type QueryServer struct {
 	// Name identifies the arm in results and in the names of the objects made for it.
 	// +required
@@ -14,14 +15,22 @@ type QueryServer struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 
+	// Preset fills in language, engine, image and command for a known query server, so
+	// that an arm is one word: spidermonkey, quickjs (javascript engines), erlang (native,
+	// needs allowErlangViews), couchpy, couchpy-simplejson, pypy (Python query servers,
+	// provisioned CouchDB only: they bring their own CouchDB image). Fields set next to a
+	// preset override it.
+	// +optional
+	Preset Preset `json:"preset,omitempty"`
+
 	// Language is the design documents' view language: javascript and erlang are built
 	// into CouchDB; any other (python, ...) is an external query server registered with
-	// CouchDB under that name.
-	// +required
+	// CouchDB under that name. Required unless a preset gives it.
+	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9_]*$`
-	Language string `json:"language"`
+	Language string `json:"language,omitempty"`
 
 	// Engine is the JavaScript engine for language javascript. Unset: the server's
 	// configured engine (CouchDB's default is spidermonkey).
@@ -53,6 +62,19 @@ type QueryServer struct {
 	// +kubebuilder:validation:MaxItems=32
 	Env []corev1.EnvVar `json:"env,omitempty"`
 }
+
+// Preset names a known query server.
+// +kubebuilder:validation:Enum=spidermonkey;quickjs;erlang;couchpy;couchpy-simplejson;pypy
+type Preset string
+
+const (
+	PresetSpiderMonkey      Preset = "spidermonkey"
+	PresetQuickJS           Preset = "quickjs"
+	PresetErlang            Preset = "erlang"
+	PresetCouchpy           Preset = "couchpy"
+	PresetCouchpySimplejson Preset = "couchpy-simplejson"
+	PresetPyPy              Preset = "pypy"
+)
 
 // JavaScriptEngine is CouchDB's JavaScript engine ([couchdb] js_engine).
 // +kubebuilder:validation:Enum=spidermonkey;quickjs

@@ -5,12 +5,14 @@ package main
 import (
 	"flag"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -21,13 +23,14 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, runnerImage, chartCache string
+	var metricsAddr, probeAddr, runnerImage, chartCache, watchNamespaces string
 	var leaderElect bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&runnerImage, "runner-image", envOr("RUNNER_IMAGE", "couchbench/manager:dev"),
 		"Image of the runner Jobs: the operator's own image, which carries the couchbench binary (env RUNNER_IMAGE).")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
 	flag.StringVar(&chartCache, "chart-cache", os.TempDir()+"/couchbench-charts", "Directory for downloaded Helm charts and repository indexes.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -39,8 +42,16 @@ func main() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(benchv1.AddToScheme(scheme))
 
+	var cacheOptions cache.Options
+	if watchNamespaces != "" {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range strings.Split(watchNamespaces, ",") {
+			cacheOptions.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
+		}
+	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
+		Cache:                  cacheOptions,
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,

@@ -114,11 +114,15 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	return nil
 }
 
+// selectArms picks the named query servers (all without names), presets applied.
 func selectArms(all []benchv1.QueryServer, names []string) ([]benchv1.QueryServer, error) {
-	if len(names) == 0 {
-		return all, nil
-	}
 	var out []benchv1.QueryServer
+	if len(names) == 0 {
+		for _, q := range all {
+			out = append(out, q.Resolved())
+		}
+		return out, nil
+	}
 	for _, n := range names {
 		i := slices.IndexFunc(all, func(q benchv1.QueryServer) bool { return q.Name == n })
 		if i < 0 {
@@ -128,7 +132,7 @@ func selectArms(all []benchv1.QueryServer, names []string) ([]benchv1.QueryServe
 			}
 			return nil, fmt.Errorf("no query server %q in the benchmark (it has %s)", n, strings.Join(known, ", "))
 		}
-		out = append(out, all[i])
+		out = append(out, all[i].Resolved())
 	}
 	return out, nil
 }

@@ -1,0 +1,41 @@
+package v1alpha1
+
+// Images of the Python query-server presets: the official CouchDB image plus couchpy (and
+// simplejson), or plus PyPy; built from images/couchdb-python and images/couchdb-pypy. Each
+// registers its query server through COUCHDB_QUERY_SERVER_PYTHON.
+const (
+	CouchDBPythonImage = "couchbench/couchdb-python:3.4.3"
+	CouchDBPyPyImage   = "couchbench/couchdb-pypy:3.4.3"
+)
+
+// presets are what each preset fills in.
+var presets = map[Preset]QueryServer{
+	PresetSpiderMonkey:      {Language: "javascript", Engine: EngineSpiderMonkey},
+	PresetQuickJS:           {Language: "javascript", Engine: EngineQuickJS},
+	PresetErlang:            {Language: "erlang"},
+	PresetCouchpy:           {Language: "python", Image: CouchDBPythonImage},
+	PresetCouchpySimplejson: {Language: "python", Image: CouchDBPythonImage, Command: "/usr/local/bin/couchpy --json-module=simplejson"},
+	PresetPyPy:              {Language: "python", Image: CouchDBPyPyImage},
+}
+
+// Resolved is the query server with its preset applied: the preset fills the fields left
+// empty; fields set next to it win.
+func (q QueryServer) Resolved() QueryServer {
+	p, ok := presets[q.Preset]
+	if !ok {
+		return q
+	}
+	if q.Language == "" {
+		q.Language = p.Language
+	}
+	if q.Engine == "" {
+		q.Engine = p.Engine
+	}
+	if q.Image == "" {
+		q.Image = p.Image
+	}
+	if q.Command == "" {
+		q.Command = p.Command
+	}
+	return q
+}

@@ -1,0 +1,131 @@
+// Package charts_test lints and renders the operator's Helm chart with the Helm SDK (no
+// helm binary), and checks it grants what the generated RBAC grants.
+package charts_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/engine"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+const chartDir = "couchbench-operator"
+
+func TestChartLints(t *testing.T) {
+	linter := lint.All(chartDir, map[string]any{}, "couchbench-system", true)
+	for _, msg := range linter.Messages {
+		t.Logf("helm lint: %s", msg)
+	}
+	if linter.HighestSeverity >= support.WarningSev {
+		t.Fatalf("helm lint found problems (see the log)")
+	}
+}
+
+// render renders the chart with values and returns the documents by kind.
+func render(t *testing.T, values map[string]any) map[string][]map[string]any {
+	t.Helper()
+	ch, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "cb", Namespace: "couchbench-system", IsInstall: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := engine.Render(ch, vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]map[string]any{}
+	for name, content := range files {
+		for _, doc := range strings.Split(content, "\n---") {
+			var obj map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if kind, ok := obj["kind"].(string); ok {
+				out[kind] = append(out[kind], obj)
+			}
+		}
+	}
+	return out
+}
+
+func generatedRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.Unmarshal(data, &role); err != nil {
+		t.Fatal(err)
+	}
+	return role.Rules
+}
+
+func rulesOf(t *testing.T, obj map[string]any) []rbacv1.PolicyRule {
+	t.Helper()
+	data, _ := yaml.Marshal(obj["rules"])
+	var rules []rbacv1.PolicyRule
+	if err := yaml.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+func TestDefaultRender(t *testing.T) {
+	docs := render(t, nil)
+	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 1} {
+		if len(docs[kind]) != n {
+			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
+		}
+	}
+	if got, want := rulesOf(t, docs["ClusterRole"][0]), generatedRules(t); !reflect.DeepEqual(got, want) {
+		t.Errorf("the chart's ClusterRole differs from config/rbac/role.yaml:\n%v\n%v", got, want)
+	}
+	dep, _ := yaml.Marshal(docs["Deployment"][0])
+	for _, want := range []string{"image: couchbench/manager:0.1.0", "runAsNonRoot: true", "readOnlyRootFilesystem: true", "--leader-elect",
+		"name: RUNNER_IMAGE", "value: couchbench/manager:0.1.0", "--zap-log-level=info"} {
+		if !strings.Contains(string(dep), want) {
+			t.Errorf("Deployment lacks %q:\n%s", want, dep)
+		}
+	}
+}
+
+func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
+	docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a", "bench-b"}, "image": map[string]any{"tag": "dev"}, "logLevel": "debug"})
+	if len(docs["ClusterRole"]) != 0 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
+		t.Errorf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
+			len(docs["ClusterRole"]), len(docs["Role"]), len(docs["RoleBinding"]))
+	}
+	dep, _ := yaml.Marshal(docs["Deployment"][0])
+	if !strings.Contains(string(dep), "--watch-namespaces=bench-a,bench-b") || !strings.Contains(string(dep), "couchbench/manager:dev") ||
+		!strings.Contains(string(dep), "--zap-log-level=debug") {
+		t.Errorf("Deployment:\n%s", dep)
+	}
+}
+
+// The chart installs the same CRD as config/crd.
+func TestChartCRDIsTheGeneratedOne(t *testing.T) {
+	a, err := os.ReadFile(filepath.Join(chartDir, "crds", "bench.couchbench.io_couchbenchmarks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "bench.couchbench.io_couchbenchmarks.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(a) != string(b) {
+		t.Error("charts/couchbench-operator/crds differs from config/crd/bases: run make manifests")
+	}
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# make demo: a kind cluster "couchbench" with the operator (installed with its Helm chart)
+# and config/samples/bench.yaml, then the results table from its ConfigMap.
+# Needs Docker, kind and helm (the Makefile builds pinned kind and helm into bin/).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+kind=${KIND:-kind}
+helm=${HELM:-helm}
+name=couchbench
+tag=dev
+
+docker info >/dev/null 2>&1 || { echo "demo: needs a running Docker engine (for kind)" >&2; exit 1; }
+"$kind" get clusters 2>/dev/null | grep -qx "$name" || "$kind" create cluster --name "$name" --wait 180s
+"$kind" export kubeconfig --name "$name"
+
+echo "demo: building and loading images" >&2
+KIND=$kind hack/images.sh kind "$tag" "$name"
+
+echo "demo: installing the operator" >&2
+"$helm" upgrade --install couchbench charts/couchbench-operator --namespace couchbench-system --create-namespace \
+  --set image.repository=couchbench/manager --set image.tag="$tag" --wait --timeout 5m
+
+echo "demo: running config/samples/bench.yaml (pulls couchdb:3.4.3 from Docker Hub)" >&2
+kubectl delete couchbenchmark quickstart --ignore-not-found --wait
+kubectl apply -f config/samples/bench.yaml
+kubectl wait couchbenchmark/quickstart --for=jsonpath='{.status.phase}'=Succeeded --timeout=30m || {
+  kubectl get couchbenchmark quickstart -o yaml >&2
+  exit 1
+}
+kubectl get couchbenchmark quickstart
+kubectl get configmap quickstart-results -o jsonpath='{.data.results\.md}'
