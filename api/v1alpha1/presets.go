@@ -8,14 +8,16 @@ const (
 	CouchDBPyPyImage   = "couchbench/couchdb-pypy:3.4.3"
 )
 
+const languagePython = "python"
+
 // presets are what each preset fills in.
 var presets = map[Preset]QueryServer{
 	PresetSpiderMonkey:      {Language: "javascript", Engine: EngineSpiderMonkey},
 	PresetQuickJS:           {Language: "javascript", Engine: EngineQuickJS},
 	PresetErlang:            {Language: "erlang"},
-	PresetCouchpy:           {Language: "python", Image: CouchDBPythonImage},
-	PresetCouchpySimplejson: {Language: "python", Image: CouchDBPythonImage, Command: "/usr/local/bin/couchpy --json-module=simplejson"},
-	PresetPyPy:              {Language: "python", Image: CouchDBPyPyImage},
+	PresetCouchpy:           {Language: languagePython, Image: CouchDBPythonImage},
+	PresetCouchpySimplejson: {Language: languagePython, Image: CouchDBPythonImage, Command: "/usr/local/bin/couchpy --json-module=simplejson"},
+	PresetPyPy:              {Language: languagePython, Image: CouchDBPyPyImage},
 }
 
 // Resolved is the query server with its preset applied: the preset fills the fields left
