@@ -193,6 +193,34 @@ func benchmark(name string, documents int64) *benchv1.CouchBenchmark {
 	}
 }
 
+// start creates the benchmark after removing one of the same name left by an earlier run
+// on this cluster, and removes it again when the test ends.
+func start(t *testing.T, b *benchv1.CouchBenchmark) {
+	t.Helper()
+	ctx := context.Background()
+	remove := func() error {
+		err := c.Delete(ctx, b.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		return poll(ctx, 2*time.Minute, func() (bool, string) {
+			err := c.Get(ctx, client.ObjectKeyFromObject(b), &benchv1.CouchBenchmark{})
+			return apierrors.IsNotFound(err), fmt.Sprintf("%s still there: %v", b.Name, err)
+		})
+	}
+	if err := remove(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := remove(); err != nil {
+			t.Error(err)
+		}
+	})
+}
+
 func get(t *testing.T, b *benchv1.CouchBenchmark) *benchv1.CouchBenchmark {
 	t.Helper()
 	var got benchv1.CouchBenchmark
@@ -228,9 +256,7 @@ func jobsOf(t *testing.T, name string) []batchv1.Job {
 func TestBenchmarkRunsToResults(t *testing.T) {
 	ctx := context.Background()
 	b := benchmark("e2e-full", 2000)
-	if err := c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	start(t, b)
 	got := waitPhase(t, b, 15*time.Minute)
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s: %+v", got.Status.Phase, got.Status.Conditions)
@@ -291,9 +317,7 @@ func TestBenchmarkRunsToResults(t *testing.T) {
 func TestDeletingMidRunCleansUp(t *testing.T) {
 	ctx := context.Background()
 	b := benchmark("e2e-delete", 20000)
-	if err := c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	start(t, b)
 	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
 		p := get(t, b).Status.Progress
 		return p != nil && p.Step == "index", fmt.Sprintf("progress %+v", p)
@@ -315,9 +339,7 @@ func TestDeletingMidRunCleansUp(t *testing.T) {
 func TestManagerRestartMidRunCompletesWithoutDuplicates(t *testing.T) {
 	ctx := context.Background()
 	b := benchmark("e2e-restart", 5000)
-	if err := c.Create(ctx, b); err != nil {
-		t.Fatal(err)
-	}
+	start(t, b)
 	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
 		p := get(t, b).Status.Progress
 		return p != nil && p.Step == "index", fmt.Sprintf("progress %+v", p)
