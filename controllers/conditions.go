@@ -34,6 +34,10 @@ const (
 	reasonClusterNotReady       = "ClusterNotReady"
 	reasonStepFailed            = "StepFailed"
 	reasonThresholdsFailed      = "ThresholdsFailed"
+	reasonUnknownStep           = "UnknownStep"
+	reasonNameCollision         = "NameCollision"
+	reasonSummaryTruncated      = "SummaryTruncated"
+	reasonCleanUpFailed         = "CleanUpFailed"
 	reasonThresholdsMet         = "ThresholdsMet"
 )
 

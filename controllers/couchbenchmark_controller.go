@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -148,11 +149,19 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 
 	if deadline := st.StartTime.Add(bench.Spec.TimeoutDuration()); now.After(deadline) {
 		r.fail(ctx, bench, reasonTimeout, fmt.Sprintf("the run did not finish within spec.timeout (%s)", bench.Spec.Timeout))
-		return ctrl.Result{}, r.cleanUpAfterFailure(ctx, bench)
+		r.cleanUpAfterFailure(ctx, bench)
+		return ctrl.Result{}, nil
 	}
 
 	plan := buildPlan(&bench.Spec)
-	pos := position(plan, st.Progress)
+	pos, ok := position(plan, st.Progress)
+	if !ok {
+		// Never start over: a step this operator does not know (status written by another
+		// version) ends the run instead of repeating steps already done.
+		r.fail(ctx, bench, reasonUnknownStep, fmt.Sprintf("status names step %q of query server %q, which this operator's plan does not have; create a new benchmark",
+			st.Progress.Step, st.Progress.QueryServer))
+		return ctrl.Result{}, nil
+	}
 	step := plan[pos]
 	if st.Progress == nil {
 		r.enterStep(bench, plan, pos)
@@ -166,7 +175,8 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	switch {
 	case outcome.failure != nil:
 		r.fail(ctx, bench, outcome.failure.reason, outcome.failure.message)
-		return ctrl.Result{}, r.cleanUpAfterFailure(ctx, bench)
+		r.cleanUpAfterFailure(ctx, bench)
+		return ctrl.Result{}, nil
 	case !outcome.done:
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
@@ -267,5 +277,8 @@ func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Owns(&corev1.ConfigMap{}).
 		Named("couchbenchmark").
+		// Helm installs and CouchDB checks run inside a reconcile: one slow benchmark must
+		// not hold the others up.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		Complete(r)
 }

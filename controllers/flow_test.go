@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -392,5 +393,40 @@ func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonClusterNotReady {
 		t.Fatalf("phase %s, Stalled %+v", got.Status.Phase, stalled)
+	}
+}
+
+// A benchmark deleted and applied again finds its predecessor's Jobs until the garbage
+// collector removes them (envtest has none): it must wait, not read their old results.
+func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	old := bench.DeepCopy()
+	old.UID = "0ld-benchmark-uid"
+	leftover := builders.RunnerJob{Bench: old, Arm: "js", Step: "seed", Image: "x", URL: "http://couchdb:5984",
+		Credentials: benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "username", PasswordKey: "password"}}.Job()
+	create(t, leftover)
+	h.finishJob(leftover, string(okSummary("js", stepSeed).Marshal()), false)
+	create(t, bench)
+
+	for range 3 {
+		h.reconcile(bench)
+	}
+	_, got := h.reconcile(bench)
+	if got.Status.Progress.Step != string(stepSeed) || len(got.Status.Results) != 0 {
+		t.Fatalf("progress %+v results %+v: the old Job's summary was adopted", got.Status.Progress, got.Status.Results)
+	}
+	// The garbage collector removes the old Job; the run goes on with its own.
+	if err := env.Client.Delete(context.Background(), leftover, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.Client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: leftover.Name + "-pod"}}); err != nil {
+		t.Fatal(err)
+	}
+	got = h.drive(bench, 40)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s", got.Status.Phase)
 	}
 }

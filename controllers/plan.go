@@ -63,15 +63,16 @@ func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 	return plan
 }
 
-// position is the index in plan of the step recorded in status, 0 before the first.
-func position(plan []planStep, p *benchv1.Progress) int {
+// position is the index in plan of the step recorded in status (0 before the first); ok is
+// false when status names a step the plan does not have.
+func position(plan []planStep, p *benchv1.Progress) (int, bool) {
 	if p == nil {
-		return 0
+		return 0, true
 	}
 	for i, s := range plan {
 		if s.Arm == p.QueryServer && string(s.Kind) == p.Step {
-			return i
+			return i, true
 		}
 	}
-	return 0
+	return 0, false
 }

@@ -83,6 +83,10 @@ func (r *CouchBenchmarkReconciler) writeResults(ctx context.Context, bench *benc
 	if err != nil {
 		return err
 	}
+	if owner, err := r.ownerOf(ctx, bench, &have); err != nil || owner != ours {
+		// A deleted benchmark's results, not yet garbage-collected: written on a later step.
+		return err
+	}
 	if equality.Semantic.DeepEqual(have.Data, want.Data) {
 		return nil
 	}

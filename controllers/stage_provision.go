@@ -2,8 +2,9 @@ package controllers
 
 import (
 	"context"
-
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"errors"
+	"strings"
+	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -22,8 +23,8 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if err := r.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		return stepOutcome{}, err
+	if out, ok, err := r.createOwned(ctx, bench, secret); !ok {
+		return out, err
 	}
 	values, err := builders.HelmValues(bench, qs)
 	if err != nil {
@@ -32,14 +33,20 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	ref := chartRef(bench.Spec.CouchDB.Provision.Chart)
 	release := builders.ReleaseName(bench, qs.Name)
 	st, err := r.Releases.Install(ctx, bench.Namespace, release, ref, values, builders.Labels(bench, qs.Name, ""))
-	if err != nil {
+	if err != nil && !errors.Is(err, helmrelease.ErrReleaseFailed) {
 		return failed(reasonChartFailed, "installing chart %s as release %s: %v", ref, release, err), nil
 	}
-	switch st.State {
-	case helmrelease.Deployed:
+	switch {
+	case st.State == helmrelease.Deployed:
 		return stepOutcome{done: true}, nil
-	case helmrelease.Pending:
-		return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
+	case st.State == helmrelease.Pending, strings.Contains(st.Description, "context canceled"):
+		// Install runs to its end inside a reconcile, so a release still pending, or one that
+		// failed because its install was cut short, was left by a manager that stopped
+		// mid-install. It is this benchmark's: remove it and install again.
+		if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+			return stepOutcome{}, err
+		}
+		return stepOutcome{requeueAfter: time.Second}, nil
 	default:
 		return failed(reasonChartFailed, "release %s is %s: %s", release, st.State, st.Description), nil
 	}

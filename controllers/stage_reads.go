@@ -39,11 +39,14 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 		case err != nil:
 			return stepOutcome{}, err
 		default:
+			if owner, err := r.ownerOf(ctx, bench, &job); err != nil || owner != ours {
+				return notOurs(owner, &job), err
+			}
 			jobs[i] = &job
 		}
 	}
 	if missing {
-		return stepOutcome{}, r.startReads(ctx, bench, qs, n)
+		return r.startReads(ctx, bench, qs, n)
 	}
 
 	var runners []loadtest.RunnerSummary
@@ -55,6 +58,9 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 		message, detail, err := r.terminationMessage(ctx, job)
 		if err != nil {
 			return stepOutcome{}, err
+		}
+		if detail == detailNotTerminated {
+			return stepOutcome{requeueAfter: 2 * time.Second}, nil
 		}
 		if jobFailed {
 			return failed(reasonStepFailed, "query server %s, reads: k6 runner %d of %d failed: %s", qs.Name, i+1, n, detail), nil
@@ -74,19 +80,19 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 
 // startReads creates the script's ConfigMap (once) and every runner's Job that does not
 // exist yet, in one pass, so that the runners start together.
-func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, n int) error {
-	if err := r.Create(ctx, builders.K6ConfigMap(bench)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, n int) (stepOutcome, error) {
+	if out, ok, err := r.createOwned(ctx, bench, builders.K6ConfigMap(bench)); !ok {
+		return out, err
 	}
 	url, creds := r.target(bench, qs)
-	db := runner.DatabaseName(bench.Name, qs.Name, dataset.ProfileName(bench.Spec.Dataset.Profiles[0]))
+	db := runner.DatabaseName(bench.Name, builders.RunID(bench), qs.Name, dataset.ProfileName(bench.Spec.Dataset.Profiles[0]))
 	cfg, err := loadtest.NewConfig(&bench.Spec, qs, url, db)
 	if err != nil {
-		return err
+		return stepOutcome{}, err
 	}
 	config, err := cfg.JSON()
 	if err != nil {
-		return err
+		return stepOutcome{}, err
 	}
 	segments, sequence := loadtest.Segments(n)
 	deadline := bench.Status.StartTime.Add(bench.Spec.TimeoutDuration()).Sub(r.Clock.Now())
@@ -95,11 +101,11 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 			Bench: bench, Arm: qs.Name, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
 			Config: config, Credentials: creds, Deadline: deadline,
 		}.Job()
-		if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-			return err
+		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
+			return out, err
 		}
 	}
-	return nil
+	return stepOutcome{}, nil
 }
 
 // recordThresholds sets the ThresholdsPassed condition from every arm's reads so far.

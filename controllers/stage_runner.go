@@ -29,10 +29,13 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	name := builders.JobName(bench, qs.Name, string(kind))
 	err := r.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: name}, &job)
 	if apierrors.IsNotFound(err) {
-		return stepOutcome{}, r.startStep(ctx, bench, qs, kind)
+		return r.startStep(ctx, bench, qs, kind)
 	}
 	if err != nil {
 		return stepOutcome{}, err
+	}
+	if owner, err := r.ownerOf(ctx, bench, &job); err != nil || owner != ours {
+		return notOurs(owner, &job), err
 	}
 	finished, jobFailed := jobState(&job)
 	if !finished {
@@ -42,8 +45,17 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	if err != nil {
 		return stepOutcome{}, err
 	}
+	if detail == detailNotTerminated {
+		// The Job says finished before the pod status shows the container's end: look again.
+		return stepOutcome{requeueAfter: 2 * time.Second}, nil
+	}
 	if summary != nil {
 		mergeSummary(bench, qs.Name, kind, summary)
+		if summary.Truncated {
+			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonSummaryTruncated, string(kind),
+				"query server %s, step %s: the runner's summary outgrew the 4 KB termination message and left details out; "+
+					"the Job's log has the full results", qs.Name, kind)
+		}
 	}
 	switch {
 	case summary != nil && summary.Error != "":
@@ -57,23 +69,21 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 }
 
 // startStep creates the spec ConfigMap (once) and the step's Job.
-func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind stepKind) error {
+func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind stepKind) (stepOutcome, error) {
 	spec, err := builders.SpecConfigMap(bench)
 	if err != nil {
-		return err
+		return stepOutcome{}, err
 	}
-	if err := r.Create(ctx, spec); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
+	if out, ok, err := r.createOwned(ctx, bench, spec); !ok {
+		return out, err
 	}
 	url, creds := r.target(bench, qs)
 	deadline := bench.Status.StartTime.Add(bench.Spec.TimeoutDuration()).Sub(r.Clock.Now())
 	job := builders.RunnerJob{
 		Bench: bench, Arm: qs.Name, Step: string(kind), Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: deadline,
 	}.Job()
-	if err := r.Create(ctx, job); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	return nil
+	out, _, err := r.createOwned(ctx, bench, job)
+	return out, err
 }
 
 // jobState tells whether a Job has finished, and whether it failed.
@@ -82,10 +92,12 @@ func jobState(job *batchv1.Job) (finished, failed bool) {
 		if c.Status != corev1.ConditionTrue {
 			continue
 		}
+		// SuccessCriteriaMet and FailureTarget come while the pod may still be ending:
+		// only Complete and Failed are final.
 		switch c.Type {
-		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+		case batchv1.JobComplete:
 			return true, false
-		case batchv1.JobFailed, batchv1.JobFailureTarget:
+		case batchv1.JobFailed:
 			return true, true
 		}
 	}
@@ -112,8 +124,9 @@ func (r *CouchBenchmarkReconciler) readSummary(ctx context.Context, job *batchv1
 // terminationMessage is the termination message of the Job's (newest) pod, and how its
 // container ended. Reading it from the pod status needs no log access.
 func (r *CouchBenchmarkReconciler) terminationMessage(ctx context.Context, job *batchv1.Job) (message, detail string, err error) {
+	// Read past the cache: the pod's final status may not have reached it yet.
 	var pods corev1.PodList
-	if err := r.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: job.Name}); err != nil {
 		return "", "", err
 	}
 	if len(pods.Items) == 0 {
@@ -127,5 +140,8 @@ func (r *CouchBenchmarkReconciler) terminationMessage(ctx context.Context, job *
 			return t.Message, fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason), nil
 		}
 	}
-	return "", "the container has not terminated", nil
+	return "", detailNotTerminated, nil
 }
+
+// detailNotTerminated: the pod status does not show the container's end yet.
+const detailNotTerminated = "the container has not terminated"

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -22,10 +23,17 @@ func (r *CouchBenchmarkReconciler) teardown(ctx context.Context, bench *benchv1.
 	return stepOutcome{done: true}, r.removeCouchDB(ctx, bench, qs.Name)
 }
 
-// removeCouchDB uninstalls an arm's release and deletes its admin Secret; both are no-ops
-// when already gone.
+// removeCouchDB uninstalls an arm's release, deletes the volumes its StatefulSet claimed
+// (Helm leaves them, and a new benchmark of the same name would reuse the old data) and
+// its admin Secret; each is a no-op when already gone.
 func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *benchv1.CouchBenchmark, arm string) error {
-	if err := r.Releases.Uninstall(ctx, bench.Namespace, builders.ReleaseName(bench, arm)); err != nil {
+	release := builders.ReleaseName(bench, arm)
+	if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+		return err
+	}
+	err := r.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(bench.Namespace),
+		client.MatchingLabels{"app": "couchdb", "release": release})
+	if err != nil {
 		return err
 	}
 	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: bench.Namespace, Name: builders.AdminSecretName(bench, arm)}}
@@ -34,10 +42,19 @@ func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *ben
 
 // cleanUpAfterFailure stops what a failed run left running: Jobs still going (their load
 // would go on hitting CouchDB) and, under teardown Always, every provisioned CouchDB. The
-// results stay.
-func (r *CouchBenchmarkReconciler) cleanUpAfterFailure(ctx context.Context, bench *benchv1.CouchBenchmark) error {
+// results stay. A failure here is reported, not retried: the run's Failed status must be
+// written whatever happens, and deleting the benchmark removes its releases anyway.
+func (r *CouchBenchmarkReconciler) cleanUpAfterFailure(ctx context.Context, bench *benchv1.CouchBenchmark) {
+	if err := r.stopAfterFailure(ctx, bench); err != nil {
+		log.FromContext(ctx).Error(err, "cleaning up after a failed run")
+		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonCleanUpFailed, "CleanUp",
+			"cleaning up after the failure: %v; delete the benchmark to remove what is left", err)
+	}
+}
+
+func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *benchv1.CouchBenchmark) error {
 	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: bench.Name}); err != nil {
+	if err := r.List(ctx, &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: builders.LabelValue(bench)}); err != nil {
 		return err
 	}
 	for i := range jobs.Items {

@@ -118,10 +118,12 @@ type Storage struct {
 // ExistingCouchDB is a running CouchDB reached by URL, with admin credentials from a
 // Secret in the benchmark's namespace.
 type ExistingCouchDB struct {
-	// URL of the CouchDB cluster's HTTP API (any node, or a Service in front of them).
+	// URL of the CouchDB cluster's HTTP API (any node, or a Service in front of them),
+	// without credentials: they go in credentialsSecret, not where the URL shows.
 	// +required
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^\s/?#]+(/\S*)?$`
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^https?://[^/?#]*@')",message="couchdb.existing.url must not carry credentials (user:password@); put them in credentialsSecret"
 	URL string `json:"url"`
 
 	// CredentialsSecret holds the admin username and password. Admin rights are needed

@@ -71,8 +71,8 @@ type Progress struct {
 	// +optional
 	QueryServer string `json:"queryServer,omitempty"`
 
-	// Step is the step of that arm (provision, seed, index, viewReads, writes, reads,
-	// collect, teardown).
+	// Step is the step of that arm: provision, cluster, seed, index, views, writes, reads
+	// or teardown.
 	// +optional
 	Step string `json:"step,omitempty"`
 

@@ -200,7 +200,9 @@ type ReadsWorkload struct {
 	ArrivalRate *int32 `json:"arrivalRate,omitempty"`
 
 	// Thresholds become k6 thresholds; a failed threshold marks the benchmark with a
-	// condition, it does not stop the run.
+	// condition, it does not stop the run. With k6.parallelism above 1 every runner judges
+	// them on its own share of the load (a count sees its share, a percentile its segment),
+	// and the condition is False when any runner failed one.
 	// +optional
 	// +kubebuilder:validation:MaxItems=16
 	Thresholds []Threshold `json:"thresholds,omitempty"`

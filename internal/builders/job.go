@@ -49,8 +49,8 @@ func (r RunnerJob) Job() *batchv1.Job {
 		"--arm", r.Arm,
 		"--credentials-dir", credentialsDir,
 		"--summary", corev1.TerminationMessagePathDefault,
-		// The same design documents across a restarted step would reuse built indexes.
-		"--run-id", string(r.Bench.UID)[:8],
+		// One run's steps share its databases; another run's never touch them.
+		"--run-id", RunID(r.Bench),
 	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
@@ -119,3 +119,10 @@ func restrictedContainer() *corev1.SecurityContext {
 
 // dropAll drops every Linux capability.
 const dropAll = "ALL"
+
+// RunID names one benchmark's databases and design documents in CouchDB: the start of
+// its UID, unique per run.
+func RunID(bench *benchv1.CouchBenchmark) string {
+	uid := string(bench.UID)
+	return uid[:min(8, len(uid))]
+}

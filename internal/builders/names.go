@@ -83,9 +83,13 @@ const (
 	managedBy        = "couchbench"
 )
 
+// LabelValue is the benchmark's name as a label value: a name longer than 63 characters
+// is cut and ends in a hash, like the object names.
+func LabelValue(bench *benchv1.CouchBenchmark) string { return name(maxObjectName, bench.Name) }
+
 // Labels for an object of a benchmark, optionally of one arm and step.
 func Labels(bench *benchv1.CouchBenchmark, arm, step string) map[string]string {
-	l := map[string]string{LabelBenchmark: truncate(bench.Name, maxObjectName), labelManagedBy: managedBy}
+	l := map[string]string{LabelBenchmark: LabelValue(bench), labelManagedBy: managedBy}
 	if arm != "" {
 		l[LabelQueryServer] = arm
 	}

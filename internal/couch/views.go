@@ -3,10 +3,12 @@ package couch
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 func viewPath(db, ddocID, view string) string {
@@ -111,4 +113,31 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// WaitForView sends a view request until CouchDB answers 200: a request on an index that
+// is not built blocks until it is, and in a cluster it can answer 500 timeout (after 60 s
+// by default) while the build goes on behind it. Timeouts and transient failures are ridden
+// through; it returns how many there were.
+func (c *Client) WaitForView(ctx context.Context, db, ddocID, view string, params url.Values) (int, error) {
+	timeouts := 0
+	for {
+		_, err := c.QueryView(ctx, db, ddocID, view, params)
+		if err == nil {
+			return timeouts, nil
+		}
+		if ctx.Err() != nil {
+			return timeouts, ctx.Err()
+		}
+		var ce *Error
+		if !errors.As(err, &ce) || (ce.Name != "timeout" && !Transient(err)) {
+			return timeouts, fmt.Errorf("view %s of %s: %w", view, ddocID, err)
+		}
+		timeouts++
+		select {
+		case <-ctx.Done():
+			return timeouts, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }

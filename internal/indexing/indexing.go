@@ -104,7 +104,8 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	start := time.Now()
 	poller.setOrigin(start)
 
-	run.ViewTimeouts, err = waitQueryable(ctx, c, opts.DB, ddocID)
+	// The seed's blocking view request.
+	run.ViewTimeouts, err = c.WaitForView(ctx, opts.DB, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}, "limit": {"11"}})
 	if err != nil {
 		poller.stop()
 		return run, err
@@ -140,33 +141,6 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		return run, err
 	}
 	return run, ctx.Err()
-}
-
-// waitQueryable sends the seed's blocking view request until it answers 200, riding
-// through the cluster's 500 timeouts (the build goes on behind them) and transient
-// failures. It returns how many timeouts it saw.
-func waitQueryable(ctx context.Context, c *couch.Client, db, ddocID string) (int, error) {
-	params := url.Values{"group": {"true"}, "limit": {"11"}}
-	timeouts := 0
-	for {
-		_, err := c.QueryView(ctx, db, ddocID, ddoc.ByMonth, params)
-		if err == nil {
-			return timeouts, nil
-		}
-		if ctx.Err() != nil {
-			return timeouts, ctx.Err()
-		}
-		var ce *couch.Error
-		if !errors.As(err, &ce) || (ce.Name != "timeout" && !couch.Transient(err)) {
-			return timeouts, fmt.Errorf("view request on %s: %w", ddocID, err)
-		}
-		timeouts++
-		select {
-		case <-ctx.Done():
-			return timeouts, ctx.Err()
-		case <-time.After(time.Second):
-		}
-	}
 }
 
 // mapDocs sums couchdb.mrview.map_doc over the nodes, -1 when a node cannot be read.

@@ -36,6 +36,13 @@ func k6Binary(t testing.TB) string {
 func seededServer(t testing.TB) *couchtest.Server {
 	t.Helper()
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
+	seed(t, srv)
+	return srv
+}
+
+// seed creates database "db" with the first documents of the dataset.
+func seed(t testing.TB, srv *couchtest.Server) {
+	t.Helper()
 	c, err := couch.New(srv.URL, couch.Credentials{Username: "admin", Password: "pw"}, couch.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +59,6 @@ func seededServer(t testing.TB) *couchtest.Server {
 	if _, err := c.BulkDocs(ctx, "db", batch); err != nil {
 		t.Fatal(err)
 	}
-	return srv
 }
 
 func readsSpec(scenario benchv1.ReadScenario, thresholds ...benchv1.Threshold) *benchv1.CouchBenchmarkSpec {
@@ -195,5 +201,48 @@ func TestThresholdsAndParallelRunners(t *testing.T) {
 	failed := FailedThresholds(runners)
 	if len(failed) != 1 || !strings.Contains(failed[0], "p(95)<0") {
 		t.Errorf("failed thresholds %v", failed)
+	}
+}
+
+// setup's time (installing and building views) is not the load's: a slow build must not
+// lower the reported rate.
+func TestSetupTimeIsLeftOutOfTheRate(t *testing.T) {
+	srv := seededServer(t)
+	srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: "/db/_design/cb-viewreads/_view/emit_doc", Times: 1, Delay: 1500 * time.Millisecond})
+	cfg, err := NewConfig(readsSpec(benchv1.ScenarioViewByKey), benchv1.QueryServer{Name: "js", Language: "javascript"}, srv.URL, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, data := runK6(t, cfg, "pw")
+	s, err := ParseSummary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.SetupMs < 1500 || s.DurationMs >= 1500 || s.Requests != 30 {
+		t.Errorf("setup %.0f ms, load %.0f ms, %d requests: the slow setup must not count in the load's time", s.SetupMs, s.DurationMs, s.Requests)
+	}
+}
+
+// A cluster answers a long view build with 500 timeout while the build goes on; setup
+// asks again instead of aborting. The test server replays the recorded 3-node build whose
+// view request got 500 {"error":"timeout"} after 60 s (here 0.3 s).
+func TestSetupRidesThroughViewTimeouts(t *testing.T) {
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("node1@a", "node2@b", "node3@c"),
+		couchtest.WithIndexSeries("06_cluster_javascript_active_tasks_series", 200))
+	seed(t, srv)
+	cfg, err := NewConfig(readsSpec(benchv1.ScenarioViewRangeIncludeDocs), benchv1.QueryServer{Name: "js", Language: "javascript"}, srv.URL, "db")
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, data := runK6(t, cfg, "pw")
+	s, err := ParseSummary(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || s.Requests != 30 || s.Failed != 0 {
+		t.Errorf("exit %d, summary %+v; want setup to ride through the timeout and the load to run", code, s)
+	}
+	if got := srv.Requests("GET", "/db/_design/cb-viewreads/_view/emit_doc"); got < 2 {
+		t.Errorf("the view build was asked %d times; the timeout must be answered by asking again", got)
 	}
 }

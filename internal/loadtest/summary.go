@@ -11,10 +11,12 @@ import (
 // RunnerSummary is what one k6 runner leaves in its termination message (handleSummary in
 // scripts/reads.js).
 type RunnerSummary struct {
-	V            int             `json:"v"`
-	Segment      string          `json:"segment"`
-	Requests     int64           `json:"requests"`
+	V        int    `json:"v"`
+	Segment  string `json:"segment"`
+	Requests int64  `json:"requests"`
+	// DurationMs is the load's time: the test run's without setup (building views).
 	DurationMs   float64         `json:"durationMs"`
+	SetupMs      float64         `json:"setupMs"`
 	FailedRate   float64         `json:"failedRate"`
 	Failed       int64           `json:"failed"`
 	DataReceived float64         `json:"dataReceived"`

@@ -49,7 +49,9 @@ type Config struct {
 	Arms []string
 	// Steps to run, in AllSteps order.
 	Steps []Step
-	// RunID makes this run's design documents new; empty derives one from the clock.
+	// RunID names this run's databases and design documents, so that runs sharing a
+	// CouchDB keep apart and the steps of one run (separate Jobs) find each other's data.
+	// Empty: plain database names, design documents named from the clock.
 	RunID string
 	// Log receives progress lines.
 	Log io.Writer
@@ -72,9 +74,6 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
-	}
-	if cfg.RunID == "" {
-		cfg.RunID = time.Now().UTC().Format("20060102t150405")
 	}
 	err := run(ctx, cfg, doc)
 	doc.FinishedAt = time.Now().UTC()
@@ -148,7 +147,7 @@ func runArm(ctx context.Context, cfg Config, nodes []string, qs benchv1.QuerySer
 		gen := dataset.New(spec.Dataset.Seed, profile)
 		p := results.Profile{
 			Profile:  dataset.ProfileName(profile),
-			DB:       DatabaseName(cfg.Bench.Name, qs.Name, dataset.ProfileName(profile)),
+			DB:       DatabaseName(cfg.Bench.Name, cfg.RunID, qs.Name, dataset.ProfileName(profile)),
 			Shards:   int(spec.Dataset.Shards),
 			Replicas: replicas,
 		}
@@ -248,12 +247,16 @@ func runIndexing(ctx context.Context, cfg Config, nodes []string, w *benchv1.Ind
 	}
 	docs := cfg.Bench.Spec.Dataset.Documents
 	expected := gen.Expected(docs)
+	nonceBase := cfg.RunID
+	if nonceBase == "" {
+		nonceBase = time.Now().UTC().Format("20060102t150405")
+	}
 	for _, reducer := range w.Reducers {
 		series := results.IndexingSeries{Reducer: string(reducer), ViewCompaction: compaction}
 		for rep := 1; rep <= int(w.Repetitions); rep++ {
 			run, err := indexing.Build(ctx, cfg.Client, nodes, indexing.Options{
 				DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: language, Reducer: reducer,
-				Nonce:        fmt.Sprintf("%s-%s-%d", cfg.RunID, reducer, rep),
+				Nonce:        fmt.Sprintf("%s-%s-%d", nonceBase, reducer, rep),
 				PollInterval: cfg.PollInterval, Expected: expected,
 			})
 			if err != nil {
@@ -289,10 +292,14 @@ func checkSeeded(ctx context.Context, c *couch.Client, db string, docs int64) er
 	return nil
 }
 
-// DatabaseName is the database of one arm and profile: "cb-<benchmark>-<arm>-<profile>",
+// DatabaseName is the database of one arm and profile, "cb-<benchmark>[-<run id>]-<arm>-<profile>",
 // in CouchDB's allowed characters.
-func DatabaseName(bench, arm, profile string) string {
-	name := strings.ToLower("cb-" + bench + "-" + arm + "-" + profile)
+func DatabaseName(bench, runID, arm, profile string) string {
+	parts := []string{"cb", bench}
+	if runID != "" {
+		parts = append(parts, runID)
+	}
+	name := strings.ToLower(strings.Join(append(parts, arm, profile), "-"))
 	return strings.Map(func(r rune) rune {
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '_' {
 			return r

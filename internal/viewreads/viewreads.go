@@ -64,7 +64,7 @@ func Run(ctx context.Context, c *couch.Client, opts Options) ([]Result, error) {
 		return nil, fmt.Errorf("creating %s: %w", DesignDocID, err)
 	}
 	for _, view := range []string{ddoc.EmitDoc, ddoc.EmitNull} {
-		if _, err := c.QueryView(ctx, opts.DB, DesignDocID, view, url.Values{"limit": {"0"}}); err != nil {
+		if _, err := c.WaitForView(ctx, opts.DB, DesignDocID, view, url.Values{"limit": {"0"}}); err != nil {
 			return nil, fmt.Errorf("building view %s: %w", view, err)
 		}
 	}
