@@ -124,8 +124,8 @@ func StatusOf(err error) int {
 }
 
 // Transient reports whether a failure may go away when the same request is sent again:
-// no answer at all (a dropped or refused connection), or a 5xx other than a CouchDB
-// timeout of a long request (which callers handle on their own).
+// no answer at all (a dropped or refused connection, but not the caller's own cancel or
+// deadline), or any 5xx. Whether sending again is safe is the caller's call.
 func Transient(err error) bool {
 	var ce *Error
 	if !errors.As(err, &ce) {
