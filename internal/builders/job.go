@@ -36,10 +36,9 @@ type RunnerJob struct {
 	Deadline time.Duration
 }
 
-// Job builds the Job. It never retries (backoffLimit 0): a repeated step could write the
-// data twice or measure a warm cache, so the operator decides what happens after a
-// failure. The runner leaves its summary in the termination message, which the operator
-// reads from the pod's status: no log access and no extra RBAC for the pod.
+// Job builds the step's Job. The runner leaves its summary in the termination message,
+// which the operator reads from the pod's status: no log access and no extra RBAC for the
+// pod.
 func (r RunnerJob) Job() *batchv1.Job {
 	labels := Labels(r.Bench, r.Arm, r.Step)
 	args := []string{
@@ -52,47 +51,54 @@ func (r RunnerJob) Job() *batchv1.Job {
 		// One run's steps share its databases; another run's never touch them.
 		"--run-id", RunID(r.Bench),
 	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: JobName(r.Bench, r.Arm, r.Step), Namespace: r.Bench.Namespace,
-			Labels: labels, OwnerReferences: ownedBy(r.Bench),
+	container := corev1.Container{
+		Name:    "runner",
+		Image:   r.Image,
+		Command: []string{"/couchbench"},
+		Args:    args,
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: "spec", MountPath: specDir, ReadOnly: true},
+			{Name: "credentials", MountPath: credentialsDir, ReadOnly: true},
 		},
+	}
+	volumes := []corev1.Volume{
+		{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
+		}}},
+		// The runner reads files "username" and "password", whatever the Secret's keys are.
+		{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+			SecretName: r.Credentials.Name,
+			Items: []corev1.KeyToPath{
+				{Key: r.Credentials.UsernameKey, Path: "username"},
+				{Key: r.Credentials.PasswordKey, Path: "password"},
+			},
+		}}},
+	}
+	return oneShotJob(r.Bench, JobName(r.Bench, r.Arm, r.Step), labels, r.Deadline, runnerUID, container, volumes)
+}
+
+// oneShotJob is a Job of the benchmark that runs its pod once: never retried (a repeated
+// measurement step could write data twice or measure a warm cache; the operator decides
+// what follows a failure), bounded by deadline, without API access, under the restricted
+// Pod Security profile, leaving its result in the termination message.
+func oneShotJob(bench *benchv1.CouchBenchmark, name string, labels map[string]string, deadline time.Duration, uid int64,
+	container corev1.Container, volumes []corev1.Volume) *batchv1.Job {
+	container.ImagePullPolicy = corev1.PullIfNotPresent
+	container.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	container.SecurityContext = restrictedContainer()
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: bench.Namespace, Labels: labels, OwnerReferences: ownedBy(bench)},
 		Spec: batchv1.JobSpec{
 			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: ptr.To(max(int64(r.Deadline.Seconds()), 1)),
+			ActiveDeadlineSeconds: ptr.To(max(int64(deadline.Seconds()), 1)),
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					RestartPolicy:                corev1.RestartPolicyNever,
 					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext:              restrictedPod(runnerUID),
-					Containers: []corev1.Container{{
-						Name:                     "runner",
-						Image:                    r.Image,
-						ImagePullPolicy:          corev1.PullIfNotPresent,
-						Command:                  []string{"/couchbench"},
-						Args:                     args,
-						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						SecurityContext:          restrictedContainer(),
-						VolumeMounts: []corev1.VolumeMount{
-							{Name: "spec", MountPath: specDir, ReadOnly: true},
-							{Name: "credentials", MountPath: credentialsDir, ReadOnly: true},
-						},
-					}},
-					Volumes: []corev1.Volume{
-						{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
-						}}},
-						// The runner reads files "username" and "password", whatever the
-						// Secret's keys are.
-						{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-							SecretName: r.Credentials.Name,
-							Items: []corev1.KeyToPath{
-								{Key: r.Credentials.UsernameKey, Path: "username"},
-								{Key: r.Credentials.PasswordKey, Path: "password"},
-							},
-						}}},
-					},
+					SecurityContext:              restrictedPod(uid),
+					Containers:                   []corev1.Container{container},
+					Volumes:                      volumes,
 				},
 			},
 		},

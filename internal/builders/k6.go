@@ -8,7 +8,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/loadtest"
@@ -60,8 +59,8 @@ func K6JobName(bench *benchv1.CouchBenchmark, arm string, index int) string {
 	return name(maxObjectName, bench.Name, arm, "reads", strconv.Itoa(index))
 }
 
-// Job builds the runner's Job: no retries (a second run would be another measurement), the
-// credentials from the Secret as environment, the summary in the termination message.
+// Job builds the runner's Job: the credentials from the Secret as environment (k6 reads
+// them in the script), the summary in the termination message.
 func (k K6Job) Job() *batchv1.Job {
 	labels := Labels(k.Bench, k.Arm, "reads")
 	labels[LabelRunner] = strconv.Itoa(k.Index)
@@ -78,42 +77,23 @@ func (k K6Job) Job() *batchv1.Job {
 	if segment == "" {
 		segment = "0:1"
 	}
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: K6JobName(k.Bench, k.Arm, k.Index), Namespace: k.Bench.Namespace, Labels: labels, OwnerReferences: ownedBy(k.Bench),
+	container := corev1.Container{
+		Name:    "k6",
+		Image:   k.Bench.Spec.K6.Image,
+		Command: []string{"sh"},
+		Args:    args,
+		Env: []corev1.EnvVar{
+			{Name: "COUCHBENCH_CONFIG", Value: k.Config},
+			{Name: "COUCHBENCH_SEGMENT", Value: segment},
+			secretEnv("COUCHDB_USER", k.Credentials.UsernameKey),
+			secretEnv("COUCHDB_PASSWORD", k.Credentials.PasswordKey),
 		},
-		Spec: batchv1.JobSpec{
-			BackoffLimit:          ptr.To[int32](0),
-			ActiveDeadlineSeconds: ptr.To(max(int64(k.Deadline.Seconds()), 1)),
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{
-					RestartPolicy:                corev1.RestartPolicyNever,
-					AutomountServiceAccountToken: ptr.To(false),
-					SecurityContext:              restrictedPod(k6UID),
-					Containers: []corev1.Container{{
-						Name:                     "k6",
-						Image:                    k.Bench.Spec.K6.Image,
-						ImagePullPolicy:          corev1.PullIfNotPresent,
-						Command:                  []string{"sh"},
-						Args:                     args,
-						TerminationMessagePolicy: corev1.TerminationMessageReadFile,
-						Env: []corev1.EnvVar{
-							{Name: "COUCHBENCH_CONFIG", Value: k.Config},
-							{Name: "COUCHBENCH_SEGMENT", Value: segment},
-							secretEnv("COUCHDB_USER", k.Credentials.UsernameKey),
-							secretEnv("COUCHDB_PASSWORD", k.Credentials.PasswordKey),
-						},
-						SecurityContext: restrictedContainer(),
-						VolumeMounts:    []corev1.VolumeMount{{Name: "scripts", MountPath: scriptsDir, ReadOnly: true}},
-					}},
-					Volumes: []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-						LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
-					}}}},
-				},
-			},
-		},
+		VolumeMounts: []corev1.VolumeMount{{Name: "scripts", MountPath: scriptsDir, ReadOnly: true}},
 	}
+	volumes := []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
+	}}}}
+	return oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Index), labels, k.Deadline, k6UID, container, volumes)
 }
 
 // String names the runner in messages.
