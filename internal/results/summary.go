@@ -105,59 +105,51 @@ func compactIndexing(profile string, ix IndexingSeries) benchv1.IndexingResult {
 	return res
 }
 
-// Marshal encodes the summary within MaxSummaryBytes, leaving out the least central
-// details first (writes, then view reads, then the error's tail) and saying so.
+// Marshal encodes the summary within MaxSummaryBytes. Over it, the error keeps its first
+// 512 characters, then rows go one at a time from the end of the longest list of any arm,
+// so that every kind of result keeps as many rows as fit (a one-step summary keeps its own
+// step's rows); Truncated says so.
 func (s Summary) Marshal() []byte {
 	data, _ := json.Marshal(s)
-	for _, shrink := range []func(*Summary) bool{dropWrites, dropViewReads, shortenError} {
-		if len(data) <= MaxSummaryBytes {
-			return data
-		}
-		if shrink(&s) {
-			s.Truncated = true
-			data, _ = json.Marshal(s)
-		}
+	if len(data) <= MaxSummaryBytes {
+		return data
 	}
-	// Indexing rates alone outgrow 4 KB only with many arms in one summary (the operator
-	// runs one Job per arm): keep the arms that fit.
-	for len(data) > MaxSummaryBytes && len(s.Results) > 0 {
-		s.Results, s.Truncated = s.Results[:len(s.Results)-1], true
-		data, _ = json.Marshal(s)
+	s.Truncated = true
+	const keep = 512
+	if len(s.Error) > keep {
+		s.Error = s.Error[:keep] + "..."
+	}
+	s.Results = append([]benchv1.QueryServerResults(nil), s.Results...)
+	for data, _ = json.Marshal(s); len(data) > MaxSummaryBytes && dropOneRow(s.Results); data, _ = json.Marshal(s) {
 	}
 	return data
 }
 
-// dropDetail makes a shrink step that clears one kind of detail in every arm; it reports
-// whether there was any.
-func dropDetail(clear func(*benchv1.QueryServerResults) bool) func(*Summary) bool {
-	return func(s *Summary) bool {
-		changed := false
-		for i := range s.Results {
-			changed = clear(&s.Results[i]) || changed
+// dropOneRow removes the last row of the longest list of results; false when none is left.
+func dropOneRow(rs []benchv1.QueryServerResults) bool {
+	longest, arm, kind := 0, -1, ""
+	for i := range rs {
+		for k, n := range map[string]int{"seeding": len(rs[i].Seeding), "indexing": len(rs[i].Indexing),
+			"viewReads": len(rs[i].ViewReads), "writes": len(rs[i].Writes)} {
+			if n > longest {
+				longest, arm, kind = n, i, k
+			}
 		}
-		return changed
 	}
-}
-
-var (
-	dropWrites = dropDetail(func(r *benchv1.QueryServerResults) bool {
-		had := len(r.Writes) > 0
-		r.Writes = nil
-		return had
-	})
-	dropViewReads = dropDetail(func(r *benchv1.QueryServerResults) bool {
-		had := len(r.ViewReads) > 0
-		r.ViewReads = nil
-		return had
-	})
-)
-
-func shortenError(s *Summary) bool {
-	const keep = 512
-	if len(s.Error) <= keep {
+	if arm < 0 {
 		return false
 	}
-	s.Error = s.Error[:keep] + "..."
+	r := &rs[arm]
+	switch kind {
+	case "seeding":
+		r.Seeding = r.Seeding[:len(r.Seeding)-1]
+	case "indexing":
+		r.Indexing = r.Indexing[:len(r.Indexing)-1]
+	case "viewReads":
+		r.ViewReads = r.ViewReads[:len(r.ViewReads)-1]
+	default:
+		r.Writes = r.Writes[:len(r.Writes)-1]
+	}
 	return true
 }
 
