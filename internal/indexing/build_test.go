@@ -159,3 +159,30 @@ func TestPauseViewCompactionRestoresEveryNode(t *testing.T) {
 		}
 	}
 }
+
+// Two runs pausing compaction on one server: the second must not save the first's pause as
+// the server's setting, or compaction would stay paused after both.
+func TestOverlappingPausesRestoreTheServerSetting(t *testing.T) {
+	nodes := []string{"node1@127.0.0.11"}
+	srv, c, _ := seeded(t, couchtest.WithNodes(nodes...))
+	ctx := context.Background()
+	restoreFirst, err := PauseViewCompaction(ctx, c, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restoreSecond, err := PauseViewCompaction(ctx, c, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreFirst(); err != nil {
+		t.Fatal(err)
+	}
+	if err := restoreSecond(); err != nil {
+		t.Fatal(err)
+	}
+	for _, section := range viewCompactionChannels {
+		if v, ok := srv.Config(nodes[0], section, "max_size"); ok {
+			t.Errorf("[%s] max_size = %q after both runs restored; want unset (CouchDB's default)", section, v)
+		}
+	}
+}

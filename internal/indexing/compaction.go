@@ -53,6 +53,11 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 			if err != nil {
 				return restore, fmt.Errorf("reading [%s] max_size on %s: %w", section, node, err)
 			}
+			if set && value == pausedMaxSize {
+				// Another run's pause, not the server's setting: restoring it would leave
+				// compaction paused for good once both runs are done.
+				set = false
+			}
 			if err := c.SetConfig(ctx, node, section, "max_size", pausedMaxSize); err != nil {
 				return restore, fmt.Errorf("pausing view compaction ([%s] max_size) on %s: %w", section, node, err)
 			}
