@@ -400,19 +400,11 @@ func (s *Server) putDoc(r *http.Request, dbName, id string) reply {
 // later, dropping a failed write silently (03_post_doc_batch_ok_202); this server writes at
 // once.
 func (s *Server) postDoc(r *http.Request, dbName string) reply {
-	if !isJSONRequest(r) {
-		return errBadContentType
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return errBadJSON
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db, ok := s.dbs[dbName]
+	body, db, rep, ok := s.jsonRequestOn(r, dbName)
 	if !ok {
-		return errDBMissing
+		return rep
 	}
+	defer s.mu.Unlock()
 	doc, rep, ok := parseDoc(body)
 	if !ok {
 		return rep
@@ -462,19 +454,11 @@ func (s *Server) deleteDoc(r *http.Request, dbName, id string) reply {
 // document over max_document_size fails the whole request with 413 and its id as the
 // reason, before anything is written.
 func (s *Server) bulkDocs(r *http.Request, dbName string) reply {
-	if !isJSONRequest(r) {
-		return errBadContentType
-	}
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		return errBadJSON
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	db, ok := s.dbs[dbName]
+	body, db, rep, ok := s.jsonRequestOn(r, dbName)
 	if !ok {
-		return errDBMissing
+		return rep
 	}
+	defer s.mu.Unlock()
 	edits, rep, ok := s.parseBulk(body)
 	if !ok {
 		return rep
@@ -537,4 +521,25 @@ func (s *Server) parseBulk(body []byte) ([]edit, reply, bool) {
 		edits = append(edits, s.newEdit(doc))
 	}
 	return edits, reply{}, true
+}
+
+// jsonRequestOn reads a JSON request body for database dbName and takes the server's lock;
+// on success the caller holds s.mu and must unlock it. Otherwise rep is the recorded
+// answer (415 without a JSON content type, 400 unreadable, 404 no such database), and the
+// lock is not held.
+func (s *Server) jsonRequestOn(r *http.Request, dbName string) (body []byte, db *database, rep reply, ok bool) {
+	if !isJSONRequest(r) {
+		return nil, nil, errBadContentType, false
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return nil, nil, errBadJSON, false
+	}
+	s.mu.Lock()
+	db, found := s.dbs[dbName]
+	if !found {
+		s.mu.Unlock()
+		return nil, nil, errDBMissing, false
+	}
+	return body, db, reply{}, true
 }

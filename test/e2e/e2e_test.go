@@ -221,6 +221,17 @@ func start(t *testing.T, b *benchv1.CouchBenchmark) {
 	})
 }
 
+// waitForStep waits until the run is at step (of any query server).
+func waitForStep(t *testing.T, b *benchv1.CouchBenchmark, step string) {
+	t.Helper()
+	if err := poll(context.Background(), 5*time.Minute, func() (bool, string) {
+		p := get(t, b).Status.Progress
+		return p != nil && p.Step == step, fmt.Sprintf("progress %+v", p)
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func get(t *testing.T, b *benchv1.CouchBenchmark) *benchv1.CouchBenchmark {
 	t.Helper()
 	var got benchv1.CouchBenchmark
@@ -318,12 +329,7 @@ func TestDeletingMidRunCleansUp(t *testing.T) {
 	ctx := context.Background()
 	b := benchmark("e2e-delete", 20000)
 	start(t, b)
-	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
-		p := get(t, b).Status.Progress
-		return p != nil && p.Step == "index", fmt.Sprintf("progress %+v", p)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitForStep(t, b, "index")
 	if err := c.Delete(ctx, b, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil {
 		t.Fatal(err)
 	}
@@ -340,12 +346,7 @@ func TestManagerRestartMidRunCompletesWithoutDuplicates(t *testing.T) {
 	ctx := context.Background()
 	b := benchmark("e2e-restart", 5000)
 	start(t, b)
-	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
-		p := get(t, b).Status.Progress
-		return p != nil && p.Step == "index", fmt.Sprintf("progress %+v", p)
-	}); err != nil {
-		t.Fatal(err)
-	}
+	waitForStep(t, b, "index")
 	var pods corev1.PodList
 	if err := c.List(ctx, &pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "couchbench-operator"}); err != nil {
 		t.Fatal(err)
