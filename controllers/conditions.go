@@ -24,6 +24,7 @@ const (
 const (
 	reasonCredentialsNotFound   = "CredentialsNotFound"
 	reasonCredentialsIncomplete = "CredentialsIncomplete"
+	reasonChartNotFound         = "ChartNotFound"
 	reasonPreflightPassed       = "PreflightPassed"
 	reasonStepStarted           = "StepStarted"
 	reasonStepDone              = "StepDone"
@@ -32,6 +33,9 @@ const (
 	reasonTimeout               = "Timeout"
 	reasonChartFailed           = "ChartFailed"
 	reasonClusterNotReady       = "ClusterNotReady"
+	reasonImagePullFailed       = "ImagePullFailed"
+	reasonPodNotStarting        = "PodNotStarting"
+	reasonReconcileError        = "ReconcileError"
 	reasonStepFailed            = "StepFailed"
 	reasonThresholdsFailed      = "ThresholdsFailed"
 	reasonUnknownStep           = "UnknownStep"
@@ -54,6 +58,13 @@ func markProgressing(status *benchv1.CouchBenchmarkStatus, generation int64, now
 	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
 	setCondition(status, generation, now, conditionReconciling, metav1.ConditionTrue, reasonRunning, message)
 	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)
+}
+
+// markRetrying records that the step under way hit an error and is being retried.
+func markRetrying(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, message string) {
+	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
+	setCondition(status, generation, now, conditionReconciling, metav1.ConditionTrue, reasonReconcileError, message)
+	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonReconcileError, message)
 }
 
 func markSucceeded(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time) {

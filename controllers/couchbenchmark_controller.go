@@ -13,14 +13,15 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,7 +45,6 @@ type CouchBenchmarkReconciler struct {
 	client.Client
 	// APIReader reads objects the manager does not cache (Secrets), from the API server.
 	APIReader client.Reader
-	Scheme    *runtime.Scheme
 	Recorder  events.EventRecorder
 	// Clock is injected so that tests control time.
 	Clock    clock.PassiveClock
@@ -77,7 +77,8 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;serviceaccounts;persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete;deletecollection
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
@@ -97,21 +98,46 @@ func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	}
 
 	before := bench.Status.DeepCopy()
-	result, err := r.reconcileRun(ctx, &bench)
-	if err != nil {
-		return ctrl.Result{}, err
+	result, runErr := r.reconcileRun(ctx, &bench)
+	if runErr != nil {
+		r.recordError(&bench, runErr)
 	}
 	if !equality.Semantic.DeepEqual(before, &bench.Status) {
 		if err := r.writeResults(ctx, &bench); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, errors.Join(runErr, err)
 		}
 		// A conflict means the benchmark changed since it was read; the error requeues and
 		// the next reconcile starts from the new version.
 		if err := r.Status().Update(ctx, &bench); err != nil {
-			return ctrl.Result{}, err
+			return ctrl.Result{}, errors.Join(runErr, err)
 		}
 	}
-	return result, nil
+	return result, runErr
+}
+
+// recordError makes a reconcile that failed visible where users look: the conditions say
+// which step is retrying and why, and a Warning event is raised when the reason is new. The
+// error itself goes back to controller-runtime, which retries with backoff.
+func (r *CouchBenchmarkReconciler) recordError(bench *benchv1.CouchBenchmark, err error) {
+	st := &bench.Status
+	message := fmt.Sprintf("retrying after an error: %v", err)
+	if p := st.Progress; p != nil {
+		message = fmt.Sprintf("query server %s, step %s: %s", p.QueryServer, p.Step, message)
+	}
+	if c := meta.FindStatusCondition(st.Conditions, conditionReconciling); c == nil || c.Message != message {
+		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonReconcileError, "Reconcile", "%s", message)
+	}
+	markRetrying(st, bench.Generation, r.Clock.Now(), message)
+}
+
+// stall records that the run waits for something only the user can fix (Stalled=True with
+// what to fix, a Warning event when that is new); it goes on by itself once it is fixed.
+func (r *CouchBenchmarkReconciler) stall(bench *benchv1.CouchBenchmark, action string, why *stepFailure) {
+	st := &bench.Status
+	if c := meta.FindStatusCondition(st.Conditions, conditionStalled); c == nil || c.Status != metav1.ConditionTrue || c.Message != why.message {
+		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, why.reason, action, "%s", why.message)
+	}
+	markStalled(st, bench.Generation, r.Clock.Now(), why.reason, why.message)
 }
 
 // reconcileRun advances the run by at most one step, recording what it saw in
@@ -132,11 +158,8 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if findings.blocked() {
-			if !isStalled(st) {
-				r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, findings.reason, "Preflight", "%s", findings.message)
-			}
-			markStalled(st, bench.Generation, now, findings.reason, findings.message)
+		if findings != nil {
+			r.stall(bench, "Preflight", findings)
 			return ctrl.Result{RequeueAfter: preflightRetry}, nil
 		}
 		if isStalled(st) {
@@ -166,7 +189,6 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	if st.Progress == nil {
 		r.enterStep(bench, plan, pos)
 	}
-	markProgressing(st, bench.Generation, now, step)
 
 	outcome, err := r.act(ctx, bench, step)
 	if err != nil {
@@ -177,7 +199,12 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		r.fail(ctx, bench, outcome.failure.reason, outcome.failure.message)
 		r.cleanUpAfterFailure(ctx, bench)
 		return ctrl.Result{}, nil
-	case !outcome.done:
+	case outcome.stalled != nil:
+		r.stall(bench, string(step.Kind), outcome.stalled)
+		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
+	}
+	markProgressing(st, bench.Generation, now, step)
+	if !outcome.done {
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
 
@@ -193,10 +220,12 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 }
 
 // stepOutcome is what acting on a step found: done, still going (requeue after, or wait for
-// a watched object), or failed with a reason the user can act on.
+// a watched object), stalled on something the user must fix (still waiting, Stalled=True),
+// or failed with a reason the user can act on.
 type stepOutcome struct {
 	done         bool
 	requeueAfter time.Duration
+	stalled      *stepFailure
 	failure      *stepFailure
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -255,12 +256,14 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 	}
 }
 
+// provisionedBenchmark provisions a 3-node CouchDB with the Apache chart, kept in a ConfigMap
+// of the namespace.
 func provisionedBenchmark(t *testing.T, namespace string) *benchv1.CouchBenchmark {
 	return &benchv1.CouchBenchmark{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "prov"},
 		Spec: benchv1.CouchBenchmarkSpec{
 			CouchDB: benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{
-				Chart: &benchv1.ChartSource{Path: testChartPath(t)}, ClusterSize: 3,
+				Chart: chartConfigMap(t, namespace), ClusterSize: 3,
 				Image: benchv1.ImageSource{Repository: "couchdb", Tag: "3.4.3"},
 			}},
 			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}},
@@ -359,16 +362,43 @@ func TestDeletionMidRunUninstallsTheRelease(t *testing.T) {
 	}
 }
 
-func TestInvalidChartFailsWithWhatToFix(t *testing.T) {
+// A chart kept in a ConfigMap: the run waits (Stalled, saying what to fix) while the ConfigMap
+// is missing or ambiguous, and fails with ChartFailed when it holds no chart.
+func TestChartConfigMapProblemsSayWhatToFix(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
 	bench := provisionedBenchmark(t, ns)
-	bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{Path: "/no/such/chart"}
+	bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "my-chart"}}
 	create(t, bench)
-	got := h.drive(bench, 5)
+
+	h.reconcile(bench) // adds the finalizer
+	_, got := h.reconcile(bench)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
-	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonChartFailed || !strings.Contains(stalled.Message, "/no/such/chart") {
-		t.Fatalf("phase %s, Stalled %+v; want ChartFailed naming the path", got.Status.Phase, stalled)
+	if stalled == nil || stalled.Reason != reasonChartNotFound || !strings.Contains(stalled.Message, `ConfigMap "my-chart"`) ||
+		!strings.Contains(stalled.Message, "kubectl create configmap my-chart") || got.Status.StartTime != nil {
+		t.Fatalf("Stalled %+v, start %v; want ChartNotFound saying how to make the ConfigMap, and no start", stalled, got.Status.StartTime)
+	}
+
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "my-chart"},
+		BinaryData: map[string][]byte{"a.tgz": []byte("one"), "b.tgz": []byte("two")},
+	}
+	create(t, cm)
+	_, got = h.reconcile(bench)
+	stalled = meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if stalled == nil || !strings.Contains(stalled.Message, `holds 2 keys ("a.tgz", "b.tgz")`) || !strings.Contains(stalled.Message, "configMap.key") {
+		t.Fatalf("Stalled %+v; want the keys listed and configMap.key named", stalled)
+	}
+
+	cm.BinaryData = map[string][]byte{"a.tgz": []byte("not a chart")}
+	if err := env.Client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	got = h.drive(bench, 5)
+	stalled = meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonChartFailed ||
+		!strings.Contains(stalled.Message, "ConfigMap "+ns+"/my-chart") || !strings.Contains(stalled.Message, "not a packaged Helm chart") {
+		t.Fatalf("phase %s, Stalled %+v; want ChartFailed naming the ConfigMap", got.Status.Phase, stalled)
 	}
 }
 
@@ -428,5 +458,117 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 	got = h.drive(bench, 40)
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s", got.Status.Phase)
+	}
+}
+
+// A CouchDB pod whose image the node cannot get is reported at once (Stalled, naming the
+// image), not after the cluster timeout; the run waits, and goes on once the pod starts.
+func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	h.serviceURL = srv.URL
+	bench := provisionedBenchmark(t, ns)
+	create(t, bench)
+	adminSecretFor(t, bench, "js", "pw")
+	h.reconcile(bench) // finalizer
+	h.reconcile(bench) // provision
+	_, got := h.reconcile(bench)
+	if got.Status.Progress.Step != string(stepCluster) {
+		t.Fatalf("progress %+v, want the cluster step", got.Status.Progress)
+	}
+	release := builders.ReleaseName(got, "js")
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-0",
+			Labels: map[string]string{"app": "couchdb", "release": release}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
+	}
+	create(t, pod)
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "couchdb", Image: "couchdb:3.4.3", State: corev1.ContainerState{
+		Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: `Container image "couchdb:3.4.3" is not present with pull policy of Never`},
+	}}}
+	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+
+	_, got = h.reconcile(bench)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseRunning || stalled == nil || stalled.Reason != reasonImagePullFailed ||
+		!strings.Contains(stalled.Message, "couchdb:3.4.3") || !strings.Contains(stalled.Message, pod.Name) {
+		t.Fatalf("phase %s, Stalled %+v; want Running and Stalled ImagePullFailed naming the pod and image", got.Status.Phase, stalled)
+	}
+	_, again := h.reconcile(bench)
+	if again.ResourceVersion != got.ResourceVersion {
+		t.Error("a reconcile that saw the same stall wrote the benchmark again")
+	}
+	if evs := drainEvents(h); strings.Count(evs, "Warning ImagePullFailed") != 1 {
+		t.Errorf("want one ImagePullFailed event, got:\n%s", evs)
+	}
+
+	pod.Status.ContainerStatuses[0].State = corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
+		t.Fatal(err)
+	}
+	got = h.drive(bench, 40)
+	if got.Status.Phase != benchv1.PhaseSucceeded || meta.FindStatusCondition(got.Status.Conditions, conditionStalled) != nil {
+		t.Fatalf("phase %s, conditions %+v; want Succeeded and no Stalled once the image is there", got.Status.Phase, got.Status.Conditions)
+	}
+}
+
+// failingUninstall is Helm that cannot uninstall, as when a permission is missing.
+type failingUninstall struct {
+	Releases
+	err error
+}
+
+func (f *failingUninstall) Uninstall(ctx context.Context, namespace, release string) error {
+	if f.err != nil {
+		return f.err
+	}
+	return f.Releases.Uninstall(ctx, namespace, release)
+}
+
+// A step whose reconcile keeps failing says so where users look: a current condition naming
+// the step and the error, and one Warning event; the run goes on once the error is gone.
+func TestReconcileErrorsAreReported(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	h.serviceURL = srv.URL
+	broken := &failingUninstall{Releases: h.r.Releases, err: errors.New(`secrets "x" is forbidden: cannot delete`)}
+	h.r.Releases = broken
+	bench := provisionedBenchmark(t, ns)
+	create(t, bench)
+	adminSecretFor(t, bench, "js", "pw")
+
+	var got *benchv1.CouchBenchmark
+	var err error
+	for range 40 {
+		_, got, err = h.tryReconcile(bench)
+		if err != nil {
+			break
+		}
+		h.playKubelet(got)
+		h.clock.SetTime(h.clock.Now().Add(time.Second))
+	}
+	if err == nil || got.Status.Progress.Step != string(stepTeardown) {
+		t.Fatalf("err %v, progress %+v: want the teardown to fail", err, got.Status.Progress)
+	}
+	reconciling := meta.FindStatusCondition(got.Status.Conditions, conditionReconciling)
+	if reconciling == nil || reconciling.Reason != reasonReconcileError || !strings.Contains(reconciling.Message, "step teardown") ||
+		!strings.Contains(reconciling.Message, "forbidden") {
+		t.Fatalf("Reconciling %+v; want ReconcileError naming the step and the error", reconciling)
+	}
+	if _, _, err := h.tryReconcile(bench); err == nil {
+		t.Fatal("the second teardown succeeded with Helm still failing")
+	}
+	if evs := drainEvents(h); strings.Count(evs, "Warning ReconcileError") != 1 || !strings.Contains(evs, "forbidden") {
+		t.Errorf("want one ReconcileError event for the same error, got:\n%s", evs)
+	}
+
+	broken.err = nil
+	got = h.drive(bench, 5)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
 }

@@ -3,11 +3,13 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -33,7 +35,8 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 		return stepOutcome{}, err
 	}
 	if int(sts.Status.ReadyReplicas) < size {
-		return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
+		stall, err := r.podProblem(ctx, bench.Namespace, release)
+		return stepOutcome{requeueAfter: pollWhileProvisioning, stalled: stall}, err
 	}
 
 	c, err := r.couchClient(ctx, bench, qs)
@@ -56,6 +59,46 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 		return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
 	}
 	return stepOutcome{done: true}, nil
+}
+
+// Waiting reasons of a container that will not start by itself. The run waits on (the image
+// may be loaded into the node, a Secret fixed), but says so at once instead of after the
+// cluster timeout.
+var (
+	imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
+		"InvalidImageName": true, "ErrImageInspect": true, "RegistryUnavailable": true}
+	notStartingReasons = map[string]bool{"CrashLoopBackOff": true, "CreateContainerConfigError": true,
+		"CreateContainerError": true, "RunContainerError": true}
+)
+
+// podProblem finds the first container of the release's CouchDB pods that is stuck: an
+// image the node cannot get, or a container that does not start. nil when none is.
+func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, namespace, release string) (*stepFailure, error) {
+	// Read past the cache: the operator keeps no watch on every pod of the cluster.
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app": "couchdb", "release": release}); err != nil {
+		return nil, err
+	}
+	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
+	for _, pod := range pods.Items {
+		statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
+		for _, cs := range statuses {
+			w := cs.State.Waiting
+			switch {
+			case w == nil:
+			case imagePullReasons[w.Reason]:
+				return &stepFailure{reason: reasonImagePullFailed, message: fmt.Sprintf(
+					"pod %s cannot get image %s for container %s (%s: %s); load the image into the cluster's nodes "+
+						"or name one they can pull (spec.couchdb.provision.image, queryServers[].image, values.initImage)",
+					pod.Name, cs.Image, cs.Name, w.Reason, w.Message)}, nil
+			case notStartingReasons[w.Reason]:
+				return &stepFailure{reason: reasonPodNotStarting, message: fmt.Sprintf(
+					"pod %s: container %s (image %s) does not start (%s: %s); see kubectl logs -n %s %s -c %s",
+					pod.Name, cs.Name, cs.Image, w.Reason, w.Message, namespace, pod.Name, cs.Name)}, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // pastClusterTimeout fails a provisioning step that has taken longer than clusterTimeout.

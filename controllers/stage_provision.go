@@ -3,8 +3,15 @@ package controllers
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -30,7 +37,13 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	if err != nil {
 		return failed(reasonChartFailed, "Helm values for query server %s: %v", qs.Name, err), nil
 	}
-	ref := chartRef(bench.Spec.CouchDB.Provision.Chart)
+	ref, problem, err := r.chartRef(ctx, bench)
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if problem != "" {
+		return failed(reasonChartFailed, "%s", problem), nil
+	}
 	release := builders.ReleaseName(bench, qs.Name)
 	st, err := r.Releases.Install(ctx, bench.Namespace, release, ref, values, builders.Labels(bench, qs.Name, ""))
 	if err != nil && !errors.Is(err, helmrelease.ErrReleaseFailed) {
@@ -52,10 +65,76 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	}
 }
 
-// chartRef is the chart a spec names; the API server defaults it to the Apache chart.
-func chartRef(c *benchv1.ChartSource) helmrelease.ChartRef {
+// chartRef is the chart a spec names (the API server defaults it to the Apache chart), with
+// a chart kept in a ConfigMap read into memory. problem says what to fix when the ConfigMap
+// does not hold a chart.
+func (r *CouchBenchmarkReconciler) chartRef(ctx context.Context, bench *benchv1.CouchBenchmark) (helmrelease.ChartRef, string, error) {
+	c := bench.Spec.CouchDB.Provision.Chart
 	if c == nil {
-		return helmrelease.ChartRef{}
+		return helmrelease.ChartRef{}, "", nil
 	}
-	return helmrelease.ChartRef{Repository: c.Repository, Name: c.Name, Version: c.Version, Path: c.Path}
+	ref := helmrelease.ChartRef{Repository: c.Repository, Name: c.Name, Version: c.Version}
+	if c.ConfigMap == nil {
+		return ref, "", nil
+	}
+	archive, problem, err := r.chartArchive(ctx, bench.Namespace, *c.ConfigMap)
+	ref.Archive, ref.ArchiveSource = archive, chartArchiveSource(bench.Namespace, *c.ConfigMap)
+	return ref, problem, err
+}
+
+// chartArchive reads the packaged chart from its ConfigMap: the named key, or the only one.
+// problem says what is wrong with the ConfigMap, for the user to fix.
+func (r *CouchBenchmarkReconciler) chartArchive(ctx context.Context, namespace string, src benchv1.ChartConfigMap) ([]byte, string, error) {
+	var cm corev1.ConfigMap
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: namespace, Name: src.Name}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil, fmt.Sprintf("ConfigMap %q named in spec.couchdb.provision.chart.configMap does not exist in namespace %q; "+
+			"create it from the packaged chart: kubectl create configmap %s --from-file=CHART.tgz", src.Name, namespace, src.Name), nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("reading the chart ConfigMap %q: %w", src.Name, err)
+	}
+	archives := map[string][]byte{}
+	for k, v := range cm.BinaryData {
+		archives[k] = v
+	}
+	for k, v := range cm.Data {
+		archives[k] = []byte(v)
+	}
+	if src.Key != "" {
+		if data, ok := archives[src.Key]; ok {
+			return data, "", nil
+		}
+		return nil, fmt.Sprintf("ConfigMap %q has no key %q (spec.couchdb.provision.chart.configMap.key); it has %s",
+			src.Name, src.Key, keyList(archives)), nil
+	}
+	if len(archives) != 1 {
+		return nil, fmt.Sprintf("ConfigMap %q holds %d keys (%s): name the chart archive's in spec.couchdb.provision.chart.configMap.key",
+			src.Name, len(archives), keyList(archives)), nil
+	}
+	for _, data := range archives {
+		return data, "", nil
+	}
+	return nil, "", nil
+}
+
+// chartArchiveSource names a ConfigMap chart in messages.
+func chartArchiveSource(namespace string, src benchv1.ChartConfigMap) string {
+	s := fmt.Sprintf("ConfigMap %s/%s", namespace, src.Name)
+	if src.Key != "" {
+		s += fmt.Sprintf(" key %q", src.Key)
+	}
+	return s
+}
+
+func keyList(m map[string][]byte) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, strconv.Quote(k))
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
 }

@@ -59,13 +59,15 @@ type ProvisionedCouchDB struct {
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
 }
 
-// ChartSource locates a Helm chart: a repository (HTTP or OCI) or a local path.
-// +kubebuilder:validation:XValidation:rule="has(self.repository) != has(self.path)",message="set chart.repository (an https:// Helm repository or an oci:// reference) or chart.path (a chart directory or .tgz in the operator's filesystem), not both"
+// ChartSource locates a Helm chart: a Helm repository (https://, or http:// inside the
+// cluster), an OCI registry (oci://), or a packaged chart (.tgz) kept in a ConfigMap of the
+// benchmark's namespace, for clusters that cannot reach a repository.
+// +kubebuilder:validation:XValidation:rule="has(self.repository) != has(self.configMap)",message="set chart.repository (a Helm repository URL or an oci:// reference) or chart.configMap (a ConfigMap holding the packaged chart), not both"
 // +kubebuilder:validation:XValidation:rule="!has(self.repository) || has(self.version)",message="chart.version is required with chart.repository, so that every run installs the same chart"
-// +kubebuilder:validation:XValidation:rule="!has(self.repository) || self.repository.startsWith('oci://') || has(self.name)",message="chart.name is required with an https:// chart.repository"
+// +kubebuilder:validation:XValidation:rule="!has(self.repository) || self.repository.startsWith('oci://') || has(self.name)",message="chart.name is required with an http(s):// chart.repository"
 type ChartSource struct {
-	// Repository is a Helm repository URL (https://...) or an OCI reference
-	// (oci://registry/path/couchdb).
+	// Repository is a Helm repository URL (https://..., or http://... for one served inside
+	// the cluster) or an OCI reference (oci://registry/path/couchdb).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^(https?|oci)://\S+$`
@@ -76,16 +78,33 @@ type ChartSource struct {
 	// +kubebuilder:validation:MaxLength=253
 	Name string `json:"name,omitempty"`
 
-	// Version is the chart version.
+	// Version is the chart version. With configMap it is optional and, when set, must be the
+	// version of the chart the ConfigMap holds.
 	// +optional
 	// +kubebuilder:validation:MaxLength=128
 	Version string `json:"version,omitempty"`
 
-	// Path is a chart directory or packaged chart in the operator's filesystem, for
-	// air-gapped clusters and tests.
+	// ConfigMap holds the packaged chart (the .tgz of `helm package`), e.g. made with
+	// `kubectl create configmap couchdb-chart --from-file=couchdb-4.6.2.tgz`: no repository
+	// and no internet needed.
 	// +optional
-	// +kubebuilder:validation:MaxLength=1024
-	Path string `json:"path,omitempty"`
+	ConfigMap *ChartConfigMap `json:"configMap,omitempty"`
+}
+
+// ChartConfigMap is a ConfigMap in the benchmark's namespace that holds a packaged chart.
+type ChartConfigMap struct {
+	// Name of the ConfigMap.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Key of the chart archive in the ConfigMap's binaryData (or data). Unset: the ConfigMap
+	// must hold exactly one key.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key,omitempty"`
 }
 
 // ImageSource is a container image by repository and tag.

@@ -70,7 +70,6 @@ func main() {
 	if err := (&controllers.CouchBenchmarkReconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),
-		Scheme:      mgr.GetScheme(),
 		Recorder:    mgr.GetEventRecorder("couchbench"),
 		Clock:       clock.RealClock{},
 		Releases:    releases,

@@ -106,6 +106,11 @@ func TestHelmValuesPerQueryServer(t *testing.T) {
 			if get(t, v, "image.repository") != "registry:5000/couchdb-python" || get(t, v, "image.tag") != "3.4.3" {
 				t.Errorf("image %v", v["image"])
 			}
+			// The init container runs from the arm's own image: nothing else to pull.
+			if get(t, v, "initImage.repository") != "registry:5000/couchdb-python" || get(t, v, "initImage.tag") != "3.4.3" ||
+				get(t, v, "initImage.pullPolicy") != "IfNotPresent" {
+				t.Errorf("initImage %v, want the arm's image, pulled only if missing", v["initImage"])
+			}
 			env, _ := json.Marshal(v["extraEnv"])
 			if string(env) != `[{"name":"COUCHDB_QUERY_SERVER_PYTHON","value":"/usr/local/bin/couchpy"},{"name":"PYTHONHASHSEED","value":"0"}]` {
 				t.Errorf("extraEnv %s", env)
@@ -132,7 +137,8 @@ func TestUserValuesMergeLast(t *testing.T) {
 	p := bench.Spec.CouchDB.Provision
 	p.Storage = &benchv1.Storage{Size: resource.MustParse("20Gi"), StorageClassName: ptr.To("fast")}
 	p.Resources = corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
-	p.Values = &apiextensionsv1.JSON{Raw: []byte(`{"couchdbConfig":{"couchdb":{"max_document_size":50000000}},"image":{"tag":"3.5.0"},"networkPolicy":{"enabled":false}}`)}
+	p.Values = &apiextensionsv1.JSON{Raw: []byte(`{"couchdbConfig":{"couchdb":{"max_document_size":50000000}},"image":{"tag":"3.5.0"},` +
+		`"initImage":{"repository":"registry.local/busybox","tag":"1.37"},"networkPolicy":{"enabled":false}}`)}
 	values, err := HelmValues(bench, bench.Spec.QueryServers[0])
 	if err != nil {
 		t.Fatal(err)
@@ -142,6 +148,8 @@ func TestUserValuesMergeLast(t *testing.T) {
 		"image.repository": "couchdb", // merged, not replaced
 		"couchdbConfig.couchdb.max_document_size": float64(50000000),
 		"networkPolicy.enabled":                   false,
+		"initImage.repository":                    "registry.local/busybox",
+		"initImage.pullPolicy":                    "IfNotPresent",
 		"persistentVolume.enabled":                true,
 		"persistentVolume.size":                   "20Gi",
 		"persistentVolume.storageClass":           "fast",

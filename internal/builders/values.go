@@ -59,8 +59,13 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 	}
 
 	values := map[string]any{
-		"clusterSize":       int64(p.ClusterSize),
-		"image":             image,
+		"clusterSize": int64(p.ClusterSize),
+		"image":       image,
+		// The chart's init container only copies ini files with sh and cp, which the CouchDB
+		// image has: running it from that image means no second image to pull (the chart's
+		// default is busybox:latest, always pulled), so a cluster that can run CouchDB can run
+		// the init container too. values.initImage overrides it.
+		"initImage":         map[string]any{"repository": image["repository"], "tag": image["tag"], "pullPolicy": "IfNotPresent"},
 		"createAdminSecret": false,
 		"extraSecretName":   AdminSecretName(bench, qs.Name),
 		"couchdbConfig":     config,

@@ -1,6 +1,7 @@
 package helmrelease
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -25,23 +26,30 @@ import (
 )
 
 // ChartRef says where a chart comes from (it mirrors the API's spec.couchdb.provision.chart).
-// Exactly one of Repository and Path is set:
+// Exactly one of Repository, Archive and Path is set:
 //   - Repository "https://..." (or "http://...") with Name and Version: a classic Helm
 //     repository; its index.yaml is fetched, Version resolved in it (an exact version, a semver
 //     range, or empty for the latest stable one), and the chart's .tgz downloaded.
 //   - Repository "oci://registry/path/couchdb" with Version (a tag, a semver range, or empty to
 //     use the reference's own tag): an OCI registry. Name is unused.
-//   - Path: a chart directory or .tgz archive on the operator's filesystem.
+//   - Archive: a packaged chart (.tgz) the caller read, e.g. from a ConfigMap; ArchiveSource
+//     names where it came from, for messages. Version, when set, must be the chart's.
+//   - Path: a chart directory or .tgz archive on the local filesystem (tests and tools that
+//     install a chart from a checkout).
 type ChartRef struct {
-	Repository string
-	Name       string
-	Version    string
-	Path       string
+	Repository    string
+	Name          string
+	Version       string
+	Archive       []byte
+	ArchiveSource string
+	Path          string
 }
 
 // String describes the reference for messages.
 func (r ChartRef) String() string {
 	switch {
+	case r.Archive != nil:
+		return "chart from " + r.ArchiveSource
 	case r.Path != "":
 		return "chart at " + r.Path
 	case registry.IsOCI(r.Repository):
@@ -69,16 +77,24 @@ func (m *Manager) LoadChart(ctx context.Context, ref ChartRef) (*chart.Chart, er
 		ch  *chart.Chart
 		err error
 	)
+	sources := 0
+	for _, set := range []bool{ref.Repository != "", ref.Archive != nil, ref.Path != ""} {
+		if set {
+			sources++
+		}
+	}
 	switch {
-	case ref.Path != "" && ref.Repository != "":
-		return nil, fmt.Errorf("chart reference sets both path %q and repository %q: set one", ref.Path, ref.Repository)
+	case sources > 1:
+		return nil, fmt.Errorf("%s: the chart reference sets more than one of repository, archive and path: set one", ref)
+	case ref.Archive != nil:
+		ch, err = loadArchive(ref)
 	case ref.Path != "":
 		ch, err = loader.Load(ref.Path)
 		if err != nil {
 			err = fmt.Errorf("loading the chart at %s: %w", ref.Path, err)
 		}
 	case ref.Repository == "":
-		return nil, errors.New("chart reference sets neither a repository nor a path")
+		return nil, errors.New("chart reference sets neither a repository, an archive nor a path")
 	case registry.IsOCI(ref.Repository):
 		ch, err = m.loadFromRegistry(ref)
 	case strings.HasPrefix(ref.Repository, "https://") || strings.HasPrefix(ref.Repository, "http://"):
@@ -105,6 +121,19 @@ func checkInstallable(ch *chart.Chart) error {
 		}
 	}
 	return nil
+}
+
+// loadArchive loads a packaged chart held in memory, checking the version asked for.
+func loadArchive(ref ChartRef) (*chart.Chart, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(ref.Archive))
+	if err != nil {
+		return nil, fmt.Errorf("%s is not a packaged Helm chart (.tgz): %w", ref.ArchiveSource, err)
+	}
+	if ref.Version != "" && ch.Metadata.Version != ref.Version {
+		return nil, fmt.Errorf("%s holds chart %s version %s, not the version %s asked for",
+			ref.ArchiveSource, ch.Name(), ch.Metadata.Version, ref.Version)
+	}
+	return ch, nil
 }
 
 // loadFromRepository resolves ref.Name and ref.Version in a classic repository's index.yaml.

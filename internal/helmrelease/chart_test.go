@@ -9,27 +9,24 @@ import (
 	"sync"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/lint"
-	"helm.sh/helm/v3/pkg/lint/support"
 	"helm.sh/helm/v3/pkg/repo"
+
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
-// requiredValues are the values the test chart cannot render without, as the Apache chart's.
-func requiredValues() map[string]any {
-	return map[string]any{"couchdbConfig": map[string]any{"couchdb": map[string]any{"uuid": testUUID}}}
-}
-
-// packageChart packages the test chart with Helm's own `helm package` into dir.
-func packageChart(t *testing.T, dir string) string {
+// chartArchive copies the Apache chart's packaged archive into dir, as a chart repository
+// serves it, and returns its path.
+func chartArchive(t *testing.T, dir string) string {
 	t.Helper()
-	pkg := action.NewPackage()
-	pkg.Destination = dir
-	archive, err := pkg.Run(chartDir(t), nil)
+	data, err := os.ReadFile(testenv.ApacheChart(t))
 	if err != nil {
-		t.Fatalf("packaging the test chart: %v", err)
+		t.Fatal(err)
 	}
-	return archive
+	path := filepath.Join(dir, "couchdb-"+testenv.ApacheChartVersion+".tgz")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // chartRepository serves dir as a classic Helm repository (index.yaml and archives, as
@@ -43,7 +40,7 @@ type chartRepository struct {
 func newChartRepository(t *testing.T) *chartRepository {
 	t.Helper()
 	dir := t.TempDir()
-	packageChart(t, dir)
+	chartArchive(t, dir)
 	index, err := repo.IndexDirectory(dir, "")
 	if err != nil {
 		t.Fatal(err)
@@ -75,16 +72,16 @@ func TestInstallFromRepository(t *testing.T) {
 	cache := t.TempDir()
 	m := newManager(t, cache)
 	ns := env.Namespace(t)
-	ref := ChartRef{Repository: srv.URL, Name: "couchdb", Version: "0.1.0-test"}
+	ref := ChartRef{Repository: srv.URL, Name: "couchdb", Version: testenv.ApacheChartVersion}
 
 	st, err := m.Install(ctx, ns, "fromrepo", ref, benchValues(), nil)
-	if err != nil || st.State != Deployed || st.ChartVersion != "0.1.0-test" {
-		t.Fatalf("Install from %s = %+v, %v; want Deployed 0.1.0-test", srv.URL, st, err)
+	if err != nil || st.State != Deployed || st.ChartVersion != testenv.ApacheChartVersion {
+		t.Fatalf("Install from %s = %+v, %v; want Deployed %s", srv.URL, st, err, testenv.ApacheChartVersion)
 	}
-	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-0.1.0-test.tgz") != 1 {
+	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-"+testenv.ApacheChartVersion+".tgz") != 1 {
 		t.Errorf("requests = %v, want index.yaml and the archive once each", srv.requests)
 	}
-	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(srv.URL), "couchdb-0.1.0-test.tgz")); err != nil {
+	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(srv.URL), "couchdb-"+testenv.ApacheChartVersion+".tgz")); err != nil {
 		t.Errorf("downloaded chart not cached: %v", err)
 	}
 
@@ -92,18 +89,18 @@ func TestInstallFromRepository(t *testing.T) {
 	// Manager started afterwards on the same cache (an operator restart).
 	again := newManager(t, cache)
 	ch, err := again.LoadChart(ctx, ref)
-	if err != nil || ch.Metadata.Version != "0.1.0-test" {
+	if err != nil || ch.Metadata.Version != testenv.ApacheChartVersion {
 		t.Fatalf("LoadChart from the cache = %v, %v", ch, err)
 	}
-	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-0.1.0-test.tgz") != 1 {
+	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-"+testenv.ApacheChartVersion+".tgz") != 1 {
 		t.Errorf("requests = %v after a cached load, want no new ones", srv.requests)
 	}
 
 	// A range reads the index again, then uses the cached archive.
-	if _, err := again.LoadChart(ctx, ChartRef{Repository: srv.URL, Name: "couchdb", Version: ">=0.1.0-0 <0.2.0"}); err != nil {
+	if _, err := again.LoadChart(ctx, ChartRef{Repository: srv.URL, Name: "couchdb", Version: ">=4.6.0 <4.7.0"}); err != nil {
 		t.Fatalf("LoadChart with a range: %v", err)
 	}
-	if srv.count("/index.yaml") != 2 || srv.count("/couchdb-0.1.0-test.tgz") != 1 {
+	if srv.count("/index.yaml") != 2 || srv.count("/couchdb-"+testenv.ApacheChartVersion+".tgz") != 1 {
 		t.Errorf("requests = %v after a range, want the index twice and the archive once", srv.requests)
 	}
 }
@@ -120,24 +117,24 @@ func TestRepositoryErrors(t *testing.T) {
 	}{{
 		name: "unknown version",
 		ref:  ChartRef{Repository: srv.URL, Name: "couchdb", Version: "9.9.9"},
-		want: []string{`"9.9.9"`, srv.URL, "0.1.0-test"},
+		want: []string{`"9.9.9"`, srv.URL, testenv.ApacheChartVersion},
 	}, {
-		// Helm picks the latest stable version when none is given; the test chart has only a
-		// pre-release.
-		name: "no stable version",
-		ref:  ChartRef{Repository: srv.URL, Name: "couchdb"},
-		want: []string{"no stable version", srv.URL, "0.1.0-test"},
+		// Helm picks the latest stable version when none is given; the repository has no
+		// stable version in that range.
+		name: "no version in the range",
+		ref:  ChartRef{Repository: srv.URL, Name: "couchdb", Version: ">=5.0.0"},
+		want: []string{`">=5.0.0"`, srv.URL, testenv.ApacheChartVersion},
 	}, {
 		name: "unknown chart",
 		ref:  ChartRef{Repository: srv.URL, Name: "postgres", Version: "1.0.0"},
 		want: []string{`"postgres"`, srv.URL, "couchdb"},
 	}, {
 		name: "not a repository",
-		ref:  ChartRef{Repository: srv.URL + "/nothing-here", Name: "couchdb", Version: "0.1.0-test"},
+		ref:  ChartRef{Repository: srv.URL + "/nothing-here", Name: "couchdb", Version: testenv.ApacheChartVersion},
 		want: []string{srv.URL + "/nothing-here/index.yaml", "404"},
 	}, {
 		name: "no chart name",
-		ref:  ChartRef{Repository: srv.URL, Version: "0.1.0-test"},
+		ref:  ChartRef{Repository: srv.URL, Version: testenv.ApacheChartVersion},
 		want: []string{srv.URL, "no chart name"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,8 +184,14 @@ func TestLoadChartErrors(t *testing.T) {
 		{"missing path", ChartRef{Path: missing}, []string{missing}},
 		{"not a chart", ChartRef{Path: notAChart}, []string{notAChart, "Chart.yaml"}},
 		{"library chart", ChartRef{Path: library}, []string{library, "library chart"}},
-		{"path and repository", ChartRef{Path: missing, Repository: "https://example.invalid"}, []string{"both"}},
+		{"path and repository", ChartRef{Path: missing, Repository: "https://example.invalid"}, []string{"more than one"}},
+		{"archive and repository", ChartRef{Archive: []byte("x"), ArchiveSource: "ConfigMap a/b", Repository: "https://example.invalid"},
+			[]string{"more than one"}},
 		{"nothing", ChartRef{}, []string{"neither"}},
+		{"archive that is not a chart", ChartRef{Archive: []byte("not a tarball"), ArchiveSource: `ConfigMap ns/charts key "couchdb.tgz"`},
+			[]string{`ConfigMap ns/charts key "couchdb.tgz"`, "not a packaged Helm chart"}},
+		{"archive of another version", ChartRef{Archive: apacheArchive(t), ArchiveSource: "ConfigMap ns/charts", Version: "4.5.0"},
+			[]string{"ConfigMap ns/charts", "4.6.2", "4.5.0"}},
 		{"unsupported scheme", ChartRef{Repository: "ftp://charts.example.invalid", Name: "couchdb"}, []string{"ftp://charts.example.invalid"}},
 		{"bad OCI reference", ChartRef{Repository: "oci://registry.example.invalid/Bad Name", Version: "1.0.0"},
 			[]string{"oci://registry.example.invalid/Bad Name", `"1.0.0"`}},
@@ -210,14 +213,24 @@ func TestLoadChartErrors(t *testing.T) {
 	}
 }
 
-// TestChartLints runs `helm lint` (Helm's lint package) on the test chart with the values it
-// requires, and fails on any warning or error.
-func TestChartLints(t *testing.T) {
-	linter := lint.All(chartDir(t), requiredValues(), "default", true)
-	for _, msg := range linter.Messages {
-		t.Logf("helm lint: %s", msg)
+// apacheArchive is the Apache chart's packaged archive, as a ConfigMap would hold it.
+func apacheArchive(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile(testenv.ApacheChart(t))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if linter.HighestSeverity >= support.WarningSev {
-		t.Fatalf("helm lint of %s found problems (see the log)", chartDir(t))
+	return data
+}
+
+// A chart held in memory (read from a ConfigMap by the operator) installs like any other.
+func TestInstallFromArchive(t *testing.T) {
+	ctx := testContext(t)
+	m := newManager(t, "")
+	ns := env.Namespace(t)
+	ref := ChartRef{Archive: apacheArchive(t), ArchiveSource: "ConfigMap " + ns + "/couchdb-chart", Version: testenv.ApacheChartVersion}
+	st, err := m.Install(ctx, ns, "fromarchive", ref, benchValues(), nil)
+	if err != nil || st.State != Deployed || st.ChartVersion != testenv.ApacheChartVersion {
+		t.Fatalf("Install from an archive = %+v, %v; want Deployed %s", st, err, testenv.ApacheChartVersion)
 	}
 }

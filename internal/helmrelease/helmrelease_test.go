@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -30,9 +29,10 @@ func TestMain(m *testing.M) {
 
 const testUUID = "0123456789abcdef0123456789abcdef"
 
-func chartDir(t *testing.T) string {
+// apacheChart is the real Apache CouchDB chart from the CouchDB kit.
+func apacheChart(t *testing.T) ChartRef {
 	t.Helper()
-	return filepath.Join(testenv.ModuleRoot(t), "test", "charts", "couchdb-lite")
+	return ChartRef{Path: testenv.ApacheChart(t)}
 }
 
 func newManager(t *testing.T, cacheDir string) *Manager {
@@ -98,7 +98,7 @@ func TestInstallStatusUninstall(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
 	ns := env.Namespace(t)
-	ref := ChartRef{Path: chartDir(t)}
+	ref := apacheChart(t)
 	labels := map[string]string{"couchbench.io/benchmark": "views-small"}
 
 	st, err := m.Status(ctx, ns, "bench")
@@ -110,7 +110,7 @@ func TestInstallStatusUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Install: %v", err)
 	}
-	want := Status{State: Deployed, Description: "Install complete", ChartVersion: "0.1.0-test", AppVersion: "3.4.3"}
+	want := Status{State: Deployed, Description: "Install complete", ChartVersion: testenv.ApacheChartVersion, AppVersion: "3.5.0"}
 	if st != want {
 		t.Fatalf("Install = %+v, want %+v", st, want)
 	}
@@ -243,7 +243,7 @@ func TestInstallWithoutUUID(t *testing.T) {
 	values := benchValues()
 	values["couchdbConfig"] = map[string]any{"couchdb": map[string]any{"js_engine": "quickjs"}}
 
-	st, err := m.Install(ctx, ns, "nouuid", ChartRef{Path: chartDir(t)}, values, nil)
+	st, err := m.Install(ctx, ns, "nouuid", apacheChart(t), values, nil)
 	if err == nil || !strings.Contains(err.Error(), "couchdbConfig.couchdb.uuid") {
 		t.Fatalf("Install without a uuid: err = %v, want one naming couchdbConfig.couchdb.uuid", err)
 	}
@@ -271,7 +271,7 @@ func TestInstallFailedRelease(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
 	ns := env.Namespace(t)
-	ref := ChartRef{Path: chartDir(t)}
+	ref := apacheChart(t)
 	bad := benchValues()
 	bad["clusterSize"] = -1 // the API server refuses negative replicas
 
@@ -300,7 +300,7 @@ func TestInstallFailedRelease(t *testing.T) {
 func TestConcurrentInstalls(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
-	ref := ChartRef{Path: chartDir(t)}
+	ref := apacheChart(t)
 	namespaces := []string{env.Namespace(t), env.Namespace(t), env.Namespace(t)}
 
 	var wg sync.WaitGroup

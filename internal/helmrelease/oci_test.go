@@ -14,10 +14,12 @@ import (
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory" // the registry's storage
 	"github.com/sirupsen/logrus"
 	"helm.sh/helm/v3/pkg/registry"
+
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 // ociRegistry runs a real OCI registry (CNCF Distribution, the one Helm tests against) in
-// process on loopback, with the test chart pushed as <host>/charts/couchdb:0.1.0-test, and
+// process on loopback, with the Apache chart pushed as <host>/charts/couchdb:<version>, and
 // returns its host and a plain-HTTP Helm registry client for it.
 func ociRegistry(t *testing.T) (string, *registry.Client) {
 	t.Helper()
@@ -40,12 +42,12 @@ func ociRegistry(t *testing.T) (string, *registry.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(packageChart(t, t.TempDir()))
+	data, err := os.ReadFile(testenv.ApacheChart(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.Push(data, host+"/charts/couchdb:0.1.0-test"); err != nil {
-		t.Fatalf("pushing the test chart to the test registry: %v", err)
+	if _, err := client.Push(data, host+"/charts/couchdb:"+testenv.ApacheChartVersion); err != nil {
+		t.Fatalf("pushing the Apache chart to the test registry: %v", err)
 	}
 	return host, client
 }
@@ -58,19 +60,19 @@ func TestInstallFromOCIRegistry(t *testing.T) {
 	// The test registry speaks plain HTTP; real registries are reached over HTTPS.
 	m.registry = client
 	ns := env.Namespace(t)
-	ref := ChartRef{Repository: "oci://" + host + "/charts/couchdb", Version: "0.1.0-test"}
+	ref := ChartRef{Repository: "oci://" + host + "/charts/couchdb", Version: testenv.ApacheChartVersion}
 
 	st, err := m.Install(ctx, ns, "fromoci", ref, benchValues(), nil)
-	if err != nil || st.State != Deployed || st.ChartVersion != "0.1.0-test" {
-		t.Fatalf("Install from %s = %+v, %v; want Deployed 0.1.0-test", ref.Repository, st, err)
+	if err != nil || st.State != Deployed || st.ChartVersion != testenv.ApacheChartVersion {
+		t.Fatalf("Install from %s = %+v, %v; want Deployed %s", ref.Repository, st, err, testenv.ApacheChartVersion)
 	}
-	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(ref.Repository), "couchdb-0.1.0-test.tgz")); err != nil {
+	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(ref.Repository), "couchdb-"+testenv.ApacheChartVersion+".tgz")); err != nil {
 		t.Errorf("pulled chart not cached: %v", err)
 	}
 
 	// A semver range is resolved against the registry's tags.
-	ch, err := m.LoadChart(ctx, ChartRef{Repository: ref.Repository, Version: ">=0.1.0-0"})
-	if err != nil || ch.Metadata.Version != "0.1.0-test" {
+	ch, err := m.LoadChart(ctx, ChartRef{Repository: ref.Repository, Version: ">=4.6.0"})
+	if err != nil || ch.Metadata.Version != testenv.ApacheChartVersion {
 		t.Fatalf("LoadChart with a range = %v, %v", ch, err)
 	}
 

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/yaml"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
@@ -29,6 +32,9 @@ type Env struct {
 	Client client.Client
 	Scheme *runtime.Scheme
 	env    *envtest.Environment
+
+	operatorRBAC    sync.Once
+	operatorRBACErr error
 }
 
 // Run starts the API server, runs the package's tests and stops it: call it from TestMain
@@ -90,7 +96,7 @@ func (e *Env) Namespace(t *testing.T) string {
 }
 
 // ModuleRoot is the directory of the project's go.mod.
-func ModuleRoot(t *testing.T) string {
+func ModuleRoot(t testing.TB) string {
 	t.Helper()
 	root, err := moduleRoot()
 	if err != nil {
@@ -114,4 +120,74 @@ func moduleRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// ApacheChartVersion is the version of the real Apache CouchDB Helm chart the tests install.
+const ApacheChartVersion = "4.6.2"
+
+// ApacheChart is the path of the real Apache CouchDB Helm chart (packaged, .tgz) in the
+// CouchDB kit: $COUCHDB_KIT, which `make test` sets, or ../shared/apache-couchdb beside the
+// checkout. A test that needs it fails when it is missing.
+func ApacheChart(t testing.TB) string {
+	t.Helper()
+	kit := os.Getenv("COUCHDB_KIT")
+	if kit == "" {
+		root, err := moduleRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		kit = filepath.Join(root, "..", "shared", "apache-couchdb")
+	}
+	path := filepath.Join(kit, "couchdb-chart-"+ApacheChartVersion+".tgz")
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the Apache CouchDB chart %s is missing (set COUCHDB_KIT to the kit's directory; `make test` does): %v", ApacheChartVersion, err)
+	}
+	return path
+}
+
+// OperatorServiceAccount is the identity OperatorConfig acts as.
+const OperatorServiceAccount = "system:serviceaccount:couchbench-system:couchbench-manager"
+
+// OperatorConfig is a config for the API server that acts as the operator's service account,
+// bound to the ClusterRole the project generates from its RBAC markers (config/rbac/role.yaml)
+// and to nothing else: a verb the operator uses but does not ask for is refused, as in a
+// real cluster. The role and binding are made once per API server.
+func (e *Env) OperatorConfig(t testing.TB) *rest.Config {
+	t.Helper()
+	e.operatorRBAC.Do(func() { e.operatorRBACErr = e.installOperatorRBAC() })
+	if e.operatorRBACErr != nil {
+		t.Fatalf("installing the operator's RBAC: %v", e.operatorRBACErr)
+	}
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: OperatorServiceAccount}
+	return cfg
+}
+
+func (e *Env) installOperatorRBAC() error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
+	if err != nil {
+		return err
+	}
+	var role rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &role); err != nil {
+		return fmt.Errorf("config/rbac/role.yaml: %w", err)
+	}
+	role.Name = "couchbench-manager-role"
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "couchbench-manager-rolebinding"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: "couchbench-system", Name: "couchbench-manager"}},
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, obj := range []client.Object{&role, binding} {
+		if err := e.Client.Create(ctx, obj); err != nil {
+			return err
+		}
+	}
+	return nil
 }
