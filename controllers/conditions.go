@@ -54,7 +54,7 @@ func markStalled(status *benchv1.CouchBenchmarkStatus, generation int64, now tim
 
 // markProgressing records the step under way.
 func markProgressing(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, step planStep) {
-	message := fmt.Sprintf("query server %s: %s", step.Arm, step.Kind)
+	message := fmt.Sprintf("query server %s: %s", step.Arm, step.Step)
 	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
 	setCondition(status, generation, now, conditionReconciling, metav1.ConditionTrue, reasonRunning, message)
 	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)

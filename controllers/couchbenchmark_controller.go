@@ -200,7 +200,7 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		r.cleanUpAfterFailure(ctx, bench)
 		return ctrl.Result{}, nil
 	case outcome.stalled != nil:
-		r.stall(bench, string(step.Kind), outcome.stalled)
+		r.stall(bench, string(step.Step), outcome.stalled)
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
 	markProgressing(st, bench.Generation, now, step)
@@ -208,8 +208,8 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
 
-	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Kind), "query server %s: %s done", step.Arm, step.Kind)
-	stepDuration.WithLabelValues(string(step.Kind)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "query server %s: %s done", step.Arm, step.Step)
+	stepDuration.WithLabelValues(string(step.Step)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
 	if pos+1 == len(plan) {
 		r.succeed(bench)
 		return ctrl.Result{}, nil
@@ -238,18 +238,18 @@ func failed(reason, format string, args ...any) stepOutcome {
 func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
 	qs := queryServer(bench, step.Arm)
 	switch {
-	case step.Kind == stepProvision:
+	case step.Step == benchv1.StepProvision:
 		return r.provision(ctx, bench, qs)
-	case step.Kind == stepCluster:
+	case step.Step == benchv1.StepCluster:
 		return r.waitForCluster(ctx, bench, qs)
-	case runnerSteps[step.Kind]:
-		return r.runStep(ctx, bench, qs, step.Kind)
-	case step.Kind == stepReads:
+	case step.Step.IsRunnerStep():
+		return r.runStep(ctx, bench, qs, step.Step)
+	case step.Step == benchv1.StepReads:
 		return r.runReads(ctx, bench, qs)
-	case step.Kind == stepTeardown:
+	case step.Step == benchv1.StepTeardown:
 		return r.teardown(ctx, bench, qs)
 	}
-	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Kind)
+	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
 }
 
 // queryServer is the arm's query server with its preset applied.
@@ -266,11 +266,11 @@ func queryServer(bench *benchv1.CouchBenchmark, name string) benchv1.QueryServer
 func (r *CouchBenchmarkReconciler) enterStep(bench *benchv1.CouchBenchmark, plan []planStep, pos int) {
 	step := plan[pos]
 	bench.Status.Progress = &benchv1.Progress{
-		QueryServer: step.Arm, Step: string(step.Kind),
+		QueryServer: step.Arm, Step: step.Step,
 		Percent:       int32(100 * pos / len(plan)),
 		StepStartTime: &metav1.Time{Time: r.Clock.Now()},
 	}
-	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepStarted, string(step.Kind), "query server %s: %s", step.Arm, step.Kind)
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepStarted, string(step.Step), "query server %s: %s", step.Arm, step.Step)
 }
 
 func (r *CouchBenchmarkReconciler) succeed(bench *benchv1.CouchBenchmark) {

@@ -103,10 +103,10 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 func TestFailedStepKeepsEarlierResults(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	h.failStep = stepIndex
-	h.summary = func(arm string, step stepKind) *results.Summary {
+	h.failStep = benchv1.StepIndex
+	h.summary = func(arm string, step benchv1.Step) *results.Summary {
 		s := okSummary(arm, step)
-		if step == stepIndex {
+		if step == benchv1.StepIndex {
 			s.Results[0].Indexing = nil
 			s.Error = "query server js: profile small: indexing (builtin reducer, run 1): the built view does not match the dataset: month 2026-01: 5, want 6"
 		}
@@ -144,7 +144,7 @@ func TestFailedStepKeepsEarlierResults(t *testing.T) {
 func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	h.summary = func(string, stepKind) *results.Summary { return nil } // Jobs never finish
+	h.summary = func(string, benchv1.Step) *results.Summary { return nil } // Jobs never finish
 	create(t, credentials(ns))
 	bench := existingBenchmark(ns)
 	bench.Spec.Timeout = "10m"
@@ -223,8 +223,8 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 
 	// Run into the index step of the first arm and hold its Job open; then "restart": a
 	// new reconciler with no memory, in the same world.
-	h.summary = func(arm string, step stepKind) *results.Summary {
-		if step == stepIndex {
+	h.summary = func(arm string, step benchv1.Step) *results.Summary {
+		if step == benchv1.StepIndex {
 			return nil
 		}
 		return okSummary(arm, step)
@@ -234,7 +234,7 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 		_, got = h.reconcile(bench)
 		h.playKubelet(got)
 	}
-	if got.Status.Progress == nil || got.Status.Progress.Step != string(stepIndex) || jobsOf(t, got)["js/index"] != 1 {
+	if got.Status.Progress == nil || got.Status.Progress.Step != benchv1.StepIndex || jobsOf(t, got)["js/index"] != 1 {
 		t.Fatalf("progress %+v, jobs %v: want the index step running", got.Status.Progress, jobsOf(t, got))
 	}
 	h.r = h.reconciler(h.r.Releases)
@@ -415,7 +415,7 @@ func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 		h.playKubelet(got)
 	}
 	_, got := h.reconcile(bench)
-	if got.Status.Progress.Step != string(stepCluster) {
+	if got.Status.Progress.Step != benchv1.StepCluster {
 		t.Fatalf("progress %+v, want the cluster step", got.Status.Progress)
 	}
 	h.clock.SetTime(h.clock.Now().Add(clusterTimeout + time.Minute))
@@ -438,14 +438,14 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 	leftover := builders.RunnerJob{Bench: old, Arm: "js", Step: "seed", Image: "x", URL: "http://couchdb:5984",
 		Credentials: benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "username", PasswordKey: "password"}}.Job()
 	create(t, leftover)
-	h.finishJob(leftover, string(okSummary("js", stepSeed).Marshal()), false)
+	h.finishJob(leftover, string(okSummary("js", benchv1.StepSeed).Marshal()), false)
 	create(t, bench)
 
 	for range 3 {
 		h.reconcile(bench)
 	}
 	_, got := h.reconcile(bench)
-	if got.Status.Progress.Step != string(stepSeed) || len(got.Status.Results) != 0 {
+	if got.Status.Progress.Step != benchv1.StepSeed || len(got.Status.Results) != 0 {
 		t.Fatalf("progress %+v results %+v: the old Job's summary was adopted", got.Status.Progress, got.Status.Results)
 	}
 	// The garbage collector removes the old Job; the run goes on with its own.
@@ -474,7 +474,7 @@ func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
 	h.reconcile(bench) // finalizer
 	h.reconcile(bench) // provision
 	_, got := h.reconcile(bench)
-	if got.Status.Progress.Step != string(stepCluster) {
+	if got.Status.Progress.Step != benchv1.StepCluster {
 		t.Fatalf("progress %+v, want the cluster step", got.Status.Progress)
 	}
 	release := builders.ReleaseName(got, "js")
@@ -551,7 +551,7 @@ func TestReconcileErrorsAreReported(t *testing.T) {
 		h.playKubelet(got)
 		h.clock.SetTime(h.clock.Now().Add(time.Second))
 	}
-	if err == nil || got.Status.Progress.Step != string(stepTeardown) {
+	if err == nil || got.Status.Progress.Step != benchv1.StepTeardown {
 		t.Fatalf("err %v, progress %+v: want the teardown to fail", err, got.Status.Progress)
 	}
 	reconciling := meta.FindStatusCondition(got.Status.Conditions, conditionReconciling)

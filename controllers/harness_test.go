@@ -56,9 +56,9 @@ type harness struct {
 	// serviceURL answers the operator's CouchDB calls for provisioned arms.
 	serviceURL string
 	// summary makes the runner's summary for a step; nil leaves a Job running.
-	summary func(arm string, step stepKind) *results.Summary
+	summary func(arm string, step benchv1.Step) *results.Summary
 	// failStep makes that step's Job fail.
-	failStep stepKind
+	failStep benchv1.Step
 	// k6Summary is what k6 runner i of an arm leaves in its termination message.
 	k6Summary func(arm string, runner int) string
 }
@@ -144,7 +144,7 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 		if finished, _ := jobState(job); finished {
 			continue
 		}
-		arm, step := job.Labels[builders.LabelQueryServer], stepKind(job.Labels[builders.LabelStep])
+		arm, step := job.Labels[builders.LabelQueryServer], benchv1.Step(job.Labels[builders.LabelStep])
 		if runner, ok := job.Labels[builders.LabelRunner]; ok {
 			i, _ := strconv.Atoi(runner)
 			h.finishJob(job, h.k6Summary(arm, i), false)
@@ -223,16 +223,16 @@ func (h *harness) finishJob(job *batchv1.Job, message string, fail bool) {
 }
 
 // okSummary is a runner's summary of a step that went well, with one result of that step.
-func okSummary(arm string, step stepKind) *results.Summary {
+func okSummary(arm string, step benchv1.Step) *results.Summary {
 	r := benchv1.QueryServerResults{QueryServer: arm, Language: "javascript"}
 	switch step {
-	case stepSeed:
+	case benchv1.StepSeed:
 		r.Seeding = []benchv1.SeedingResult{{Profile: "small", Documents: 1000, DocsPerSecond: 9000, MBPerSecond: "1.00"}}
-	case stepIndex:
+	case benchv1.StepIndex:
 		r.Indexing = []benchv1.IndexingResult{{Profile: "small", Reducer: benchv1.ReducerBuiltin, ChangesPerSecond: 10393 + int64(len(arm)), Runs: 3, CV: "2.0%"}}
-	case stepViews:
+	case benchv1.StepViews:
 		r.ViewReads = []benchv1.ViewReadResult{{View: benchv1.ViewEmitNull, Profile: "small", RowsPerSecond: 22000, Duration: "4.5s"}}
-	case stepWrites:
+	case benchv1.StepWrites:
 		r.Writes = []benchv1.WriteResult{{Mode: "bulk-1000", Profile: "small", DocsPerSecond: 2700, Created: 27000}}
 	}
 	return &results.Summary{SchemaVersion: results.SchemaVersion, Step: string(step), Server: "The Apache Software Foundation 3.4.3, 3 node(s)",

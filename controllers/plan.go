@@ -4,27 +4,10 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
 
-// stepKind is one stage of one arm.
-type stepKind string
-
-const (
-	stepProvision stepKind = "provision"
-	stepCluster   stepKind = "cluster"
-	stepSeed      stepKind = "seed"
-	stepIndex     stepKind = "index"
-	stepViews     stepKind = "views"
-	stepWrites    stepKind = "writes"
-	stepReads     stepKind = "reads"
-	stepTeardown  stepKind = "teardown"
-)
-
-// runnerSteps are the steps a runner Job carries out; the kind is the runner's subcommand.
-var runnerSteps = map[stepKind]bool{stepSeed: true, stepIndex: true, stepViews: true, stepWrites: true}
-
 // planStep is one position of a run.
 type planStep struct {
 	Arm  string
-	Kind stepKind
+	Step benchv1.Step
 }
 
 // buildPlan is the whole run, in order: for each arm, provision and wait for the cluster
@@ -36,28 +19,28 @@ func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 	provisioned := spec.CouchDB.Provision != nil
 	var plan []planStep
 	for _, qs := range spec.QueryServers {
-		add := func(k stepKind) { plan = append(plan, planStep{Arm: qs.Name, Kind: k}) }
+		add := func(step benchv1.Step) { plan = append(plan, planStep{Arm: qs.Name, Step: step}) }
 		if provisioned {
-			add(stepProvision)
-			add(stepCluster)
+			add(benchv1.StepProvision)
+			add(benchv1.StepCluster)
 		}
 		if w.Indexing != nil || w.ViewReads != nil || w.Reads != nil {
-			add(stepSeed)
+			add(benchv1.StepSeed)
 		}
 		if w.Indexing != nil {
-			add(stepIndex)
+			add(benchv1.StepIndex)
 		}
 		if w.ViewReads != nil {
-			add(stepViews)
+			add(benchv1.StepViews)
 		}
 		if w.Writes != nil {
-			add(stepWrites)
+			add(benchv1.StepWrites)
 		}
 		if w.Reads != nil {
-			add(stepReads)
+			add(benchv1.StepReads)
 		}
 		if provisioned {
-			add(stepTeardown)
+			add(benchv1.StepTeardown)
 		}
 	}
 	return plan
@@ -70,7 +53,7 @@ func position(plan []planStep, p *benchv1.Progress) (int, bool) {
 		return 0, true
 	}
 	for i, s := range plan {
-		if s.Arm == p.QueryServer && string(s.Kind) == p.Step {
+		if s.Arm == p.QueryServer && s.Step == p.Step {
 			return i, true
 		}
 	}

@@ -14,7 +14,7 @@ import (
 
 // mergeSummary puts what one step measured for one arm into status; each step owns one
 // part of an arm's results, so a repeated merge changes nothing.
-func mergeSummary(bench *benchv1.CouchBenchmark, arm string, kind stepKind, s *results.Summary) {
+func mergeSummary(bench *benchv1.CouchBenchmark, arm string, kind benchv1.Step, s *results.Summary) {
 	st := &bench.Status
 	var from *benchv1.QueryServerResults
 	for i := range s.Results {
@@ -31,13 +31,13 @@ func mergeSummary(bench *benchv1.CouchBenchmark, arm string, kind stepKind, s *r
 	to := armResults(st, arm)
 	to.Language = from.Language
 	switch kind {
-	case stepSeed:
+	case benchv1.StepSeed:
 		to.Seeding = from.Seeding
-	case stepIndex:
+	case benchv1.StepIndex:
 		to.Indexing = from.Indexing
-	case stepViews:
+	case benchv1.StepViews:
 		to.ViewReads = from.ViewReads
-	case stepWrites:
+	case benchv1.StepWrites:
 		to.Writes = from.Writes
 	}
 	var best *int64

@@ -24,9 +24,9 @@ const requestTimeout = 10 * time.Second
 // runStep runs one runner step as a Job and reads its result. The Job's name is fixed per
 // step, so creating it again after a manager restart finds the one that exists: never a
 // second Job. Jobs are watched, so a finished one wakes its benchmark.
-func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind stepKind) (stepOutcome, error) {
+func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind benchv1.Step) (stepOutcome, error) {
 	var job batchv1.Job
-	name := builders.JobName(bench, qs.Name, string(kind))
+	name := builders.JobName(bench, qs.Name, kind)
 	err := r.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: name}, &job)
 	if apierrors.IsNotFound(err) {
 		return r.startStep(ctx, bench, qs, kind)
@@ -69,7 +69,7 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 }
 
 // startStep creates the spec ConfigMap (once) and the step's Job.
-func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind stepKind) (stepOutcome, error) {
+func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, kind benchv1.Step) (stepOutcome, error) {
 	spec, err := builders.SpecConfigMap(bench)
 	if err != nil {
 		return stepOutcome{}, err
@@ -80,7 +80,7 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 	url, creds := r.target(bench, qs)
 	deadline := bench.Status.StartTime.Add(bench.Spec.TimeoutDuration()).Sub(r.Clock.Now())
 	job := builders.RunnerJob{
-		Bench: bench, Arm: qs.Name, Step: string(kind), Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: deadline,
+		Bench: bench, Arm: qs.Name, Step: kind, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: deadline,
 	}.Job()
 	out, _, err := r.createOwned(ctx, bench, job)
 	return out, err

@@ -71,10 +71,9 @@ type Progress struct {
 	// +optional
 	QueryServer string `json:"queryServer,omitempty"`
 
-	// Step is the step of that arm: provision, cluster, seed, index, views, writes, reads
-	// or teardown.
+	// Step is the step of that arm.
 	// +optional
-	Step string `json:"step,omitempty"`
+	Step Step `json:"step,omitempty"`
 
 	// Percent of the whole run done, 0-100.
 	// +optional

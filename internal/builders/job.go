@@ -24,8 +24,8 @@ const (
 type RunnerJob struct {
 	Bench *benchv1.CouchBenchmark
 	Arm   string
-	// Step is the runner's subcommand: seed, index, views or writes.
-	Step  string
+	// Step is a runner step; the runner's subcommand of the same name carries it out.
+	Step  benchv1.Step
 	Image string
 	// URL of the CouchDB the step runs against.
 	URL string
@@ -42,7 +42,7 @@ type RunnerJob struct {
 func (r RunnerJob) Job() *batchv1.Job {
 	labels := Labels(r.Bench, r.Arm, r.Step)
 	args := []string{
-		r.Step,
+		string(r.Step),
 		"-f", specDir + "/" + SpecKey,
 		"--url", r.URL,
 		"--arm", r.Arm,

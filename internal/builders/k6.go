@@ -56,13 +56,13 @@ type K6Job struct {
 
 // K6JobName is the Job of one runner.
 func K6JobName(bench *benchv1.CouchBenchmark, arm string, index int) string {
-	return name(maxObjectName, bench.Name, arm, "reads", strconv.Itoa(index))
+	return name(maxObjectName, bench.Name, arm, string(benchv1.StepReads), strconv.Itoa(index))
 }
 
 // Job builds the runner's Job: the credentials from the Secret as environment (k6 reads
 // them in the script), the summary in the termination message.
 func (k K6Job) Job() *batchv1.Job {
-	labels := Labels(k.Bench, k.Arm, "reads")
+	labels := Labels(k.Bench, k.Arm, benchv1.StepReads)
 	labels[LabelRunner] = strconv.Itoa(k.Index)
 	args := []string{"-c", k6Wrapper, "k6"}
 	if k.Runners > 1 {

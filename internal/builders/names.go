@@ -60,8 +60,8 @@ func AdminSecretName(bench *benchv1.CouchBenchmark, arm string) string {
 }
 
 // JobName is the runner Job of one step of one arm.
-func JobName(bench *benchv1.CouchBenchmark, arm, step string) string {
-	return name(maxObjectName, bench.Name, arm, step)
+func JobName(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) string {
+	return name(maxObjectName, bench.Name, arm, string(step))
 }
 
 // SpecConfigMapName holds the benchmark as the runner reads it.
@@ -88,13 +88,13 @@ const (
 func LabelValue(bench *benchv1.CouchBenchmark) string { return name(maxObjectName, bench.Name) }
 
 // Labels for an object of a benchmark, optionally of one arm and step.
-func Labels(bench *benchv1.CouchBenchmark, arm, step string) map[string]string {
+func Labels(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) map[string]string {
 	l := map[string]string{LabelBenchmark: LabelValue(bench), labelManagedBy: managedBy}
 	if arm != "" {
 		l[LabelQueryServer] = arm
 	}
 	if step != "" {
-		l[LabelStep] = step
+		l[LabelStep] = string(step)
 	}
 	return l
 }
