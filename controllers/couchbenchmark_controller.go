@@ -2,10 +2,14 @@
 //
 //   - this file reads the world, walks the run's plan one step at a time and writes status;
 //   - plan.go is the run as an ordered list of steps that only moves forward;
-//   - stage_provision.go, stage_cluster.go, stage_runner.go, stage_teardown.go act for
-//     one kind of step each, idempotently, so that a restarted manager picks up where the
+//   - stage_provision.go, stage_cluster.go, stage_runner.go, stage_reads.go and
+//     stage_teardown.go act for one kind of step each, idempotently, so that a restarted manager picks up where the
 //     last one stopped without a second Job or release;
-//   - results.go merges the runner's summaries into status and the results ConfigMap;
+//   - jobs.go observes the Jobs of a step and reads what they hand over;
+//   - stage_reads.go runs the k6 Jobs of a read workload;
+//   - results.go stores each step's results document and derives status, the rendered
+//     results and the metrics from the stored documents;
+//   - ownership.go tells this benchmark's objects from a deleted namesake's;
 //   - finalizer.go removes Helm releases when a benchmark is deleted;
 //   - preflight.go checks what admission cannot; conditions.go keeps the kstatus
 //     conditions consistent; metrics.go exports stage durations and results.
@@ -20,6 +24,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
@@ -49,6 +54,8 @@ type CouchBenchmarkReconciler struct {
 	// Clock is injected so that tests control time.
 	Clock    clock.PassiveClock
 	Releases Releases
+	// Logs reads the logs of finished Jobs' pods, where they leave their results.
+	Logs PodLogs
 	// RunnerImage is the image of the runner Jobs (the operator's own image carries the
 	// couchbench binary).
 	RunnerImage string
@@ -75,6 +82,7 @@ const (
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
@@ -88,6 +96,9 @@ const (
 func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var bench benchv1.CouchBenchmark
 	if err := r.Get(ctx, req.NamespacedName, &bench); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetResultMetrics(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !bench.DeletionTimestamp.IsZero() {
@@ -103,9 +114,6 @@ func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		r.recordError(&bench, runErr)
 	}
 	if !equality.Semantic.DeepEqual(before, &bench.Status) {
-		if err := r.writeResults(ctx, &bench); err != nil {
-			return ctrl.Result{}, errors.Join(runErr, err)
-		}
 		// A conflict means the benchmark changed since it was read; the error requeues and
 		// the next reconcile starts from the new version.
 		if err := r.Status().Update(ctx, &bench); err != nil {

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -86,8 +87,27 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 			t.Errorf("results.md lacks %q:\n%s", want, md)
 		}
 	}
-	if !metav1.IsControlledBy(&cm, got) || cm.Data[builders.ResultsCSVKey] == "" || !strings.Contains(cm.Data[builders.ResultsJSONKey], `"phase": "Succeeded"`) {
+	if !metav1.IsControlledBy(&cm, got) || cm.Data[builders.ResultsCSVKey] == "" {
 		t.Errorf("results ConfigMap %+v", cm.ObjectMeta)
+	}
+	// The stored documents, listed as `kubectl get cm -l bench.couchbench.io/results-of=bench
+	// -o json` lists them, render to exactly the stored tables, and keep every run's series.
+	docs := storedDocuments(t, got)
+	if len(docs) != 2 {
+		t.Fatalf("%d stored documents, want one per arm", len(docs))
+	}
+	var rendered strings.Builder
+	if err := results.NewReport(docs...).WriteMarkdown(&rendered); err != nil {
+		t.Fatal(err)
+	}
+	if rendered.String() != md {
+		t.Errorf("couchbench report of the stored documents:\n%s\nthe operator's results.md:\n%s", rendered.String(), md)
+	}
+	for _, d := range docs {
+		p := d.Arms[0].Profiles[0]
+		if len(d.Steps) != 4 || p.Seeding == nil || len(p.Indexing) != 1 || len(p.Indexing[0].Runs[0].Series) != 2 || len(p.ViewReads) != 1 || len(p.Writes) != 1 {
+			t.Errorf("stored document of %s: %d steps, profile %+v", d.Arms[0].QueryServer, len(d.Steps), p)
+		}
 	}
 	for key, value := range cm.Data {
 		if strings.Contains(value, "s3cret-value") {
@@ -100,17 +120,38 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 	}
 }
 
+// storedDocuments reads a benchmark's stored results documents as `couchbench report -`
+// reads `kubectl get cm -l bench.couchbench.io/results-of=NAME -o json`.
+func storedDocuments(t *testing.T, bench *benchv1.CouchBenchmark) []*results.Document {
+	t.Helper()
+	var list corev1.ConfigMapList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(bench.Namespace),
+		client.MatchingLabels{benchv1.LabelResultsOf: bench.Name}); err != nil {
+		t.Fatal(err)
+	}
+	list.Kind = "ConfigMapList"
+	data, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := results.ReadDocuments(data, "kubectl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs
+}
+
 func TestFailedStepKeepsEarlierResults(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
 	h.failStep = benchv1.StepIndex
-	h.summary = func(arm string, step benchv1.Step) *results.Summary {
-		s := okSummary(arm, step)
+	h.document = func(arm string, step benchv1.Step) *results.Document {
+		d := okDocument(arm, step)
 		if step == benchv1.StepIndex {
-			s.Results[0].Indexing = nil
-			s.Error = "query server js: profile small: indexing (builtin reducer, run 1): the built view does not match the dataset: month 2026-01: 5, want 6"
+			d.Arms[0].Profiles[0].Indexing = nil
+			d.Error = "query server js: profile small: indexing (builtin reducer, run 1): the built view does not match the dataset: month 2026-01: 5, want 6"
 		}
-		return s
+		return d
 	}
 	create(t, credentials(ns))
 	bench := existingBenchmark(ns)
@@ -144,7 +185,7 @@ func TestFailedStepKeepsEarlierResults(t *testing.T) {
 func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	h.summary = func(string, benchv1.Step) *results.Summary { return nil } // Jobs never finish
+	h.document = func(string, benchv1.Step) *results.Document { return nil } // Jobs never finish
 	create(t, credentials(ns))
 	bench := existingBenchmark(ns)
 	bench.Spec.Timeout = "10m"
@@ -223,11 +264,11 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 
 	// Run into the index step of the first arm and hold its Job open; then "restart": a
 	// new reconciler with no memory, in the same world.
-	h.summary = func(arm string, step benchv1.Step) *results.Summary {
+	h.document = func(arm string, step benchv1.Step) *results.Document {
 		if step == benchv1.StepIndex {
 			return nil
 		}
-		return okSummary(arm, step)
+		return okDocument(arm, step)
 	}
 	var got *benchv1.CouchBenchmark
 	for range 6 {
@@ -244,7 +285,7 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 	if n := jobsOf(t, got)["js/index"]; n != 1 {
 		t.Fatalf("%d index Jobs after the restart", n)
 	}
-	h.summary = okSummary
+	h.document = okDocument
 	got = h.drive(bench, 40)
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s after the restart", got.Status.Phase)
@@ -435,10 +476,14 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 	bench := existingBenchmark(ns)
 	old := bench.DeepCopy()
 	old.UID = "0ld-benchmark-uid"
-	leftover := builders.RunnerJob{Bench: old, Arm: "js", Step: "seed", Image: "x", URL: "http://couchdb:5984",
+	leftover := builders.RunnerJob{Bench: old, Arm: "js", Step: benchv1.StepSeed, Image: "x", URL: "http://couchdb:5984",
 		Credentials: benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "username", PasswordKey: "password"}}.Job()
 	create(t, leftover)
-	h.finishJob(leftover, string(okSummary("js", benchv1.StepSeed).Marshal()), false)
+	data, err := results.Encode(okDocument("js", benchv1.StepSeed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.finishJob(leftover, builders.RunnerContainer, results.PayloadDocument, data, nil, false)
 	create(t, bench)
 
 	for range 3 {

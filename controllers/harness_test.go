@@ -5,7 +5,8 @@ package controllers
 // markers, so a verb the operator uses without asking for it fails a test. Nothing runs pods
 // there, so the tests play kubelet and the Job controller: they finish a runner Job by
 // creating its pod with a terminated container whose termination message is a runner
-// summary, and they mark StatefulSets ready. Helm installs the real Apache CouchDB chart
+// handoff and its log the framed results document (both as the runner writes them), and they
+// mark StatefulSets ready. Helm installs the real Apache CouchDB chart
 // 4.6.2 (from the CouchDB kit, through a ConfigMap as users without internet do) through the
 // real Helm SDK. CouchDB's answers to the operator's own cluster checks come from
 // internal/couchtest, a fake built on recordings of CouchDB 3.4.3, not CouchDB: it can play a
@@ -13,10 +14,14 @@ package controllers
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -34,8 +39,12 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/helmrelease"
+	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/seeding"
 	"github.com/couchbench/couchbench/internal/testenv"
+	"github.com/couchbench/couchbench/internal/viewreads"
+	"github.com/couchbench/couchbench/internal/writes"
 )
 
 var env *testenv.Env
@@ -55,19 +64,47 @@ type harness struct {
 	recorder *events.FakeRecorder
 	// serviceURL answers the operator's CouchDB calls for provisioned arms.
 	serviceURL string
-	// summary makes the runner's summary for a step; nil leaves a Job running.
-	summary func(arm string, step benchv1.Step) *results.Summary
+	// document makes the runner's results document for a step; nil leaves a Job running.
+	document func(arm string, step benchv1.Step) *results.Document
 	// failStep makes that step's Job fail.
 	failStep benchv1.Step
-	// k6Summary is what k6 runner i of an arm leaves in its termination message.
-	k6Summary func(arm string, runner int) string
+	// k6Summary is k6's summary of runner i of an arm, which the script writes to its log.
+	k6Summary func(arm string, runner int) []byte
+	// logs are the pods' logs the harness serves as the kubelet would.
+	logs *podLogs
+}
+
+// podLogs serves the logs the harness's pods wrote.
+type podLogs struct {
+	mu   sync.Mutex
+	text map[string]string
+}
+
+func (l *podLogs) Logs(_ context.Context, namespace, pod, container string) (io.ReadCloser, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	text, ok := l.text[namespace+"/"+pod+"/"+container]
+	if !ok {
+		return nil, fmt.Errorf("pods %q not found", pod)
+	}
+	return io.NopCloser(strings.NewReader(text)), nil
+}
+
+func (l *podLogs) write(namespace, pod, container, text string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.text == nil {
+		l.text = map[string]string{}
+	}
+	l.text[namespace+"/"+pod+"/"+container] = text
 }
 
 var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(start), recorder: events.NewFakeRecorder(1000), summary: okSummary}
+	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(start), recorder: events.NewFakeRecorder(1000), document: okDocument,
+		logs: &podLogs{}}
 	cfg := env.OperatorConfig(t)
 	releases, err := helmrelease.New(cfg, t.TempDir(), ctrl.Log.WithName("helm"))
 	if err != nil {
@@ -84,7 +121,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) reconciler(releases Releases) *CouchBenchmarkReconciler {
 	return &CouchBenchmarkReconciler{
 		Client: h.operator, APIReader: h.operator, Recorder: h.recorder, Clock: h.clock,
-		Releases: releases, RunnerImage: "couchbench/manager:test",
+		Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test",
 		ServiceURL: func(namespace, service string) string { return h.serviceURL },
 	}
 }
@@ -141,20 +178,29 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if finished, _ := jobState(job); finished {
+		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed {
 			continue
 		}
 		arm, step := job.Labels[builders.LabelQueryServer], benchv1.Step(job.Labels[builders.LabelStep])
 		if runner, ok := job.Labels[builders.LabelRunner]; ok {
 			i, _ := strconv.Atoi(runner)
-			h.finishJob(job, h.k6Summary(arm, i), false)
+			summary := h.k6Summary(arm, i)
+			h.finishJob(job, builders.K6Container, results.PayloadK6Summary, summary, nil, false)
 			continue
 		}
-		summary := h.summary(arm, step)
-		if summary == nil {
+		doc := h.document(arm, step)
+		if doc == nil {
 			continue
 		}
-		h.finishJob(job, string(summary.Marshal()), step == h.failStep)
+		data, err := results.Encode(doc)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		var stepErr error
+		if doc.Error != "" {
+			stepErr = errors.New(doc.Error)
+		}
+		h.finishJob(job, builders.RunnerContainer, results.PayloadDocument, data, stepErr, step == h.failStep)
 	}
 	var sets appsv1.StatefulSetList
 	if err := env.Client.List(ctx, &sets, client.InNamespace(bench.Namespace)); err != nil {
@@ -172,11 +218,19 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 	}
 }
 
-// finishJob does what the kubelet and the Job controller do when a runner pod ends: a pod
-// with the terminated container and its termination message, then the Job's conditions.
-func (h *harness) finishJob(job *batchv1.Job, message string, fail bool) {
+// finishJob does what the kubelet and the Job controller do when a Job's pod ends: a pod
+// whose container wrote the payload to its log, framed, and the handoff to its termination
+// message, as the runner and the k6 script do; then the Job's conditions.
+func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []byte, stepErr error, fail bool) {
 	h.t.Helper()
 	ctx := context.Background()
+	var log strings.Builder
+	log.WriteString("12:00:00 progress lines and tables\n")
+	if err := results.WriteFrame(&log, kind, payload); err != nil {
+		h.t.Fatal(err)
+	}
+	h.logs.write(job.Namespace, job.Name+"-pod", container, log.String())
+	message := string(results.NewHandoff(kind, payload, stepErr, false).Marshal())
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
 		Spec:       *job.Spec.Template.Spec.DeepCopy(),
@@ -222,21 +276,30 @@ func (h *harness) finishJob(job *batchv1.Job, message string, fail bool) {
 	}
 }
 
-// okSummary is a runner's summary of a step that went well, with one result of that step.
-func okSummary(arm string, step benchv1.Step) *results.Summary {
-	r := benchv1.QueryServerResults{QueryServer: arm, Language: "javascript"}
+// okDocument is a runner's results document of a step that went well, with one result of
+// that step, in the runner's own types.
+func okDocument(arm string, step benchv1.Step) *results.Document {
+	p := results.Profile{Profile: "small", DB: "cb-bench-" + arm + "-small", Shards: 2, Replicas: 3}
 	switch step {
 	case benchv1.StepSeed:
-		r.Seeding = []benchv1.SeedingResult{{Profile: "small", Documents: 1000, DocsPerSecond: 9000, MBPerSecond: "1.00"}}
+		p.Seeding = &seeding.Result{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second / 9}
 	case benchv1.StepIndex:
-		r.Indexing = []benchv1.IndexingResult{{Profile: "small", Reducer: benchv1.ReducerBuiltin, ChangesPerSecond: 10393 + int64(len(arm)), Runs: 3, CV: "2.0%"}}
+		rate := float64(10393 + len(arm))
+		p.Indexing = []results.IndexingSeries{{Reducer: "builtin", ViewCompaction: "paused", PollInterval: 250 * time.Millisecond,
+			Runs: []indexing.Run{{Documents: 1000, Built: time.Duration(1000 / rate * float64(time.Second)), DocsPerSecond: rate,
+				Series: []indexing.Point{{AtMs: 0, ChangesDone: 0, LiveTasks: 2}, {AtMs: 250, ChangesDone: 3000, LiveTasks: 0}}}}}}
 	case benchv1.StepViews:
-		r.ViewReads = []benchv1.ViewReadResult{{View: benchv1.ViewEmitNull, Profile: "small", RowsPerSecond: 22000, Duration: "4.5s"}}
+		p.ViewReads = []viewreads.Result{{View: benchv1.ViewEmitNull, Reads: []viewreads.Read{{Rows: 1000, Elapsed: 45 * time.Millisecond}}}}
 	case benchv1.StepWrites:
-		r.Writes = []benchv1.WriteResult{{Mode: "bulk-1000", Profile: "small", DocsPerSecond: 2700, Created: 27000}}
+		p.Writes = []writes.Result{{Mode: "bulk-1000", Created: 27000, Stored: 27000, Elapsed: 10 * time.Second}}
 	}
-	return &results.Summary{SchemaVersion: results.SchemaVersion, Step: string(step), Server: "The Apache Software Foundation 3.4.3, 3 node(s)",
-		Results: []benchv1.QueryServerResults{r}}
+	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	return &results.Document{
+		SchemaVersion: results.SchemaVersion, Benchmark: "bench", StartedAt: at, FinishedAt: at.Add(time.Second),
+		Server: results.Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"a", "b", "c"}},
+		Arms:   []results.Arm{{QueryServer: arm, Language: "javascript", Profiles: []results.Profile{p}}},
+		Steps:  []results.StepRecord{{QueryServer: arm, Step: step, StartedAt: at, FinishedAt: at.Add(time.Second)}},
+	}
 }
 
 // jobsOf counts the benchmark's Jobs per step.

@@ -45,9 +45,11 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	// The harness plays kubelet; its clock only dates the pods and Jobs it finishes.
+	h := &harness{t: t, document: okDocument, clock: clocktesting.NewFakePassiveClock(time.Now()), logs: &podLogs{}}
 	r := &CouchBenchmarkReconciler{
 		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("couchbench"),
-		Clock: clock.RealClock{}, Releases: releases, RunnerImage: "couchbench/manager:test",
+		Clock: clock.RealClock{}, Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test",
 		ServiceURL: func(string, string) string { return srv.URL },
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
@@ -66,8 +68,6 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 	bench := provisionedBenchmark(t, ns)
 	create(t, bench)
 	adminSecretFor(t, bench, "js", "pw")
-	// The harness plays kubelet; its clock only dates the pods and Jobs it finishes.
-	h := &harness{t: t, summary: okSummary, clock: clocktesting.NewFakePassiveClock(time.Now())}
 	var got benchv1.CouchBenchmark
 	waitFor(t, "the benchmark to succeed", func() bool {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(bench), &got); err != nil {

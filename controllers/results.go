@@ -1,82 +1,150 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// mergeSummary puts what one step measured for one arm into status; each step owns one
-// part of an arm's results, so a repeated merge changes nothing.
-func mergeSummary(bench *benchv1.CouchBenchmark, arm string, kind benchv1.Step, s *results.Summary) {
-	st := &bench.Status
-	var from *benchv1.QueryServerResults
-	for i := range s.Results {
-		if s.Results[i].QueryServer == arm {
-			from = &s.Results[i]
-		}
-	}
-	if s.Server != "" {
-		st.Server = s.Server
-	}
-	if from == nil {
-		return
-	}
-	to := armResults(st, arm)
-	to.Language = from.Language
-	switch kind {
-	case benchv1.StepSeed:
-		to.Seeding = from.Seeding
-	case benchv1.StepIndex:
-		to.Indexing = from.Indexing
-	case benchv1.StepViews:
-		to.ViewReads = from.ViewReads
-	case benchv1.StepWrites:
-		to.Writes = from.Writes
-	}
-	var best *int64
-	for _, q := range st.Results {
-		for _, ix := range q.Indexing {
-			if best == nil || ix.ChangesPerSecond > *best {
-				v := ix.ChangesPerSecond
-				best = &v
-			}
-			indexRate.WithLabelValues(bench.Namespace, bench.Name, q.QueryServer, ix.Profile, string(ix.Reducer)).Set(float64(ix.ChangesPerSecond))
-		}
-	}
-	st.BestChangesPerSecond = best
-}
+// The results of a run live in one document per arm, each in a ConfigMap of its own (a
+// ConfigMap holds at most 1 MiB; an arm's document, compressed, is tens of kilobytes and is
+// thinned if it ever grows past maxDocumentBytes). Status, the rendered results ConfigMap and
+// the metrics are all derived from those documents by results.Aggregate, after every step.
 
-// armResults is the status entry of an arm, made on first use.
-func armResults(st *benchv1.CouchBenchmarkStatus, arm string) *benchv1.QueryServerResults {
-	for i := range st.Results {
-		if st.Results[i].QueryServer == arm {
-			return &st.Results[i]
-		}
-	}
-	st.Results = append(st.Results, benchv1.QueryServerResults{QueryServer: arm})
-	return &st.Results[len(st.Results)-1]
-}
+// maxDocumentBytes keeps an arm's compressed document, and the ConfigMap around it, under the
+// API server's 1 MiB limit for one object.
+const maxDocumentBytes = 900 << 10
 
-// writeResults keeps the results ConfigMap equal to what status says, once a run has
-// started; it runs before the status write, so a failed write is redone with it.
-func (r *CouchBenchmarkReconciler) writeResults(ctx context.Context, bench *benchv1.CouchBenchmark) error {
-	if bench.Status.StartTime == nil {
-		return nil
-	}
-	bench.Status.ResultsConfigMap = builders.ResultsConfigMapName(bench)
-	want, err := builders.ResultsConfigMap(bench, bench.Status.Server)
+// conditionThresholds reports the k6 thresholds of the spec: False with the failed ones.
+// A failed threshold is a result, not a failed run.
+const conditionThresholds = "ThresholdsPassed"
+
+// storeStepDocument merges what one step of an arm measured into the arm's stored document,
+// then derives status and the rendered results from every arm's document. Merging is
+// idempotent, so a step read twice (a restarted manager) stores the same.
+func (r *CouchBenchmarkReconciler) storeStepDocument(ctx context.Context, bench *benchv1.CouchBenchmark, arm string, step *results.Document) error {
+	docs, err := r.storedDocuments(ctx, bench)
 	if err != nil {
 		return err
 	}
+	stored := &results.Document{}
+	for _, d := range docs {
+		if len(d.Arms) > 0 && d.Arms[0].QueryServer == arm {
+			stored = d
+		}
+	}
+	if len(stored.Arms) == 0 {
+		docs = append(docs, stored)
+	}
+	results.Merge(stored, step)
+	data, err := results.EncodeWithin(stored, maxDocumentBytes)
+	if err != nil {
+		return fmt.Errorf("storing the results of query server %s: %w", arm, err)
+	}
+	if err := r.apply(ctx, bench, builders.DocumentConfigMap(bench, arm, data)); err != nil {
+		return err
+	}
+	return r.summarize(ctx, bench, ordered(bench, docs))
+}
+
+// storedDocuments reads every arm's stored document, past the cache: a document written by
+// the previous step must be read back whole.
+func (r *CouchBenchmarkReconciler) storedDocuments(ctx context.Context, bench *benchv1.CouchBenchmark) ([]*results.Document, error) {
+	var docs []*results.Document
+	for _, qs := range bench.Spec.QueryServers {
+		var cm corev1.ConfigMap
+		err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: builders.DocumentConfigMapName(bench, qs.Name)}, &cm)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if !metav1.IsControlledBy(&cm, bench) {
+			continue // a deleted benchmark's, not yet garbage-collected
+		}
+		d, err := results.Decode(cm.BinaryData[benchv1.DocumentKey])
+		if err != nil {
+			return nil, fmt.Errorf("the stored results of query server %s (ConfigMap %s): %w", qs.Name, cm.Name, err)
+		}
+		docs = append(docs, d)
+	}
+	return docs, nil
+}
+
+// ordered puts the documents in the spec's order of arms.
+func ordered(bench *benchv1.CouchBenchmark, docs []*results.Document) []*results.Document {
+	var out []*results.Document
+	for _, qs := range bench.Spec.QueryServers {
+		for _, d := range docs {
+			if len(d.Arms) > 0 && d.Arms[0].QueryServer == qs.Name {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// summarize makes status, the thresholds condition, the metrics and the rendered results
+// views of the documents' aggregate.
+func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1.CouchBenchmark, docs []*results.Document) error {
+	s := results.Aggregate(docs...)
+	st := &bench.Status
+	st.Results, st.BestChangesPerSecond, st.ReadP95, st.Server = s.Results, s.BestChangesPerSecond, s.ReadP95, s.Server
+	r.recordThresholds(bench, s.Thresholds)
+	recordResultMetrics(bench, s)
+
+	report := results.NewReport(docs...)
+	var md, csv bytes.Buffer
+	if err := report.WriteMarkdown(&md); err != nil {
+		return err
+	}
+	if err := results.WriteCSV(&csv, []results.Report{report}); err != nil {
+		return err
+	}
+	st.ResultsConfigMap = builders.ResultsConfigMapName(bench)
+	return r.apply(ctx, bench, builders.ResultsConfigMap(bench, map[string]string{
+		builders.ResultsMarkdownKey: md.String(), builders.ResultsCSVKey: csv.String(),
+	}))
+}
+
+// recordThresholds sets the ThresholdsPassed condition from the verdict on every arm's
+// reads so far, with an event when thresholds fail.
+func (r *CouchBenchmarkReconciler) recordThresholds(bench *benchv1.CouchBenchmark, v *results.ThresholdVerdict) {
+	st := &bench.Status
+	switch {
+	case v == nil:
+		return
+	case v.Passed:
+		setCondition(st, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionTrue, reasonThresholdsMet, "every k6 threshold passed")
+	default:
+		message := strings.Join(v.Failed, "; ")
+		if c := meta.FindStatusCondition(st.Conditions, conditionThresholds); c == nil || c.Message != message {
+			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonThresholdsFailed, "Reads", "%s", message)
+		}
+		setCondition(st, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionFalse, reasonThresholdsFailed, message)
+	}
+}
+
+// apply creates obj, or updates the one of its name to obj's labels and data when it is this
+// benchmark's. A deleted benchmark's object of the same name, not yet garbage-collected, is
+// an error that requeues until it is gone.
+func (r *CouchBenchmarkReconciler) apply(ctx context.Context, bench *benchv1.CouchBenchmark, want *corev1.ConfigMap) error {
 	var have corev1.ConfigMap
-	err = r.Get(ctx, keyOf(want), &have)
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), &have)
 	if apierrors.IsNotFound(err) {
 		return r.Create(ctx, want)
 	}
@@ -84,12 +152,15 @@ func (r *CouchBenchmarkReconciler) writeResults(ctx context.Context, bench *benc
 		return err
 	}
 	if owner, err := r.ownerOf(ctx, bench, &have); err != nil || owner != ours {
-		// A deleted benchmark's results, not yet garbage-collected: written on a later step.
+		if err == nil {
+			err = fmt.Errorf("ConfigMap %s belongs to another benchmark; waiting for it to be removed", have.Name)
+		}
 		return err
 	}
-	if equality.Semantic.DeepEqual(have.Data, want.Data) {
+	if equality.Semantic.DeepEqual(have.Data, want.Data) && equality.Semantic.DeepEqual(have.BinaryData, want.BinaryData) &&
+		equality.Semantic.DeepEqual(have.Labels, want.Labels) {
 		return nil
 	}
-	have.Data = want.Data
+	have.Data, have.BinaryData, have.Labels = want.Data, want.BinaryData, want.Labels
 	return r.Update(ctx, &have)
 }

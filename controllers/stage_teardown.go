@@ -6,7 +6,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -59,7 +58,7 @@ func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if finished, _ := jobState(job); finished || !metav1.IsControlledBy(job, bench) {
+		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed || !metav1.IsControlledBy(job, bench) {
 			continue
 		}
 		if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
@@ -75,8 +74,4 @@ func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *
 		}
 	}
 	return nil
-}
-
-func keyOf(obj client.Object) types.NamespacedName {
-	return types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }

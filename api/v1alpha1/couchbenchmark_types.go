@@ -137,3 +137,11 @@ type CouchBenchmarkList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []CouchBenchmark `json:"items"`
 }
+
+// Where the operator stores a benchmark's results, for tools that read them: every arm's
+// results document is in a ConfigMap labelled LabelResultsOf=<benchmark>, under the
+// binaryData key DocumentKey (gzip-compressed JSON; `couchbench report` reads it).
+const (
+	LabelResultsOf = "bench.couchbench.io/results-of"
+	DocumentKey    = "document.json.gz"
+)

@@ -92,7 +92,7 @@ type stepOptions struct {
 	credentialsDir string
 	arms           string
 	out            string
-	summary        string
+	handoff        string
 	runID          string
 	poll           time.Duration
 	quiet          bool
@@ -106,7 +106,8 @@ func stepFlags(output io.Writer) *stepOptions {
 	o.fs.StringVar(&o.credentialsDir, "credentials-dir", "", `directory with files "username" and "password" (a mounted Secret)`)
 	o.fs.StringVar(&o.arms, "arm", "", "comma-separated query servers to run (default: all)")
 	o.fs.StringVar(&o.out, "out", "", "write the full JSON results document to this file")
-	o.fs.StringVar(&o.summary, "summary", "", "write the compact (<= 4 KB) summary to this file, e.g. /dev/termination-log")
+	o.fs.StringVar(&o.handoff, "handoff", "", "hand the results to the operator: the document to standard output, "+
+		"framed, and its check to this file (a Job's /dev/termination-log)")
 	o.fs.StringVar(&o.runID, "run-id", "", "name part of this run's design documents (default: from the clock)")
 	o.fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll interval during builds (default 250ms)")
 	o.fs.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
@@ -160,11 +161,11 @@ func runSteps(args []string, steps []runner.Step, name string, stdout, stderr io
 	doc, runErr := runner.Run(ctx, runner.Config{
 		Bench: bench, Client: client, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
 	})
-	if err := writeOutputs(o, doc, name); err != nil {
+	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
 		return errors.Join(runErr, err)
 	}
 	fmt.Fprintln(stdout)
-	if err := doc.Report().WriteMarkdown(stdout); err != nil {
+	if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
 		return errors.Join(runErr, err)
 	}
 	return runErr
@@ -185,7 +186,7 @@ func maxConns(spec benchv1.CouchBenchmarkSpec) int {
 	return n + 2
 }
 
-func writeOutputs(o *stepOptions, doc *results.Document, step string) error {
+func writeOutputs(o *stepOptions, doc *results.Document, runErr error, stdout io.Writer) error {
 	if o.out != "" {
 		data, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
@@ -195,8 +196,16 @@ func writeOutputs(o *stepOptions, doc *results.Document, step string) error {
 			return err
 		}
 	}
-	if o.summary != "" {
-		if err := os.WriteFile(o.summary, doc.Summary(step).Marshal(), 0o644); err != nil {
+	if o.handoff != "" {
+		data, err := results.Encode(doc)
+		if err != nil {
+			return err
+		}
+		if err := results.WriteFrame(stdout, results.PayloadDocument, data); err != nil {
+			return err
+		}
+		h := results.NewHandoff(results.PayloadDocument, data, runErr, doc.Interrupted)
+		if err := os.WriteFile(o.handoff, h.Marshal(), 0o644); err != nil {
 			return err
 		}
 	}
@@ -236,11 +245,11 @@ func report(args []string, stdout io.Writer) error {
 	}
 	var reports []results.Report
 	for _, path := range fs.Args() {
-		doc, err := results.Read(path)
+		docs, err := results.ReadFile(path, os.Stdin)
 		if err != nil {
 			return err
 		}
-		reports = append(reports, doc.Report())
+		reports = append(reports, results.NewReport(docs...))
 	}
 	switch *format {
 	case "csv":

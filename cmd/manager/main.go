@@ -67,12 +67,18 @@ func main() {
 		setupLog.Error(err, "setting up Helm")
 		os.Exit(1)
 	}
+	logs, err := controllers.NewKubeLogs(mgr.GetConfig())
+	if err != nil {
+		setupLog.Error(err, "setting up the pod log reader")
+		os.Exit(1)
+	}
 	if err := (&controllers.CouchBenchmarkReconciler{
 		Client:      mgr.GetClient(),
 		APIReader:   mgr.GetAPIReader(),
 		Recorder:    mgr.GetEventRecorder("couchbench"),
 		Clock:       clock.RealClock{},
 		Releases:    releases,
+		Logs:        logs,
 		RunnerImage: runnerImage,
 		ServiceURL:  controllers.ClusterServiceURL,
 	}).SetupWithManager(mgr); err != nil {

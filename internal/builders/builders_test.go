@@ -3,6 +3,7 @@ package builders
 import (
 	"bytes"
 	"encoding/json"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -222,7 +223,7 @@ func TestRunnerJob(t *testing.T) {
 	c := pod.Containers[0]
 	args := strings.Join(c.Args, " ")
 	for _, want := range []string{"index -f /etc/couchbench/spec/bench.json", "--url http://bench-js-svc-couchdb.ns.svc:5984", "--arm js",
-		"--credentials-dir /etc/couchbench/credentials", "--summary /dev/termination-log"} {
+		"--credentials-dir /etc/couchbench/credentials", "--handoff /dev/termination-log"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
 		}
@@ -249,25 +250,31 @@ func TestRunnerJob(t *testing.T) {
 	}
 }
 
-func TestResultsConfigMap(t *testing.T) {
+func TestResultsConfigMaps(t *testing.T) {
 	bench := provisioned()
-	bench.Status = benchv1.CouchBenchmarkStatus{Phase: benchv1.PhaseSucceeded, Results: []benchv1.QueryServerResults{{
-		QueryServer: "js", Language: "javascript",
-		Indexing: []benchv1.IndexingResult{{Profile: "small", Reducer: benchv1.ReducerBuiltin, ChangesPerSecond: 10393, Runs: 3, CV: "2.0%"}},
-	}}}
-	cm, err := ResultsConfigMap(bench, "The Apache Software Foundation 3.4.3, 3 node(s)")
+	cm := ResultsConfigMap(bench, map[string]string{ResultsMarkdownKey: "## tables", ResultsCSVKey: "a,b"})
+	if cm.Name != "bench-results" || cm.Data[ResultsMarkdownKey] != "## tables" || cm.OwnerReferences[0].UID != bench.UID {
+		t.Errorf("results ConfigMap %+v", cm)
+	}
+	doc := DocumentConfigMap(bench, "js", []byte{0x1f, 0x8b, 1})
+	if doc.Name != "bench-results-js" || doc.Labels[benchv1.LabelResultsOf] != "bench" || doc.Labels[LabelQueryServer] != "js" ||
+		string(doc.BinaryData[benchv1.DocumentKey]) != string([]byte{0x1f, 0x8b, 1}) || doc.OwnerReferences[0].UID != bench.UID {
+		t.Errorf("document ConfigMap %+v", doc)
+	}
+}
+
+// Builders are pure functions of the API: they must not link the measurement or results
+// code (callers render and pass data in).
+func TestBuildersImportOnlyTheAPI(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Name != "bench-results" {
-		t.Errorf("name %s", cm.Name)
-	}
-	if !strings.Contains(cm.Data[ResultsMarkdownKey], "| js (javascript) | builtin | 10,393 (n=3, CV 2.0%)") ||
-		!strings.Contains(cm.Data[ResultsMarkdownKey], "3.4.3, 3 node(s)") {
-		t.Errorf("markdown:\n%s", cm.Data[ResultsMarkdownKey])
-	}
-	if !strings.Contains(cm.Data[ResultsCSVKey], "bench,") || !strings.Contains(cm.Data[ResultsJSONKey], `"changesPerSecond": 10393`) {
-		t.Errorf("csv/json:\n%s\n%s", cm.Data[ResultsCSVKey], cm.Data[ResultsJSONKey])
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.HasPrefix(dep, "github.com/couchbench/couchbench/") && dep != "github.com/couchbench/couchbench/api/v1alpha1" &&
+			dep != "github.com/couchbench/couchbench/internal/names" && dep != "github.com/couchbench/couchbench/internal/builders" {
+			t.Errorf("builders depend on %s", dep)
+		}
 	}
 }
 

@@ -9,7 +9,11 @@ import (
 	"k8s.io/utils/ptr"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/names"
 )
+
+// RunnerContainer is the runner Jobs' container, whose log holds the results document.
+const RunnerContainer = "runner"
 
 // Paths inside runner pods.
 const (
@@ -32,13 +36,13 @@ type RunnerJob struct {
 	// Credentials name the Secret and its keys with the CouchDB admin's username and
 	// password.
 	Credentials benchv1.SecretKeys
-	// Deadline bounds the Job (activeDeadlineSeconds): the step's share of the timeout.
+	// Deadline bounds the Job (activeDeadlineSeconds): what is left of the run's timeout.
 	Deadline time.Duration
 }
 
-// Job builds the step's Job. The runner leaves its summary in the termination message,
-// which the operator reads from the pod's status: no log access and no extra RBAC for the
-// pod.
+// Job builds the step's Job. The runner writes its results document to its log and the
+// handoff that checks it to the termination message (see results.Handoff); the pod itself
+// needs no API access.
 func (r RunnerJob) Job() *batchv1.Job {
 	labels := Labels(r.Bench, r.Arm, r.Step)
 	args := []string{
@@ -47,12 +51,12 @@ func (r RunnerJob) Job() *batchv1.Job {
 		"--url", r.URL,
 		"--arm", r.Arm,
 		"--credentials-dir", credentialsDir,
-		"--summary", corev1.TerminationMessagePathDefault,
+		"--handoff", corev1.TerminationMessagePathDefault,
 		// One run's steps share its databases; another run's never touch them.
 		"--run-id", RunID(r.Bench),
 	}
 	container := corev1.Container{
-		Name:    "runner",
+		Name:    RunnerContainer,
 		Image:   r.Image,
 		Command: []string{"/couchbench"},
 		Args:    args,
@@ -126,9 +130,5 @@ func restrictedContainer() *corev1.SecurityContext {
 // dropAll drops every Linux capability.
 const dropAll = "ALL"
 
-// RunID names one benchmark's databases and design documents in CouchDB: the start of
-// its UID, unique per run.
-func RunID(bench *benchv1.CouchBenchmark) string {
-	uid := string(bench.UID)
-	return uid[:min(8, len(uid))]
-}
+// RunID names one benchmark's databases and design documents in CouchDB.
+func RunID(bench *benchv1.CouchBenchmark) string { return names.RunID(string(bench.UID)) }

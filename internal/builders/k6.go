@@ -1,7 +1,6 @@
 package builders
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
@@ -10,18 +9,20 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/loadtest"
 )
 
 const (
 	// LabelRunner is the index of a k6 runner among a read workload's parallel Jobs.
 	LabelRunner = "bench.couchbench.io/k6-runner"
+	// K6Container is the k6 Jobs' container, whose log holds the runner's summary.
+	K6Container = "k6"
 	scriptsDir  = "/scripts"
 	// k6UID is the grafana/k6 image's user.
 	k6UID = 12345
-	// k6Wrapper runs k6 and turns its "thresholds failed" exit (99) into success: a failed
-	// threshold is a result the operator reports, not a crashed step.
-	k6Wrapper = `k6 run --quiet --no-color "$@" ` + scriptsDir + "/" + loadtest.ScriptName +
+	// k6Wrapper runs k6 on the script named by its first argument and turns k6's "thresholds
+	// failed" exit (99) into success: a failed threshold is a result the operator reports,
+	// not a crashed step.
+	k6Wrapper = `script=$1; shift; k6 run --quiet --no-color "$@" "` + scriptsDir + `/$script"` +
 		`; code=$?; if [ "$code" -eq 99 ]; then exit 0; fi; exit "$code"`
 )
 
@@ -30,13 +31,13 @@ func K6ConfigMapName(bench *benchv1.CouchBenchmark) string {
 	return name(maxObjectName, bench.Name, "k6")
 }
 
-// K6ConfigMap carries the embedded k6 script to the k6 Jobs.
-func K6ConfigMap(bench *benchv1.CouchBenchmark) *corev1.ConfigMap {
+// K6ConfigMap carries the k6 script (named name) to the k6 Jobs.
+func K6ConfigMap(bench *benchv1.CouchBenchmark, name, script string) *corev1.ConfigMap {
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: K6ConfigMapName(bench), Namespace: bench.Namespace, Labels: Labels(bench, "", ""), OwnerReferences: ownedBy(bench),
 		},
-		Data: map[string]string{loadtest.ScriptName: loadtest.Script},
+		Data: map[string]string{name: script},
 	}
 }
 
@@ -48,7 +49,8 @@ type K6Job struct {
 	// (empty with one runner).
 	Index, Runners    int
 	Segment, Sequence string
-	// Config is the script's configuration (loadtest.Config as JSON).
+	// Script is the script's name in the K6ConfigMap; Config its configuration (JSON).
+	Script      string
 	Config      string
 	Credentials benchv1.SecretKeys
 	Deadline    time.Duration
@@ -60,11 +62,12 @@ func K6JobName(bench *benchv1.CouchBenchmark, arm string, index int) string {
 }
 
 // Job builds the runner's Job: the credentials from the Secret as environment (k6 reads
-// them in the script), the summary in the termination message.
+// them in the script); k6's summary in the container's log and the handoff that checks it in
+// the termination message.
 func (k K6Job) Job() *batchv1.Job {
 	labels := Labels(k.Bench, k.Arm, benchv1.StepReads)
 	labels[LabelRunner] = strconv.Itoa(k.Index)
-	args := []string{"-c", k6Wrapper, "k6"}
+	args := []string{"-c", k6Wrapper, "k6", k.Script}
 	if k.Runners > 1 {
 		args = append(args, "--execution-segment", k.Segment, "--execution-segment-sequence", k.Sequence)
 	}
@@ -78,7 +81,7 @@ func (k K6Job) Job() *batchv1.Job {
 		segment = "0:1"
 	}
 	container := corev1.Container{
-		Name:    "k6",
+		Name:    K6Container,
 		Image:   k.Bench.Spec.K6.Image,
 		Command: []string{"sh"},
 		Args:    args,
@@ -94,9 +97,4 @@ func (k K6Job) Job() *batchv1.Job {
 		LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
 	}}}}
 	return oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Index), labels, k.Deadline, k6UID, container, volumes)
-}
-
-// String names the runner in messages.
-func (k K6Job) String() string {
-	return fmt.Sprintf("k6 runner %d/%d of %s", k.Index+1, k.Runners, k.Arm)
 }

@@ -118,6 +118,15 @@ func Segments(n int) (segments []string, sequence string) {
 	return segments, strings.Join(points, ",")
 }
 
+// SegmentName is how a runner's segment is shown: "0:1" for a lone runner (which runs with
+// no segment).
+func SegmentName(segment string) string {
+	if segment == "" {
+		return "0:1"
+	}
+	return segment
+}
+
 func fraction(i, n int) string {
 	switch i {
 	case 0:

@@ -1,17 +1,17 @@
-// Package results holds the runner's output: the versioned JSON result document (every
-// measurement, with provenance), its statistics, the human tables laid out like the seed
-// articles' tables, Markdown and CSV reports, and the compact summary a Kubernetes Job
-// leaves in its termination message.
+// Package results is the one results pipeline. A Document is the unit: every measurement of
+// a run (every repetition, the /_active_tasks series, k6's numbers per runner) with its
+// provenance, as the runner writes it and the operator stores it. Aggregate derives all that
+// status shows from documents; the tables, CSV and Markdown render that; Merge and the
+// store's encoding are how the operator keeps a run's documents; Handoff and frames are how a
+// Job hands a document to the operator.
 package results
 
 import (
-	"encoding/json"
-	"fmt"
 	"math"
-	"os"
 	"sort"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/seeding"
 	"github.com/couchbench/couchbench/internal/viewreads"
@@ -19,7 +19,8 @@ import (
 )
 
 // SchemaVersion is the version of the result document's layout; readers refuse others.
-const SchemaVersion = 1
+// Version 2: k6 reads in the document, every step's start and end, the run id.
+const SchemaVersion = 2
 
 // Document is one run's results.
 type Document struct {
@@ -27,16 +28,33 @@ type Document struct {
 	Benchmark     string `json:"benchmark"`
 	// SpecHash is the SHA-256 of the benchmark spec (as JSON), so that runs of the same
 	// spec can be compared and runs of different specs are not.
-	SpecHash   string     `json:"specHash"`
+	SpecHash string `json:"specHash"`
+	// RunID names the run's databases and design documents in CouchDB ("" for a run by hand
+	// without --run-id).
+	RunID      string     `json:"runId,omitempty"`
 	Seed       int64      `json:"seed"`
 	StartedAt  time.Time  `json:"startedAt"`
 	FinishedAt time.Time  `json:"finishedAt"`
 	Server     Provenance `json:"server"`
 	Arms       []Arm      `json:"arms"`
+	// Steps are the steps that produced the document, in the order they ran.
+	Steps []StepRecord `json:"steps,omitempty"`
 	// Error is why the run stopped early; the results before it are kept.
 	Error string `json:"error,omitempty"`
 	// Interrupted is true when the run was stopped (SIGTERM) before it finished.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// SeriesThinned is 2, 4, ... when the /_active_tasks curves keep every 2nd, 4th, ...
+	// point only, so that the document fits where it is stored; 0 when they are whole.
+	SeriesThinned int `json:"seriesThinned,omitempty"`
+}
+
+// StepRecord is when one step of one arm ran, and how it ended.
+type StepRecord struct {
+	QueryServer string       `json:"queryServer"`
+	Step        benchv1.Step `json:"step"`
+	StartedAt   time.Time    `json:"startedAt"`
+	FinishedAt  time.Time    `json:"finishedAt"`
+	Error       string       `json:"error,omitempty"`
 }
 
 // Provenance says which server produced the numbers.
@@ -68,6 +86,8 @@ type Profile struct {
 	Indexing             []IndexingSeries   `json:"indexing,omitempty"`
 	ViewReads            []viewreads.Result `json:"viewReads,omitempty"`
 	Writes               []writes.Result    `json:"writes,omitempty"`
+	// Reads is the k6 read load, run on an arm's first profile.
+	Reads *Reads `json:"reads,omitempty"`
 }
 
 // IndexingSeries is the repeated builds of one reducer.
@@ -75,11 +95,27 @@ type IndexingSeries struct {
 	Reducer string `json:"reducer"`
 	// ViewCompaction is "paused" or "allowed": whether CouchDB could compact views during
 	// the builds.
-	ViewCompaction string         `json:"viewCompaction"`
-	Runs           []indexing.Run `json:"runs"`
+	ViewCompaction string `json:"viewCompaction"`
+	// PollInterval is how often /_active_tasks was polled: a build's end is known to within it.
+	PollInterval time.Duration  `json:"pollIntervalNs"`
+	Runs         []indexing.Run `json:"runs"`
 	// Stats summarizes the runs' docs/s (median, min, max, CV) for readers of the JSON;
 	// Finish fills it in.
 	Stats Stats `json:"docsPerSecondStats"`
+}
+
+// pollInterval is the poll interval of the document's first indexing series; 0 without one.
+func (d *Document) pollInterval() time.Duration {
+	for _, a := range d.Arms {
+		for _, p := range a.Profiles {
+			for _, ix := range p.Indexing {
+				if ix.PollInterval > 0 {
+					return ix.PollInterval
+				}
+			}
+		}
+	}
+	return 0
 }
 
 // Finish computes the series' statistics from its runs.
@@ -164,20 +200,4 @@ func RowsPerSecond(r viewreads.Result) float64 {
 		return 0
 	}
 	return float64(r.Reads[0].Rows) / median
-}
-
-// Read loads a results document written by the runner.
-func Read(path string) (*Document, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var d Document
-	if err := json.Unmarshal(data, &d); err != nil {
-		return nil, fmt.Errorf("%s: not a results document: %w", path, err)
-	}
-	if d.SchemaVersion != SchemaVersion {
-		return nil, fmt.Errorf("%s: results schema version %d, this couchbench reads version %d", path, d.SchemaVersion, SchemaVersion)
-	}
-	return &d, nil
 }

@@ -6,8 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -70,7 +68,7 @@ func sampleDocument(arms int) *Document {
 
 func TestTablesLookLikeTheSeeds(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteMarkdown(&buf, sampleDocument(2).Report().Tables()); err != nil {
+	if err := WriteMarkdown(&buf, NewReport(sampleDocument(2)).Tables()); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -85,41 +83,9 @@ func TestTablesLookLikeTheSeeds(t *testing.T) {
 	}
 }
 
-func TestSummaryFitsTheTerminationMessage(t *testing.T) {
-	for _, arms := range []int{1, 4, 16} {
-		data := sampleDocument(arms).Summary("run").Marshal()
-		if len(data) > MaxSummaryBytes {
-			t.Errorf("%d arms: summary is %d bytes, the limit %d", arms, len(data), MaxSummaryBytes)
-		}
-		var s Summary
-		if err := json.Unmarshal(data, &s); err != nil {
-			t.Fatal(err)
-		}
-		if arms == 1 && (s.Truncated || len(s.Results[0].Writes) != 14 || s.Results[0].Indexing[0].ChangesPerSecond != 9900) {
-			t.Errorf("1 arm: truncated %v, %d writes, indexing %+v", s.Truncated, len(s.Results[0].Writes), s.Results[0].Indexing[0])
-		}
-		// Over 4 KB, rows go from the longest lists first: no list is left more than one
-		// row longer than another (the operator's one-arm Jobs never get here).
-		if arms == 16 {
-			if !s.Truncated || len(s.Results) != 16 {
-				t.Errorf("16 arms: truncated %v, %d arms; want all arms, marked truncated", s.Truncated, len(s.Results))
-			}
-			shortest, longest := 1<<30, 0
-			for _, r := range s.Results {
-				for _, n := range []int{len(r.Seeding), len(r.Indexing), len(r.ViewReads), len(r.Writes)} {
-					shortest, longest = min(shortest, n), max(longest, n)
-				}
-			}
-			if longest-shortest > 1 {
-				t.Errorf("lists from %d to %d rows: rows were not taken from the longest first", shortest, longest)
-			}
-		}
-	}
-}
-
 func TestCSVHasOneRowPerValue(t *testing.T) {
 	var buf bytes.Buffer
-	if err := WriteCSV(&buf, []Report{sampleDocument(1).Report()}); err != nil {
+	if err := WriteCSV(&buf, []Report{NewReport(sampleDocument(1))}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := csv.NewReader(&buf).ReadAll()
@@ -136,35 +102,11 @@ func TestCSVHasOneRowPerValue(t *testing.T) {
 	}
 }
 
-func TestReadRefusesOtherSchemaVersions(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "r.json")
+func TestDecodeRefusesOtherSchemaVersions(t *testing.T) {
 	d := sampleDocument(1)
 	d.SchemaVersion = 99
 	data, _ := json.Marshal(d)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Read(path); err == nil || !strings.Contains(err.Error(), "version 99") {
-		t.Errorf("Read of a version 99 document: %v", err)
-	}
-}
-
-// A writes step with many modes and profiles keeps as many write rows as fit, not none.
-func TestOneStepSummaryKeepsItsOwnRows(t *testing.T) {
-	var rows []benchv1.WriteResult
-	for p := range 8 {
-		for m := range 11 {
-			rows = append(rows, benchv1.WriteResult{Mode: fmt.Sprintf("parallelBulk-%dx1000", m), Profile: fmt.Sprintf("large-%d", 300000+p),
-				DocsPerSecond: 12345, Created: 123450, Stored: 123450})
-		}
-	}
-	data := Summary{SchemaVersion: SchemaVersion, Step: "writes", Results: []benchv1.QueryServerResults{{QueryServer: "js", Writes: rows}}}.Marshal()
-	var s Summary
-	if err := json.Unmarshal(data, &s); err != nil {
-		t.Fatal(err)
-	}
-	if len(data) > MaxSummaryBytes || !s.Truncated || len(s.Results[0].Writes) < 20 {
-		t.Errorf("%d bytes, truncated %v, %d of 88 write rows kept", len(data), s.Truncated, len(s.Results[0].Writes))
+	if _, err := Decode(data); err == nil || !strings.Contains(err.Error(), "version 99") {
+		t.Errorf("Decode of a version 99 document: %v", err)
 	}
 }

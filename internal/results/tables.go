@@ -18,23 +18,32 @@ const (
 	colProfile = "Profile"
 )
 
-// Report is one benchmark's results in the API's compact shapes: what the runner prints,
-// `couchbench report` renders, and the operator writes into the results ConfigMap. One
-// renderer serves them all.
+// Report is one benchmark's results as the tables show them: what the runner prints,
+// `couchbench report` renders and the operator writes into the results ConfigMap, all from
+// the same documents through Aggregate.
 type Report struct {
 	Benchmark string
 	StartedAt time.Time
 	// Server describes the CouchDB, e.g. "The Apache Software Foundation 3.4.3, 3 node(s)".
 	Server  string
 	Results []benchv1.QueryServerResults
+	// PollInterval is the /_active_tasks poll interval of the builds (0: unknown).
+	PollInterval time.Duration
 }
 
-// Report is the document's Report.
-func (d *Document) Report() Report {
-	return Report{
-		Benchmark: d.Benchmark, StartedAt: d.StartedAt, Results: d.Compact(),
-		Server: fmt.Sprintf("%s %s, %d node(s)", d.Server.Vendor, d.Server.Version, len(d.Server.Nodes)),
+// NewReport is the report of a run's documents.
+func NewReport(docs ...*Document) Report {
+	s := Aggregate(docs...)
+	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results}
+	for _, d := range docs {
+		if r.Benchmark == "" {
+			r.Benchmark = d.Benchmark
+		}
+		if r.PollInterval == 0 {
+			r.PollInterval = d.pollInterval()
+		}
 	}
+	return r
 }
 
 // Table is a titled grid of cells.
@@ -85,7 +94,7 @@ func (r Report) indexingTable() Table {
 	profiles := r.profileNames()
 	t := Table{
 		Title:  "Indexing: changes/s (documents / time to a fully built view; median of runs, CV)",
-		Note:   "Fully built: no shard copy's indexer left, from /_active_tasks polled every 250 ms.",
+		Note:   "Fully built: no shard copy's indexer left, from /_active_tasks" + pollNote(r.PollInterval) + ".",
 		Header: append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...),
 	}
 	for _, q := range r.Results {
@@ -274,6 +283,13 @@ func WriteCSV(w io.Writer, reports []Report) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+func pollNote(interval time.Duration) string {
+	if interval <= 0 {
+		return ""
+	}
+	return " polled every " + interval.String()
 }
 
 func prefixed(prefix string, names []string) []string {

@@ -1,0 +1,200 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+// PodLogs reads a container's log (client-go's GetLogs in production: reading a Job's log
+// needs only the pods/log permission, and works for a pod that has ended).
+type PodLogs interface {
+	Logs(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error)
+}
+
+// jobPhase is where one Job of a step stands.
+type jobPhase int
+
+const (
+	jobMissing jobPhase = iota
+	// jobForeign: a Job of that name belongs to someone else (see ownerOf).
+	jobForeign
+	jobRunning
+	jobSucceeded
+	jobFailed
+)
+
+// observedJob is one Job as the operator sees it: its phase and, once it has ended, its pod's
+// termination message and how its container ended.
+type observedJob struct {
+	name  string
+	job   *batchv1.Job
+	phase jobPhase
+	owner foreignOwner
+	// pod is the Job's (newest) pod; message its container's termination message.
+	pod     string
+	message string
+	// detail says how the container ended, for failure messages.
+	detail string
+	// ended is false while a finished Job's pod status does not show its container's end.
+	ended bool
+}
+
+// jobSet is the Jobs of one step: one runner, or every k6 runner of a read workload.
+type jobSet []observedJob
+
+// observeJobs finds the step's Jobs by their fixed names and, for each that has ended, its
+// pod's termination message. It is the only place that reads Jobs; the stages decide.
+func (r *CouchBenchmarkReconciler) observeJobs(ctx context.Context, bench *benchv1.CouchBenchmark, names []string) (jobSet, error) {
+	set := make(jobSet, len(names))
+	for i, name := range names {
+		o := observedJob{name: name}
+		var job batchv1.Job
+		err := r.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: name}, &job)
+		switch {
+		case apierrors.IsNotFound(err):
+			o.phase = jobMissing
+		case err != nil:
+			return nil, err
+		default:
+			o.job = &job
+			if o.owner, err = r.ownerOf(ctx, bench, &job); err != nil {
+				return nil, err
+			}
+			o.phase = phaseOf(&job)
+			if o.owner != ours {
+				o.phase = jobForeign
+			} else if o.phase == jobSucceeded || o.phase == jobFailed {
+				if err := r.readEnd(ctx, &o); err != nil {
+					return nil, err
+				}
+			}
+		}
+		set[i] = o
+	}
+	return set, nil
+}
+
+// phaseOf reduces a Job's conditions. SuccessCriteriaMet and FailureTarget come while the
+// pod may still be ending: only Complete and Failed are final.
+func phaseOf(job *batchv1.Job) jobPhase {
+	for _, c := range job.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete:
+			return jobSucceeded
+		case batchv1.JobFailed:
+			return jobFailed
+		}
+	}
+	return jobRunning
+}
+
+// readEnd reads the termination message of the Job's newest pod, past the cache: the pod's
+// final status may not have reached it yet. Reading it from the pod status needs no log access.
+func (r *CouchBenchmarkReconciler) readEnd(ctx context.Context, o *observedJob) error {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(o.job.Namespace), client.MatchingLabels{batchv1.JobNameLabel: o.job.Name}); err != nil {
+		return err
+	}
+	if len(pods.Items) == 0 {
+		o.detail, o.ended = "no pod found", true
+		return nil
+	}
+	sort.Slice(pods.Items, func(i, j int) bool {
+		return pods.Items[j].CreationTimestamp.Before(&pods.Items[i].CreationTimestamp)
+	})
+	pod := pods.Items[0]
+	o.pod = pod.Name
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			o.message, o.ended = t.Message, true
+			o.detail = fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+			return nil
+		}
+	}
+	o.detail = "the container has not terminated"
+	return nil
+}
+
+// missing tells whether a Job of the set does not exist yet.
+func (s jobSet) missing() bool {
+	for _, o := range s {
+		if o.phase == jobMissing {
+			return true
+		}
+	}
+	return false
+}
+
+// foreign is the first Job that belongs to someone else, or nil.
+func (s jobSet) foreign() *observedJob {
+	for i := range s {
+		if s[i].phase == jobForeign {
+			return &s[i]
+		}
+	}
+	return nil
+}
+
+// finished tells whether every Job has ended and its end can be read.
+func (s jobSet) finished() bool {
+	for _, o := range s {
+		if (o.phase != jobSucceeded && o.phase != jobFailed) || !o.ended {
+			return false
+		}
+	}
+	return true
+}
+
+// recheck tells whether a Job has finished but its pod's status does not show the end yet.
+func (s jobSet) recheck() bool {
+	for _, o := range s {
+		if (o.phase == jobSucceeded || o.phase == jobFailed) && !o.ended {
+			return true
+		}
+	}
+	return false
+}
+
+// recheckAfter is how soon a Job that said finished before its pod did is looked at again.
+const recheckAfter = 2 * time.Second
+
+// payload reads what a finished Job handed over: its Handoff from the termination message,
+// then the payload from its log, checked against it. problem says why there is none.
+func (r *CouchBenchmarkReconciler) payload(ctx context.Context, o observedJob, container string) (h results.Handoff, data []byte, problem string, err error) {
+	if o.message == "" {
+		return h, nil, fmt.Sprintf("Job %s left no termination message: %s", o.name, o.detail), nil
+	}
+	if h, err = results.ParseHandoff(o.message); err != nil {
+		return h, nil, fmt.Sprintf("Job %s: %v (%s)", o.name, err, o.detail), nil
+	}
+	log, err := r.Logs.Logs(ctx, o.job.Namespace, o.pod, container)
+	if err != nil {
+		return h, nil, "", fmt.Errorf("reading the log of pod %s: %w", o.pod, err)
+	}
+	defer func() { _ = log.Close() }()
+	data, ferr := results.ReadFrame(log, h)
+	if ferr != nil {
+		return h, nil, fmt.Sprintf("Job %s: reading its results from the log of pod %s: %v", o.name, o.pod, ferr), nil
+	}
+	return h, data, "", nil
+}
+
+// jobDeadline is what is left of the run's timeout: no Job may outlive the run.
+func (r *CouchBenchmarkReconciler) jobDeadline(bench *benchv1.CouchBenchmark) time.Duration {
+	return bench.Status.StartTime.Add(bench.Spec.TimeoutDuration()).Sub(r.Clock.Now())
+}

@@ -1,0 +1,53 @@
+// Package names is the one place that names what a run makes in CouchDB: its run id, the
+// databases of each arm and profile, and the design documents of each workload. The runner
+// creates them, the k6 script reads them, and the operator hands them to both, so all three
+// must agree; this package depends on nothing of the project's.
+package names
+
+import (
+	"strings"
+)
+
+// RunID names one benchmark run in CouchDB: the start of the benchmark's UID, so that two
+// runs (two benchmarks, or one deleted and applied again) sharing a CouchDB keep apart and the
+// steps of one run, separate Jobs, find each other's databases.
+func RunID(uid string) string {
+	return uid[:min(8, len(uid))]
+}
+
+// Database is the database of one arm and profile: "cb-<benchmark>[-<run id>]-<arm>-<profile>".
+func Database(benchmark, runID, arm, profile string) string {
+	parts := []string{"cb", benchmark}
+	if runID != "" {
+		parts = append(parts, runID)
+	}
+	return dbSafe(strings.Join(append(parts, arm, profile), "-"))
+}
+
+// WriteDatabase is the database that one insert mode of the writes workload fills:
+// "<profile database>-w-<mode>".
+func WriteDatabase(profileDB, mode string) string {
+	return profileDB + "-w-" + dbSafe(mode)
+}
+
+// dbSafe lower-cases name and makes "_" of every character CouchDB does not allow in a
+// database name (it allows lowercase letters, digits and _$()+-/; we keep to - and _).
+func dbSafe(name string) string {
+	return strings.Map(func(r rune) rune {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '_' {
+			return r
+		}
+		return '_'
+	}, strings.ToLower(name))
+}
+
+// IndexingDesignDoc is the design document of one timed build: a nonce per build makes its
+// index new (CouchDB shares an index between design documents with identical views).
+func IndexingDesignDoc(nonce string) string { return "_design/cb-idx-" + nonce }
+
+// ViewReadsDesignDoc holds seed 002's emit-doc and emit-null views. It is the same for every
+// run on a database, so the views are built once and every read of them reads a built index.
+const ViewReadsDesignDoc = "_design/cb-viewreads"
+
+// ProbeDesignDoc holds the view that tells which query server runs an arm's language.
+const ProbeDesignDoc = "_design/cb-probe"

@@ -1,0 +1,192 @@
+package results
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// Summary is everything a benchmark's status shows, and what the printer columns, the
+// rendered tables and the metrics are views of. Aggregate derives it from the stored
+// documents; nothing else computes a result.
+type Summary struct {
+	// Results are the arms in the API's compact shapes: medians, spreads and counts.
+	Results []benchv1.QueryServerResults
+	// BestChangesPerSecond is the highest median indexing rate over every arm, profile and
+	// reducer; nil without indexing results.
+	BestChangesPerSecond *int64
+	// ReadP95 is the highest k6 read p95 over the arms ("" without reads).
+	ReadP95 string
+	// Thresholds is the verdict on the spec's k6 thresholds; nil when none was judged.
+	Thresholds *ThresholdVerdict
+	// Server is a short provenance: vendor, version and size of the arms' CouchDB.
+	Server string
+}
+
+// ThresholdVerdict says whether every k6 threshold passed, and which failed where.
+type ThresholdVerdict struct {
+	Passed bool
+	// Failed lists "query server <arm>: <metric>: <expression>", in arm order then sorted.
+	Failed []string
+}
+
+// Aggregate is the one function that turns results documents into what status shows. The
+// documents are a run's arms (the operator stores one per arm; `couchbench run` writes one
+// with all of them); arms appear in the order of the documents and their arms.
+func Aggregate(docs ...*Document) Summary {
+	var s Summary
+	var worstP95 time.Duration
+	for _, d := range docs {
+		for _, a := range d.Arms {
+			q := compactArm(a)
+			s.Results = append(s.Results, q)
+			for _, ix := range q.Indexing {
+				if s.BestChangesPerSecond == nil || ix.ChangesPerSecond > *s.BestChangesPerSecond {
+					best := ix.ChangesPerSecond
+					s.BestChangesPerSecond = &best
+				}
+			}
+			if q.Reads != nil {
+				if p95, err := time.ParseDuration(q.Reads.P95); err == nil && p95 >= worstP95 {
+					worstP95, s.ReadP95 = p95, q.Reads.P95
+				}
+			}
+			for _, p := range a.Profiles {
+				if p.Reads == nil || !p.Reads.hasThresholds() {
+					continue
+				}
+				if s.Thresholds == nil {
+					s.Thresholds = &ThresholdVerdict{Passed: true}
+				}
+				for _, f := range p.Reads.failedThresholds() {
+					s.Thresholds.Passed = false
+					s.Thresholds.Failed = append(s.Thresholds.Failed, fmt.Sprintf("query server %s: %s", a.QueryServer, f))
+				}
+			}
+		}
+		if s.Server == "" && d.Server.Version != "" {
+			s.Server = d.Server.Short()
+		}
+	}
+	return s
+}
+
+// Short is the provenance in a few words: "The Apache Software Foundation 3.4.3, 3 node(s)".
+func (p Provenance) Short() string {
+	return fmt.Sprintf("%s %s, %d node(s)", p.Vendor, p.Version, len(p.Nodes))
+}
+
+// compactArm is one arm in the API's compact shapes.
+func compactArm(a Arm) benchv1.QueryServerResults {
+	r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
+	for _, p := range a.Profiles {
+		if p.Seeding != nil {
+			r.Seeding = append(r.Seeding, benchv1.SeedingResult{
+				Profile: p.Profile, Documents: p.Seeding.Stored, DocsPerSecond: round(p.Seeding.DocsPerSecond()),
+				MBPerSecond: fmt.Sprintf("%.2f", p.Seeding.MBPerSecond()), Retries: p.Seeding.Retries,
+			})
+		}
+		for _, ix := range p.Indexing {
+			if len(ix.Runs) > 0 {
+				r.Indexing = append(r.Indexing, compactIndexing(p.Profile, ix))
+			}
+		}
+		for _, vr := range p.ViewReads {
+			if len(vr.Reads) == 0 {
+				continue
+			}
+			secs := ViewReadSeconds(vr).Median
+			r.ViewReads = append(r.ViewReads, benchv1.ViewReadResult{
+				View: vr.View, Profile: p.Profile, RowsPerSecond: round(RowsPerSecond(vr)),
+				Duration: time.Duration(secs * float64(time.Second)).Round(time.Millisecond).String(),
+			})
+		}
+		for _, w := range p.Writes {
+			r.Writes = append(r.Writes, benchv1.WriteResult{
+				Mode: w.Mode, Profile: p.Profile, DocsPerSecond: round(w.DocsPerSecond()),
+				Created: w.Created, Accepted: w.Accepted, Errors: w.Errors, Stored: w.Stored,
+			})
+		}
+		if p.Reads != nil && len(p.Reads.Runners) > 0 {
+			r.Reads = compactReads(*p.Reads)
+		}
+	}
+	return r
+}
+
+func compactIndexing(profile string, ix IndexingSeries) benchv1.IndexingResult {
+	st := ix.DocsPerSecond()
+	n := len(ix.Runs)
+	queryable, built, ratios := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	var timeouts int32
+	for _, run := range ix.Runs {
+		queryable = append(queryable, run.QueryableDocsPerSecond)
+		built = append(built, run.Built.Seconds())
+		timeouts += int32(run.ViewTimeouts)
+		if run.MapDocs >= 0 && run.MapDocsExpected > 0 {
+			ratios = append(ratios, float64(run.MapDocs)/float64(run.MapDocsExpected))
+		}
+	}
+	res := benchv1.IndexingResult{
+		Profile: profile, Reducer: benchv1.Reducer(ix.Reducer),
+		ChangesPerSecond: round(st.Median), MinChangesPerSecond: round(st.Min), MaxChangesPerSecond: round(st.Max),
+		QueryableChangesPerSecond: round(Summarize(queryable).Median),
+		ShardChangesPerSecond:     round(ix.ShardChangesPerSecond().Median),
+		Runs:                      int32(st.N), CV: fmt.Sprintf("%.1f%%", st.CV),
+		BuiltSeconds:   fmt.Sprintf("%.2f", Summarize(built).Median),
+		ViewCompaction: ix.ViewCompaction, ViewTimeouts: timeouts,
+	}
+	if len(ratios) > 0 {
+		res.MapDocsPerDoc = fmt.Sprintf("%.2f", Summarize(ratios).Median)
+	}
+	return res
+}
+
+// compactReads adds the runners up. Counts and rates add up exactly: requests over the
+// longest runner's time (the runners start together). Percentiles do not add up: with one
+// runner they are exact; with several each is the largest over the runners, an upper bound
+// of the true one (no runner has more than 5% of its requests above its own p95, so neither
+// do all together), said so in PercentilesUpperBound, with each runner's own listed.
+func compactReads(r Reads) *benchv1.ReadResult {
+	var res benchv1.ReadResult
+	var failed int64
+	var longest float64
+	var worst Latencies
+	for _, run := range r.Runners {
+		res.Requests += run.Requests
+		failed += run.Failed
+		longest = max(longest, run.DurationMs)
+		worst = Latencies{P50: max(worst.P50, run.Milliseconds.P50), P95: max(worst.P95, run.Milliseconds.P95),
+			P99: max(worst.P99, run.Milliseconds.P99)}
+		if len(r.Runners) > 1 {
+			res.Runners = append(res.Runners, benchv1.RunnerLatencies{
+				Segment: run.Segment, Requests: run.Requests,
+				P50: ms(run.Milliseconds.P50), P95: ms(run.Milliseconds.P95), P99: ms(run.Milliseconds.P99),
+			})
+		}
+	}
+	if longest > 0 {
+		res.RequestsPerSecond = round(float64(res.Requests) / (longest / 1000))
+	}
+	if res.Requests > 0 {
+		res.ErrorRate = fmt.Sprintf("%.2f%%", 100*float64(failed)/float64(res.Requests))
+	} else {
+		res.ErrorRate = "n/a"
+	}
+	res.P50, res.P95, res.P99 = ms(worst.P50), ms(worst.P95), ms(worst.P99)
+	res.PercentilesUpperBound = len(r.Runners) > 1
+	if r.hasThresholds() {
+		passed := len(r.failedThresholds()) == 0
+		res.ThresholdsPassed = &passed
+	}
+	return &res
+}
+
+// ms formats milliseconds as a duration ("12.34ms").
+func ms(v float64) string {
+	return time.Duration(v * float64(time.Millisecond)).Round(10 * time.Microsecond).String()
+}
+
+func round(v float64) int64 { return int64(math.Round(v)) }

@@ -1,0 +1,277 @@
+package results
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/seeding"
+)
+
+func k6Fixture(t *testing.T) []byte {
+	t.Helper()
+	data, err := os.ReadFile("testdata/k6-summary-two-thresholds.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func TestParseK6Summary(t *testing.T) {
+	r, err := ParseK6Summary(k6Fixture(t), "0:1", []string{
+		"http_req_duration{couchbench:load}|p(95)<1",
+		"http_req_failed{couchbench:load}|rate<0.5", // not in this summary: not judged
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Requests != 10 || r.Failed != 0 || r.SetupMs != 12 || r.Segment != "0:1" {
+		t.Errorf("parsed %+v", r)
+	}
+	// The load's time is the test run's without setup.
+	if want := 26.943166 - 12; r.DurationMs < want-1e-9 || r.DurationMs > want+1e-9 {
+		t.Errorf("duration %v ms, want %v", r.DurationMs, want)
+	}
+	if r.Milliseconds.P95 <= r.Milliseconds.P50 || r.Milliseconds.Max < r.Milliseconds.P99 {
+		t.Errorf("latencies %+v", r.Milliseconds)
+	}
+	// Only the user's thresholds count; the script's own (max>=0) do not.
+	if !reflect.DeepEqual(r.Thresholds, map[string]bool{"http_req_duration{couchbench:load}: p(95)<1": false}) {
+		t.Errorf("thresholds %v", r.Thresholds)
+	}
+	if _, err := ParseK6Summary([]byte(`{"metrics":{}}`), "0:1", nil); err == nil || !strings.Contains(err.Error(), "http_reqs") {
+		t.Errorf("a summary without the load's metrics: %v", err)
+	}
+	if _, err := ParseK6Summary([]byte("OOMKilled"), "0:1", nil); err == nil {
+		t.Error("not JSON was accepted")
+	}
+}
+
+func readsDocument(runners ...ReadsRunner) *Document {
+	return &Document{SchemaVersion: SchemaVersion, Benchmark: "b", Arms: []Arm{{QueryServer: "js",
+		Profiles: []Profile{{Profile: "small", Reads: &Reads{Scenario: "getDocument", Runners: runners}}}}}}
+}
+
+func TestAggregateAddsRunnersAndBoundsPercentiles(t *testing.T) {
+	a := ReadsRunner{Segment: "0:1/2", Requests: 201, DurationMs: 2001.67, Milliseconds: Latencies{P50: 2, P95: 9, P99: 20},
+		Thresholds: map[string]bool{"http_req_failed{couchbench:load}: rate<0.01": true}}
+	b := ReadsRunner{Segment: "1/2:1", Requests: 200, Failed: 4, DurationMs: 1990, Milliseconds: Latencies{P50: 3, P95: 8, P99: 30},
+		Thresholds: map[string]bool{"http_req_failed{couchbench:load}: rate<0.01": false}}
+	s := Aggregate(readsDocument(a, b))
+	r := s.Results[0].Reads
+	// 401 requests over the longer runner's 2.00167 s.
+	if r.Requests != 401 || r.RequestsPerSecond != 200 || r.ErrorRate != "1.00%" {
+		t.Errorf("counts %+v", r)
+	}
+	if r.P50 != "3ms" || r.P95 != "9ms" || r.P99 != "30ms" || !r.PercentilesUpperBound || len(r.Runners) != 2 {
+		t.Errorf("percentiles %+v: want each the larger runner's, marked an upper bound", r)
+	}
+	if s.ReadP95 != "9ms" || s.Thresholds == nil || s.Thresholds.Passed ||
+		!reflect.DeepEqual(s.Thresholds.Failed, []string{"query server js: http_req_failed{couchbench:load}: rate<0.01"}) {
+		t.Errorf("read p95 %q, thresholds %+v", s.ReadP95, s.Thresholds)
+	}
+	one := Aggregate(readsDocument(a)).Results[0].Reads
+	if one.PercentilesUpperBound || len(one.Runners) != 0 || one.P95 != "9ms" || one.ThresholdsPassed == nil || !*one.ThresholdsPassed {
+		t.Errorf("one runner: exact percentiles and its verdict, got %+v", one)
+	}
+	if none := Aggregate(readsDocument(ReadsRunner{Requests: 5, DurationMs: 100})); none.Thresholds != nil {
+		t.Errorf("no threshold judged, verdict %+v", none.Thresholds)
+	}
+}
+
+func TestAggregateHeadlines(t *testing.T) {
+	d := sampleDocument(2)
+	d.Arms[1].Profiles[0].Indexing[0].Runs[1].DocsPerSecond = 12000 // arm1 small builtin: median of 10000, 12000, 9800
+	d.Server = Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"a", "b", "c"}}
+	s := Aggregate(d)
+	if len(s.Results) != 2 || s.BestChangesPerSecond == nil || *s.BestChangesPerSecond != 10000 {
+		t.Errorf("best %v over %d arms", s.BestChangesPerSecond, len(s.Results))
+	}
+	if s.Server != "The Apache Software Foundation 3.4.3, 3 node(s)" || s.ReadP95 != "" || s.Thresholds != nil {
+		t.Errorf("summary %+v", s)
+	}
+	if empty := Aggregate(); empty.BestChangesPerSecond != nil || len(empty.Results) != 0 {
+		t.Errorf("no documents: %+v", empty)
+	}
+}
+
+// The operator merges one step's document at a time; merging a step again changes nothing.
+func TestMergeStepByStepIsIdempotent(t *testing.T) {
+	full := sampleDocument(1)
+	at := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	step := func(f func(p *Profile), name benchv1.Step, minute int) *Document {
+		d := &Document{SchemaVersion: SchemaVersion, Benchmark: "b", StartedAt: at.Add(time.Duration(minute) * time.Minute),
+			FinishedAt: at.Add(time.Duration(minute+1) * time.Minute), Server: full.Server,
+			Steps: []StepRecord{{QueryServer: "arm0", Step: name}}}
+		arm := Arm{QueryServer: "arm0", Language: "javascript"}
+		for _, fp := range full.Arms[0].Profiles {
+			p := Profile{Profile: fp.Profile, DB: fp.DB}
+			f(&p)
+			arm.Profiles = append(arm.Profiles, p)
+		}
+		d.Arms = []Arm{arm}
+		return d
+	}
+	profile := func(p *Profile) Profile {
+		for _, fp := range full.Arms[0].Profiles {
+			if fp.Profile == p.Profile {
+				return fp
+			}
+		}
+		t.Fatal(p.Profile)
+		return Profile{}
+	}
+	steps := []*Document{
+		step(func(p *Profile) { f := profile(p); p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = f.Seeding, f.SeedingDocsPerSecond, f.SeedingMBPerSecond }, benchv1.StepSeed, 0),
+		step(func(p *Profile) { p.Indexing = profile(p).Indexing }, benchv1.StepIndex, 2),
+		step(func(p *Profile) { p.ViewReads = profile(p).ViewReads }, benchv1.StepViews, 4),
+		step(func(p *Profile) { p.Writes = profile(p).Writes }, benchv1.StepWrites, 6),
+	}
+	var stored Document
+	for _, s := range steps {
+		Merge(&stored, s)
+	}
+	once, _ := json.Marshal(stored)
+	Merge(&stored, steps[1])
+	Merge(&stored, steps[3])
+	twice, _ := json.Marshal(stored)
+	if !bytes.Equal(once, twice) {
+		t.Error("merging a step again changed the document")
+	}
+	if !reflect.DeepEqual(Aggregate(&stored).Results, Aggregate(full).Results) {
+		t.Errorf("step by step %+v\n\nall at once %+v", Aggregate(&stored).Results, Aggregate(full).Results)
+	}
+	if len(stored.Steps) != 4 || !stored.StartedAt.Equal(at) || !stored.FinishedAt.Equal(at.Add(7*time.Minute)) {
+		t.Errorf("steps %d, %s to %s", len(stored.Steps), stored.StartedAt, stored.FinishedAt)
+	}
+}
+
+func TestEncodeDecodeAndReadConfigMaps(t *testing.T) {
+	d := sampleDocument(1)
+	data, err := Encode(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := Decode(data)
+	if err != nil || !reflect.DeepEqual(Aggregate(back), Aggregate(d)) {
+		t.Fatalf("round trip: %v", err)
+	}
+	other := sampleDocument(2)
+	other.Arms = other.Arms[1:]
+	otherData, _ := Encode(other)
+	// kubectl get cm -l ... -o json: a List of ConfigMaps, binaryData base64 in JSON.
+	list, _ := json.Marshal(map[string]any{"kind": "List", "items": []any{
+		map[string]any{"kind": "ConfigMap", "binaryData": map[string][]byte{benchv1.DocumentKey: data}},
+		map[string]any{"kind": "ConfigMap", "data": map[string]string{"results.md": "tables"}},
+		map[string]any{"kind": "ConfigMap", "binaryData": map[string][]byte{benchv1.DocumentKey: otherData}},
+	}})
+	docs, err := ReadDocuments(list, "stdin")
+	if err != nil || len(docs) != 2 {
+		t.Fatalf("ReadDocuments(List) = %d documents, %v", len(docs), err)
+	}
+	if got := NewReport(docs...).Results; len(got) != 2 || got[0].QueryServer != "arm0" || got[1].QueryServer != "arm1" {
+		t.Errorf("report of the list: %+v", got)
+	}
+	plain, _ := json.Marshal(d)
+	if docs, err := ReadDocuments(plain, "r.json"); err != nil || len(docs) != 1 {
+		t.Errorf("a plain document: %d, %v", len(docs), err)
+	}
+	empty, _ := json.Marshal(map[string]any{"kind": "List", "items": []any{}})
+	if _, err := ReadDocuments(empty, "stdin"); err == nil || !strings.Contains(err.Error(), benchv1.LabelResultsOf) {
+		t.Errorf("a list without documents: %v; want the label to list them by", err)
+	}
+}
+
+func TestEncodeWithinThinsTheCurvesOnly(t *testing.T) {
+	d := sampleDocument(1)
+	for i := range d.Arms[0].Profiles[0].Indexing[0].Runs {
+		run := &d.Arms[0].Profiles[0].Indexing[0].Runs[i]
+		for k := range 4000 {
+			run.Series = append(run.Series, indexing.Point{AtMs: int64(k * 250), ChangesDone: int64(k * 7), LiveTasks: k % 5})
+		}
+	}
+	full, _ := Encode(d)
+	before := Aggregate(d)
+	data, err := EncodeWithin(d, len(full)/3)
+	if err != nil || len(data) > len(full)/3 {
+		t.Fatalf("%d bytes of at most %d, %v", len(data), len(full)/3, err)
+	}
+	back, _ := Decode(data)
+	if back.SeriesThinned < 2 || !reflect.DeepEqual(Aggregate(back), before) {
+		t.Errorf("thinned %d; the numbers must not change", back.SeriesThinned)
+	}
+	if last := back.Arms[0].Profiles[0].Indexing[0].Runs[0].Series; last[len(last)-1].AtMs != 3999*250 {
+		t.Error("the curve's last point was dropped")
+	}
+	if _, err := EncodeWithin(sampleDocument(16), 100); err == nil {
+		t.Error("a document that cannot fit was accepted")
+	}
+}
+
+func TestHandoffFrames(t *testing.T) {
+	payload, _ := Encode(sampleDocument(1))
+	h := NewHandoff(PayloadDocument, payload, errors.New(strings.Repeat("x", 5000)), false)
+	if len(h.Marshal()) > MaxHandoffBytes {
+		t.Errorf("handoff of %d bytes", len(h.Marshal()))
+	}
+	parsed, err := ParseHandoff(string(h.Marshal()))
+	if err != nil || parsed.SHA256 != h.SHA256 {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	log.WriteString("12:00:01 seeding...\n## tables\n")
+	if err := WriteFrame(&log, PayloadDocument, payload); err != nil {
+		t.Fatal(err)
+	}
+	log.WriteString("trailing output\n")
+	got, err := ReadFrame(bytes.NewReader(log.Bytes()), parsed)
+	if err != nil || !bytes.Equal(got, payload) {
+		t.Fatalf("ReadFrame: %v", err)
+	}
+	cut := log.Bytes()[:log.Len()/2]
+	if _, err := ReadFrame(bytes.NewReader(cut), parsed); !errors.Is(err, ErrNoFrame) {
+		t.Errorf("a cut log: %v", err)
+	}
+	other := NewHandoff(PayloadDocument, []byte("another run"), nil, false)
+	if _, err := ReadFrame(bytes.NewReader(log.Bytes()), other); err == nil || !strings.Contains(err.Error(), "SHA-256") {
+		t.Errorf("a frame that does not match the handoff: %v", err)
+	}
+	if _, err := ParseHandoff(`{"v":1}`); err == nil {
+		t.Error("handoff version 1 was accepted")
+	}
+}
+
+// gzipped is data compressed, for tests that need gzip input.
+func gzipped(data []byte) []byte {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write(data)
+	_ = zw.Close()
+	return b.Bytes()
+}
+
+func TestDecodeReadsPlainAndGzip(t *testing.T) {
+	plain, _ := json.Marshal(&Document{SchemaVersion: SchemaVersion, Benchmark: "b",
+		Arms: []Arm{{QueryServer: "js", Profiles: []Profile{{Profile: "small", Seeding: &seeding.Result{Stored: 3}}}}}})
+	for name, data := range map[string][]byte{"plain": plain, "gzip": gzipped(plain), "base64 of gzip": []byte(base64.StdEncoding.EncodeToString(gzipped(plain)))} {
+		d, err := Decode(data)
+		if name == "base64 of gzip" {
+			if err == nil {
+				t.Errorf("%s was accepted", name)
+			}
+			continue
+		}
+		if err != nil || d.Arms[0].Profiles[0].Seeding.Stored != 3 {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package results
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Reads is the k6 read load of one arm: every k6 runner's own numbers, as k6 reported them.
+// Runners split the load with execution segments; what they add up to is Aggregate's.
+type Reads struct {
+	Scenario string        `json:"scenario"`
+	Runners  []ReadsRunner `json:"runners"`
+}
+
+// ReadsRunner is one k6 runner's end-of-test summary of the measured requests (those tagged
+// couchbench:load; the script's setup, which builds views, is left out).
+type ReadsRunner struct {
+	// Segment is the runner's k6 execution segment, e.g. "1/2:1"; "0:1" for a lone runner.
+	Segment  string `json:"segment"`
+	Requests int64  `json:"requests"`
+	Failed   int64  `json:"failed"`
+	// DurationMs is the test run's time without setup: the load's time.
+	DurationMs   float64   `json:"durationMs"`
+	SetupMs      float64   `json:"setupMs"`
+	BytesRead    float64   `json:"bytesReceived"`
+	Milliseconds Latencies `json:"ms"`
+	// Thresholds are the spec's thresholds, "metric: expression" -> passed.
+	Thresholds map[string]bool `json:"thresholds,omitempty"`
+}
+
+// Latencies are http_req_duration statistics in milliseconds.
+type Latencies struct {
+	Avg float64 `json:"avg"`
+	Min float64 `json:"min"`
+	P50 float64 `json:"p50"`
+	P90 float64 `json:"p90"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// k6Summary is the part of k6's end-of-test summary (handleSummary's data) that is read.
+type k6Summary struct {
+	State struct {
+		TestRunDurationMs float64 `json:"testRunDurationMs"`
+	} `json:"state"`
+	SetupData *struct {
+		SetupMs float64 `json:"setupMs"`
+	} `json:"setup_data"`
+	Metrics map[string]struct {
+		Values     map[string]float64 `json:"values"`
+		Thresholds map[string]struct {
+			OK bool `json:"ok"`
+		} `json:"thresholds"`
+	} `json:"metrics"`
+}
+
+// LoadTag marks the measured requests of the k6 script; the metrics of the load are k6's
+// sub-metrics of that tag.
+const LoadTag = "couchbench:load"
+
+// ParseK6Summary reads k6's end-of-test summary of one runner. userThresholds are the
+// spec's thresholds as "metric|expression" (the script adds thresholds of its own so that k6
+// computes the tagged sub-metrics; those are not the user's and are left out).
+func ParseK6Summary(data []byte, segment string, userThresholds []string) (ReadsRunner, error) {
+	var s k6Summary
+	if err := json.Unmarshal(data, &s); err != nil {
+		return ReadsRunner{}, fmt.Errorf("not a k6 summary: %w", err)
+	}
+	reqs, ok := s.Metrics["http_reqs{"+LoadTag+"}"]
+	if !ok {
+		return ReadsRunner{}, fmt.Errorf("the k6 summary has no metric http_reqs{%s}: not couchbench's script", LoadTag)
+	}
+	d := s.Metrics["http_req_duration{"+LoadTag+"}"].Values
+	r := ReadsRunner{
+		Segment:  segment,
+		Requests: int64(reqs.Values["count"]),
+		// k6 counts a request that failed as a "pass" of the http_req_failed rate.
+		Failed:     int64(s.Metrics["http_req_failed{"+LoadTag+"}"].Values["passes"]),
+		DurationMs: s.State.TestRunDurationMs,
+		BytesRead:  s.Metrics["data_received"].Values["count"],
+		Milliseconds: Latencies{Avg: d["avg"], Min: d["min"], P50: d["p(50)"], P90: d["p(90)"], P95: d["p(95)"], P99: d["p(99)"],
+			Max: d["max"]},
+	}
+	if s.SetupData != nil {
+		r.SetupMs = s.SetupData.SetupMs
+		r.DurationMs -= r.SetupMs
+	}
+	for _, ut := range userThresholds {
+		metric, expr, _ := strings.Cut(ut, "|")
+		if t, ok := s.Metrics[metric].Thresholds[expr]; ok {
+			if r.Thresholds == nil {
+				r.Thresholds = map[string]bool{}
+			}
+			r.Thresholds[metric+": "+expr] = t.OK
+		}
+	}
+	return r, nil
+}
+
+// failedThresholds lists the thresholds any runner failed, sorted.
+func (r Reads) failedThresholds() []string {
+	seen := map[string]bool{}
+	for _, run := range r.Runners {
+		for t, ok := range run.Thresholds {
+			if !ok {
+				seen[t] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(seen))
+	for t := range seen {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// hasThresholds tells whether any runner judged a threshold.
+func (r Reads) hasThresholds() bool {
+	for _, run := range r.Runners {
+		if len(run.Thresholds) > 0 {
+			return true
+		}
+	}
+	return false
+}
