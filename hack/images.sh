@@ -3,12 +3,16 @@
 #   couchbench/manager:TAG         the operator and the couchbench runner
 #   couchbench/k6:TAG              k6 from its Go module, with a shell
 #   couchbench/pouchdb-server:TAG  pouchdb-server (the e2e tests' CouchDB-compatible server)
+# and, for local, the CouchDB images under their own tags (hack/couchdb-images.sh):
+#   couchdb:3.4.3, couchdb:3.5.1   Apache CouchDB as the official image has it
+#   couchbench/couchdb-python:3.4.3, couchbench/couchdb-pypy:3.4.3   the Python presets' images
 #
 # Usage: hack/images.sh kind|local TAG [KIND_CLUSTER]
 #   kind   docker build (images/*/Dockerfile) and `kind load docker-image`
 #   local  no Docker: the Go binaries and the npm install are packed onto the Debian base
 #          of ../shared/local-cluster with its image-from-dir.sh and imported into its
-#          containerd (nothing is pulled)
+#          containerd (nothing is pulled); the CouchDB images are built from the kit's
+#          release tarballs (cached in bin/images) and imported
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -39,6 +43,7 @@ local)
   "$lc/image-from-dir.sh" "couchbench/manager:$tag" "$work/manager" /manager >&2
   "$lc/image-from-dir.sh" "couchbench/k6:$tag" "$work/k6" k6 >&2
   "$lc/image-from-dir.sh" "couchbench/pouchdb-server:$tag" "$work/pouchdb" /entrypoint.sh >&2
+  hack/couchdb-images.sh load >&2
   ;;
 *)
   echo "hack/images.sh: target must be kind or local, not $target" >&2

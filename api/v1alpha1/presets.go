@@ -10,12 +10,15 @@ const (
 
 const languagePython = "python"
 
-// presets are what each preset fills in.
+// presets are what each preset fills in. couchpy (CouchDB 1.2 on PyPI) decodes with simplejson
+// whenever it is installed unless told otherwise, and the Python image has it for the
+// couchpy-simplejson arm: the couchpy arm names the standard library's json, or the two arms
+// would measure the same thing.
 var presets = map[Preset]QueryServer{
 	PresetSpiderMonkey:      {Language: "javascript", Engine: EngineSpiderMonkey},
 	PresetQuickJS:           {Language: "javascript", Engine: EngineQuickJS},
 	PresetErlang:            {Language: "erlang"},
-	PresetCouchpy:           {Language: languagePython, Image: CouchDBPythonImage},
+	PresetCouchpy:           {Language: languagePython, Image: CouchDBPythonImage, Command: "/usr/local/bin/couchpy --json-module=json"},
 	PresetCouchpySimplejson: {Language: languagePython, Image: CouchDBPythonImage, Command: "/usr/local/bin/couchpy --json-module=simplejson"},
 	PresetPyPy:              {Language: languagePython, Image: CouchDBPyPyImage},
 }
