@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# make test-e2e: runs test/e2e on a real cluster. With a Docker engine and kind, a kind
-# cluster "couchbench-e2e"; without Docker, the single-node cluster of
-# ../shared/local-cluster (containerd + runc, images imported, never pulled). The cluster is
-# left running (.ci/run brings the local one down).
+# make test-e2e: runs test/e2e on a real cluster against real Apache CouchDB. With a Docker
+# engine and kind, a kind cluster "couchbench-e2e" (the official couchdb images are pulled;
+# the chart repository of the suite runs busybox); without Docker, the single-node cluster of
+# ../shared/local-cluster (containerd + runc, every image built here and imported, never
+# pulled). The cluster is left running (.ci/run brings the local one down).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -16,6 +17,7 @@ if docker info >/dev/null 2>&1; then
   "$kind" get kubeconfig --name "$name" > bin/kind-e2e.kubeconfig
   export KUBECONFIG=$PWD/bin/kind-e2e.kubeconfig
   KIND=$kind hack/images.sh kind "$tag" "$name"
+  export E2E_HTTPD_IMAGE=${E2E_HTTPD_IMAGE:-busybox:1.37.0}
 else
   lc=${LOCAL_CLUSTER:-../shared/local-cluster}
   if [ ! -x "$lc/up.sh" ]; then
@@ -28,4 +30,5 @@ else
   LOCAL_CLUSTER=$lc hack/images.sh local "$tag"
 fi
 
-E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 50m
+COUCHDB_KIT=${COUCHDB_KIT:-$(cd ../shared/apache-couchdb 2>/dev/null && pwd)} \
+  E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m

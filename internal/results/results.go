@@ -68,9 +68,27 @@ type Provenance struct {
 
 // Arm is the results of one query server.
 type Arm struct {
-	QueryServer string    `json:"queryServer"`
-	Language    string    `json:"language"`
-	Profiles    []Profile `json:"profiles"`
+	QueryServer string `json:"queryServer"`
+	Language    string `json:"language"`
+	// Runtime is what ran the arm's views, as the arm's own CouchDB showed it.
+	Runtime  *Runtime  `json:"runtime,omitempty"`
+	Profiles []Profile `json:"profiles"`
+}
+
+// Runtime is the query server that really runs an arm's views: asked of a view in the arm's
+// language (its code reports its interpreter) and of /_node/_local/_versions. A preset or a
+// command can be wrong; this cannot.
+type Runtime struct {
+	// Language is the design documents' language.
+	Language string `json:"language"`
+	// Engine is the JavaScript engine (spidermonkey, quickjs), the Python implementation
+	// (CPython, PyPy) or "erlang".
+	Engine string `json:"engine"`
+	// Version is the engine's version: SpiderMonkey's from /_node/_local/_versions, Python's,
+	// or the Erlang/OTP release.
+	Version string `json:"version,omitempty"`
+	// JSONModule is the JSON module a Python query server decodes with (json, simplejson).
+	JSONModule string `json:"jsonModule,omitempty"`
 }
 
 // Profile is the results of one arm on one document profile.

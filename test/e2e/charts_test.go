@@ -1,0 +1,174 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"helm.sh/helm/v3/pkg/repo"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/helmrelease"
+)
+
+// The Apache CouchDB chart 4.6.2 reaches the operator the two ways a cluster without
+// internet can use: a classic Helm repository served inside the cluster (a static HTTP
+// server with index.yaml and the archive) and a ConfigMap holding the archive.
+const (
+	chartVersion    = "4.6.2"
+	chartRepository = "charts"
+	chartConfigMap  = "couchdb-chart"
+	// existingRelease is the CouchDB the "existing CouchDB" tests benchmark.
+	existingRelease = "existing"
+	existingSecret  = "existing-admin"
+	existingPass    = "e2e-existing-password"
+)
+
+// chartArchive is the packaged Apache chart from the CouchDB kit.
+func chartArchive() (string, []byte, error) {
+	kit := envOr("COUCHDB_KIT", filepath.Join("..", "..", "..", "shared", "apache-couchdb"))
+	path := filepath.Join(kit, "couchdb-chart-"+chartVersion+".tgz")
+	data, err := os.ReadFile(path)
+	return path, data, err
+}
+
+// repositoryChart names the chart in the in-cluster Helm repository.
+func repositoryChart() *benchv1.ChartSource {
+	return &benchv1.ChartSource{
+		Repository: fmt.Sprintf("http://%s.%s.svc:8080", chartRepository, namespace), Name: "couchdb", Version: chartVersion,
+	}
+}
+
+// configMapChart names the chart kept in a ConfigMap of the namespace.
+func configMapChart() *benchv1.ChartSource {
+	return &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: chartConfigMap}, Version: chartVersion}
+}
+
+// serveCharts makes both chart sources: the ConfigMap with the archive, and a Deployment
+// serving index.yaml and the archive over HTTP (busybox httpd; the image is the local
+// cluster's Debian base, or E2E_HTTPD_IMAGE, e.g. busybox:1.37.0 on kind).
+func serveCharts(ctx context.Context) error {
+	path, archive, err := chartArchive()
+	if err != nil {
+		return fmt.Errorf("the Apache chart (set COUCHDB_KIT to the kit's directory): %w", err)
+	}
+	dir, err := os.MkdirTemp("", "chart-repo-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(path)), archive, 0o644); err != nil {
+		return err
+	}
+	index, err := repo.IndexDirectory(dir, "")
+	if err != nil {
+		return err
+	}
+	indexFile := filepath.Join(dir, "index.yaml")
+	if err := index.WriteFile(indexFile, 0o644); err != nil {
+		return err
+	}
+	indexYAML, err := os.ReadFile(indexFile)
+	if err != nil {
+		return err
+	}
+	labels := map[string]string{"app": chartRepository}
+	objects := []client.Object{
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartConfigMap},
+			BinaryData: map[string][]byte{filepath.Base(path): archive},
+		},
+		&corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
+			Data:       map[string]string{"index.yaml": string(indexYAML)},
+			BinaryData: map[string][]byte{filepath.Base(path): archive},
+		},
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534)},
+						Containers: []corev1.Container{{
+							Name: "httpd", Image: envOr("E2E_HTTPD_IMAGE", "localhost/debian-base:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
+							Command:      []string{"busybox", "httpd", "-f", "-v", "-p", "8080", "-h", "/srv"},
+							Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
+							VolumeMounts: []corev1.VolumeMount{{Name: "charts", MountPath: "/srv", ReadOnly: true}},
+							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+								Path: "/index.yaml", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
+						}},
+						Volumes: []corev1.Volume{{Name: "charts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: chartRepository}}}}},
+					},
+				},
+			},
+		},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
+			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(8080)}}},
+		},
+	}
+	for _, obj := range objects {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// installExistingCouchDB installs a one-node CouchDB 3.4.3 with the Apache chart, as a user's
+// running CouchDB, with its admin in a Secret the benchmarks name.
+func installExistingCouchDB(ctx context.Context) error {
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: existingSecret},
+		StringData: map[string]string{"adminUsername": "admin", "adminPassword": existingPass,
+			"cookieAuthSecret": "e2e-cookie-secret", "erlangCookie": "e2e-erlang-cookie"},
+	}
+	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	path, _, err := chartArchive()
+	if err != nil {
+		return err
+	}
+	values := map[string]any{
+		"clusterSize": 1, "createAdminSecret": false, "extraSecretName": existingSecret,
+		"image":            map[string]any{"repository": "couchdb", "tag": "3.4.3", "pullPolicy": "IfNotPresent"},
+		"initImage":        map[string]any{"repository": "couchdb", "tag": "3.4.3", "pullPolicy": "IfNotPresent"},
+		"persistentVolume": map[string]any{"enabled": false},
+		"couchdbConfig": map[string]any{"couchdb": map[string]any{"uuid": "0e2e0e2e0e2e0e2e0e2e0e2e0e2e0e2e", "single_node": true},
+			"native_query_servers": map[string]any{"enable_erlang_query_server": true}},
+	}
+	if st, err := releases.Install(ctx, namespace, existingRelease, helmrelease.ChartRef{Path: path}, values, nil); err != nil {
+		return fmt.Errorf("installing the existing CouchDB: %w (status %+v)", err, st)
+	}
+	return poll(ctx, 5*time.Minute, func() (bool, string) {
+		var sts appsv1.StatefulSet
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: existingRelease + "-couchdb"}, &sts); err != nil {
+			return false, err.Error()
+		}
+		return sts.Status.ReadyReplicas == 1, fmt.Sprintf("existing CouchDB: %d ready", sts.Status.ReadyReplicas)
+	})
+}
+
+// existingTarget is the existing CouchDB as a benchmark names it.
+func existingTarget() benchv1.CouchDBTarget {
+	return benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{
+		URL: fmt.Sprintf("http://%s-svc-couchdb.%s.svc:5984", existingRelease, namespace),
+		CredentialsSecret: benchv1.SecretKeys{Name: existingSecret, UsernameKey: "adminUsername", PasswordKey: "adminPassword"},
+	}}
+}

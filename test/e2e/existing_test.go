@@ -1,0 +1,50 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// A CouchDB that already runs (the Apache chart, installed by the suite as a user's own):
+// two arms on one server, JavaScript and Erlang views, indexing and writes.
+func TestExistingCouchDB(t *testing.T) {
+	b := &benchv1.CouchBenchmark{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "existing"},
+		Spec: benchv1.CouchBenchmarkSpec{
+			CouchDB:          existingTarget(),
+			QueryServers:     []benchv1.QueryServer{{Name: "js", Language: "javascript"}, {Name: "erl", Language: "erlang"}},
+			AllowErlangViews: true,
+			Dataset:          benchv1.Dataset{Documents: 2000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2},
+			Workloads: benchv1.Workloads{
+				Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin}, Repetitions: 2},
+				Writes:   &benchv1.WritesWorkload{Duration: "2s", BulkBatchSizes: []int32{100}},
+			},
+			Timeout: "30m",
+		},
+	}
+	start(t, b)
+	got := mustSucceed(t, b, 20*time.Minute)
+	if len(got.Status.Results) != 2 || !strings.Contains(got.Status.Server, "3.4.3, 1 node(s)") {
+		t.Fatalf("results %+v server %q", got.Status.Results, got.Status.Server)
+	}
+	md, docs := report(t, b, "markdown")
+	t.Logf("existing CouchDB 3.4.3:\n%s", md)
+	engines := map[string]string{}
+	for _, d := range docs {
+		if r := d.Arms[0].Runtime; r != nil {
+			engines[d.Arms[0].QueryServer] = r.Engine
+		}
+	}
+	if engines["js"] != "spidermonkey" || engines["erl"] != "erlang" {
+		t.Errorf("engines %v", engines)
+	}
+	csv, _ := report(t, b, "csv")
+	contains(t, "CSV", csv, "existing,", ",js,", ",erl,", "writes,bulk-100,docs_per_second")
+}
