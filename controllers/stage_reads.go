@@ -64,7 +64,7 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 	}
 	profile := bench.Spec.Dataset.Profiles[0]
 	doc := &results.Document{
-		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec),
+		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
 		RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed, StartedAt: record.StartedAt, FinishedAt: record.FinishedAt,
 		Arms: []results.Arm{{QueryServer: qs.Name, Profiles: []results.Profile{{
 			Profile: dataset.ProfileName(profile), DB: cfg.DB, Reads: reads,

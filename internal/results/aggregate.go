@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"sort"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -34,8 +35,9 @@ type ThresholdVerdict struct {
 
 // Aggregate is the one function that turns results documents into what status shows. The
 // documents are a run's arms (the operator stores one per arm; `couchbench run` writes one
-// with all of them); arms appear in the order of the documents and their arms.
+// with all of them); arms appear in the order of the spec's query servers.
 func Aggregate(docs ...*Document) Summary {
+	docs = inSpecOrder(docs)
 	var s Summary
 	var worstP95 time.Duration
 	for _, d := range docs {
@@ -71,6 +73,26 @@ func Aggregate(docs ...*Document) Summary {
 		}
 	}
 	return s
+}
+
+// inSpecOrder sorts documents by the position of their first arm among the spec's query
+// servers, so that the operator's per-arm documents, listed in any order, render as the
+// spec lists them.
+func inSpecOrder(docs []*Document) []*Document {
+	position := func(d *Document) int {
+		if len(d.Arms) == 0 {
+			return len(d.Spec.QueryServers)
+		}
+		for i, qs := range d.Spec.QueryServers {
+			if qs.Name == d.Arms[0].QueryServer {
+				return i
+			}
+		}
+		return len(d.Spec.QueryServers)
+	}
+	out := append([]*Document(nil), docs...)
+	sort.SliceStable(out, func(i, j int) bool { return position(out[i]) < position(out[j]) })
+	return out
 }
 
 // Short is the provenance in a few words: "The Apache Software Foundation 3.4.3, 3 node(s)".

@@ -275,3 +275,39 @@ func TestDecodeReadsPlainAndGzip(t *testing.T) {
 		}
 	}
 }
+
+func TestMetricsCarryEveryRepetition(t *testing.T) {
+	d := sampleDocument(1)
+	d.Arms[0].Profiles[0].Reads = &Reads{Scenario: "getDocument", Runners: []ReadsRunner{
+		{Requests: 100, Failed: 1, DurationMs: 1000, Milliseconds: Latencies{P50: 2, P95: 9, P99: 20}}}}
+	ms := Metrics(d)
+	byKey := map[string]Metric{}
+	for _, m := range ms {
+		byKey[m.Key()] = m
+	}
+	ix := byKey["arm0/small/indexing/builtin/changes_per_second"]
+	if !reflect.DeepEqual(ix.Samples, []float64{10000, 9900, 9800}) || ix.Value != 9900 || ix.Direction != HigherIsBetter {
+		t.Errorf("indexing metric %+v", ix)
+	}
+	if v := byKey["arm0/small/viewReads/emitNull/seconds_per_read"]; v.Direction != LowerIsBetter || v.Value != 0.5 {
+		t.Errorf("view reads metric %+v", v)
+	}
+	if p95 := byKey["arm0/small/reads/getDocument/p95_ms"]; p95.Value != 9 || p95.Direction != LowerIsBetter {
+		t.Errorf("p95 metric %+v", p95)
+	}
+	if e := byKey["arm0/small/reads/getDocument/error_rate"]; e.Value != 0.01 {
+		t.Errorf("error rate %+v", e)
+	}
+	if w := byKey["arm0/large-300000/writes/serial/docs_per_second"]; w.Value != 500 {
+		t.Errorf("writes metric %+v", w)
+	}
+	// Every indexing row of Aggregate has its metric, with the same median.
+	for _, q := range Aggregate(d).Results {
+		for _, row := range q.Indexing {
+			m := byKey[q.QueryServer+"/"+row.Profile+"/indexing/"+string(row.Reducer)+"/changes_per_second"]
+			if round(m.Value) != row.ChangesPerSecond {
+				t.Errorf("%s %s: metric %v, status %d", row.Profile, row.Reducer, m.Value, row.ChangesPerSecond)
+			}
+		}
+	}
+}

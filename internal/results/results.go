@@ -29,6 +29,9 @@ type Document struct {
 	// SpecHash is the SHA-256 of the benchmark spec (as JSON), so that runs of the same
 	// spec can be compared and runs of different specs are not.
 	SpecHash string `json:"specHash"`
+	// Spec is the benchmark as it ran, defaults applied: what a comparison checks before it
+	// compares, and what orders the arms.
+	Spec benchv1.CouchBenchmarkSpec `json:"spec"`
 	// RunID names the run's databases and design documents in CouchDB ("" for a run by hand
 	// without --run-id).
 	RunID      string     `json:"runId,omitempty"`

@@ -20,8 +20,8 @@ import (
 // restarted operator that reads a finished Job twice stores the same document.
 func Merge(into, step *Document) {
 	if into.Benchmark == "" {
-		into.SchemaVersion, into.Benchmark, into.SpecHash, into.RunID, into.Seed =
-			step.SchemaVersion, step.Benchmark, step.SpecHash, step.RunID, step.Seed
+		into.SchemaVersion, into.Benchmark, into.SpecHash, into.Spec, into.RunID, into.Seed =
+			step.SchemaVersion, step.Benchmark, step.SpecHash, step.Spec, step.RunID, step.Seed
 	}
 	if into.StartedAt.IsZero() || (!step.StartedAt.IsZero() && step.StartedAt.Before(into.StartedAt)) {
 		into.StartedAt = step.StartedAt

@@ -1,0 +1,120 @@
+package results
+
+import (
+	"time"
+)
+
+// Direction says which way a metric gets better.
+type Direction int
+
+const (
+	// HigherIsBetter: rates (changes/s, docs/s, requests/s).
+	HigherIsBetter Direction = iota
+	// LowerIsBetter: times and latencies, error rates.
+	LowerIsBetter
+)
+
+// Metric is one headline number of a run, with every repetition that measured it: what
+// comparisons judge, plots draw and the operator exports as a gauge.
+type Metric struct {
+	QueryServer string `json:"queryServer"`
+	// Profile is the document profile ("" for none).
+	Profile string `json:"profile,omitempty"`
+	// Workload is indexing, seeding, viewReads, writes or reads.
+	Workload string `json:"workload"`
+	// Variant is the reducer, view, insert mode or k6 scenario.
+	Variant string `json:"variant,omitempty"`
+	// Name is what is measured, with its unit: changes_per_second, docs_per_second,
+	// seconds_per_read, requests_per_second, p50_ms, p95_ms, p99_ms, error_rate.
+	Name      string    `json:"name"`
+	Direction Direction `json:"direction"`
+	// Samples are the repetitions' values, in the order they ran.
+	Samples []float64 `json:"samples"`
+	// Value is the headline: the median of the samples.
+	Value float64 `json:"value"`
+}
+
+// Key names the metric within a run: what two runs' metrics are matched by.
+func (m Metric) Key() string {
+	return m.QueryServer + "/" + m.Profile + "/" + m.Workload + "/" + m.Variant + "/" + m.Name
+}
+
+// Metrics lists the headline metrics of documents, arms in spec order. Aggregate's compact
+// status shapes and these come from the same measurements.
+func Metrics(docs ...*Document) []Metric {
+	var out []Metric
+	add := func(m Metric) {
+		if len(m.Samples) == 0 {
+			return
+		}
+		m.Value = Summarize(m.Samples).Median
+		out = append(out, m)
+	}
+	for _, d := range inSpecOrder(docs) {
+		for _, a := range d.Arms {
+			for _, p := range a.Profiles {
+				base := Metric{QueryServer: a.QueryServer, Profile: p.Profile}
+				if p.Seeding != nil {
+					m := base
+					m.Workload, m.Variant, m.Name, m.Direction = "seeding", "bulk", "docs_per_second", HigherIsBetter
+					m.Samples = []float64{p.Seeding.DocsPerSecond()}
+					add(m)
+				}
+				for _, ix := range p.Indexing {
+					m := base
+					m.Workload, m.Variant, m.Name, m.Direction = "indexing", ix.Reducer, "changes_per_second", HigherIsBetter
+					for _, r := range ix.Runs {
+						m.Samples = append(m.Samples, r.DocsPerSecond)
+					}
+					add(m)
+				}
+				for _, vr := range p.ViewReads {
+					m := base
+					m.Workload, m.Variant, m.Name, m.Direction = "viewReads", string(vr.View), "seconds_per_read", LowerIsBetter
+					for _, r := range vr.Reads {
+						m.Samples = append(m.Samples, r.Elapsed.Seconds())
+					}
+					add(m)
+				}
+				for _, w := range p.Writes {
+					m := base
+					m.Workload, m.Variant, m.Name, m.Direction = "writes", w.Mode, "docs_per_second", HigherIsBetter
+					m.Samples = []float64{w.DocsPerSecond()}
+					add(m)
+				}
+				if p.Reads != nil && len(p.Reads.Runners) > 0 {
+					out = append(out, readsMetrics(base, *p.Reads)...)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// readsMetrics are one arm's k6 numbers: one sample each, the runners added up as Aggregate
+// adds them.
+func readsMetrics(base Metric, r Reads) []Metric {
+	c := compactReads(r)
+	var out []Metric
+	one := func(name string, dir Direction, v float64) {
+		m := base
+		m.Workload, m.Variant, m.Name, m.Direction = "reads", r.Scenario, name, dir
+		m.Samples, m.Value = []float64{v}, v
+		out = append(out, m)
+	}
+	one("requests_per_second", HigherIsBetter, float64(c.RequestsPerSecond))
+	for _, p := range []struct{ name, value string }{{"p50_ms", c.P50}, {"p95_ms", c.P95}, {"p99_ms", c.P99}} {
+		if d, err := time.ParseDuration(p.value); err == nil {
+			one(p.name, LowerIsBetter, float64(d)/float64(time.Millisecond))
+		}
+	}
+	var failed, requests int64
+	for _, run := range r.Runners {
+		failed += run.Failed
+		requests += run.Requests
+	}
+	if requests > 0 {
+		one("error_rate", LowerIsBetter, float64(failed)/float64(requests))
+	}
+	return out
+}
