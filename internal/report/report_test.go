@@ -1,0 +1,128 @@
+package report_test
+
+import (
+	"bytes"
+	"html"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/couchbench/couchbench/internal/plot"
+	"github.com/couchbench/couchbench/internal/report"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+// comparison stands in for internal/compare's table, with text that must be escaped.
+var comparison = []results.Table{{
+	Title:  "Against baseline <r20261121>",
+	Header: []string{"Metric", "Baseline", "This run", "Change"},
+	Rows:   [][]string{{"spidermonkey/small/indexing/builtin", "10,000", "8,100", "-19% <script>alert(1)</script> & worse"}},
+	Note:   "Regressed: worse by more than 10% & outside the baseline's min-max.",
+}}
+
+func render(t *testing.T, comparison []results.Table, docs ...*results.Document) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := report.HTML(&buf, comparison, docs...); err != nil {
+		t.Fatal(err)
+	}
+	return buf.String()
+}
+
+// svgNamespaces are the namespace names gonum's <svg> declares: names, not addresses that
+// anything fetches.
+var svgNamespaces = strings.NewReplacer(`xmlns="http://www.w3.org/2000/svg"`, "", `xmlns:xlink="http://www.w3.org/1999/xlink"`, "")
+
+func TestHTMLIsOneSelfContainedPage(t *testing.T) {
+	d := realisticRun(t)
+	page := render(t, comparison, d)
+
+	if !strings.HasPrefix(page, "<!DOCTYPE html>\n<html lang=\"en\">") || !strings.HasSuffix(page, "</html>\n") ||
+		strings.Count(page, "<html") != 1 || strings.Count(page, "<body>") != 1 {
+		t.Errorf("not one HTML document:\n%.300s", page)
+	}
+	title := "nightly-query-servers on The Apache Software Foundation 3.4.3, 1 node(s)"
+	if !strings.Contains(page, "<title>"+title+" · couchbench</title>") || !strings.Contains(page, "<h1>couchbench: nightly-query-servers</h1>") {
+		t.Errorf("title and heading do not name the benchmark and the server:\n%.600s", page)
+	}
+
+	// Every chart inline, as the SVG element itself.
+	charts, err := plot.Charts(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(charts) != 9 || strings.Count(page, "<svg") != len(charts) || strings.Count(page, "</svg>") != len(charts) {
+		t.Errorf("%d charts, %d <svg> in the page", len(charts), strings.Count(page, "<svg"))
+	}
+	for _, c := range charts {
+		svg := c.SVG[bytes.Index(c.SVG, []byte("<svg")):]
+		if !strings.Contains(page, string(svg)) {
+			t.Errorf("chart %s is not in the page as it was drawn", c.Name)
+		}
+	}
+	if strings.Contains(page, "<?xml") || strings.Contains(page, "base64") {
+		t.Error("charts are not inline SVG elements")
+	}
+
+	// Nothing to fetch: no addresses, no references, no scripts.
+	outside := regexp.MustCompile(`(?i)https?:|src=|href=|url\(|@import|<script|<link|<img|<iframe|<object`)
+	if found := outside.FindAllString(svgNamespaces.Replace(page), -1); len(found) > 0 {
+		t.Errorf("the page refers to things outside itself: %q", found)
+	}
+
+	// The tables of the report, then the comparison, escaped.
+	last := strings.Index(page, `<section id="results">`)
+	if last < 0 || last < strings.LastIndex(page, "</svg>") {
+		t.Fatalf("no results section after the charts")
+	}
+	for _, table := range append(results.NewReport(d).Tables(), comparison...) {
+		at := strings.Index(page, "<h3>"+html.EscapeString(table.Title)+"</h3>")
+		if at < last {
+			t.Errorf("table %q missing or out of order", table.Title)
+			continue
+		}
+		last = at
+		for _, row := range table.Rows {
+			for _, cell := range row {
+				if !strings.Contains(page, ">"+html.EscapeString(cell)+"</td>") {
+					t.Errorf("table %q: no cell %q", table.Title, cell)
+				}
+			}
+		}
+	}
+	if !strings.Contains(page, `<section id="comparison">`) || strings.Contains(page, "<script>") ||
+		!strings.Contains(page, "-19% &lt;script&gt;alert(1)&lt;/script&gt; &amp; worse") {
+		t.Error("the comparison is missing or not escaped")
+	}
+	// Columns of numbers align right; their headers too.
+	if !strings.Contains(page, `<th class="num">c/s small</th>`) || !strings.Contains(page, `<td class="num">10,303 (n=3, CV 4.5%)</td>`) ||
+		!strings.Contains(page, "<th>Option</th>") {
+		t.Error("number columns are not marked")
+	}
+
+	if again := render(t, comparison, realisticRun(t)); again != page {
+		t.Error("two renderings of the same documents differ")
+	}
+}
+
+func TestHTMLWithoutComparisonOrCharts(t *testing.T) {
+	d := realisticRun(t)
+	page := render(t, nil, d)
+	if strings.Contains(page, `id="comparison"`) {
+		t.Error("a comparison section without a comparison")
+	}
+
+	// A run that stopped before it measured anything: the header, a warning, no charts.
+	stopped := &results.Document{SchemaVersion: results.SchemaVersion, Benchmark: "b", Spec: d.Spec, Server: d.Server,
+		Error: "seeding spidermonkey: 401 <unauthorized>", Interrupted: true, SeriesThinned: 4}
+	page = render(t, nil, stopped)
+	if strings.Contains(page, "<svg") || strings.Contains(page, `id="charts"`) || strings.Contains(page, "<table") {
+		t.Error("charts or tables without data")
+	}
+	for _, want := range []string{"The run stopped early: seeding spidermonkey: 401 &lt;unauthorized&gt;.", "The run was interrupted",
+		"The indexing curves keep one poll in 4"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("no warning %q", want)
+		}
+	}
+}
