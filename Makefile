@@ -33,11 +33,15 @@ ifeq ($(origin KUBEBUILDER_ASSETS), undefined)
 KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR))
 endif
 
-# pouchdb-server (npm), the CouchDB-compatible server of the runner's integration tests:
-# installed by hack/pouchdb.sh from the committed lock file unless POUCHDB_SERVER is set.
-ifeq ($(origin POUCHDB_SERVER), undefined)
-POUCHDB_SERVER = $(shell hack/pouchdb.sh $(LOCALBIN)/pouchdb)
-endif
+# Real Apache CouchDB for the tests and benchmarks: the kit (a relocatable Apache CouchDB
+# 3.4.3 and its couchdb.sh). hack/with-couchdb.sh starts a single node, a 3-node cluster and
+# the fault tests' 3-node cluster from it on loopback (ports 15984, 25984-25986 and
+# COUCHDB_FAULT_PORT.., data in bin/couchdb), runs the command and stops them again, also
+# on failure.
+COUCHDB_KIT ?= $(abspath $(CURDIR)/../shared/apache-couchdb)
+# Node 1's port of the fault tests' own 3-node cluster (ports P..P+2, Erlang P+1000..P+1002).
+COUCHDB_FAULT_PORT ?= 22984
+GO_TEST_TIMEOUT ?= 30m
 
 # k6, built from its Go module by hack/k6.sh unless K6 is set.
 ifeq ($(origin K6), undefined)
@@ -82,13 +86,14 @@ envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when p
 	@echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 
 .PHONY: test
-test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserver) and pouchdb-server integration tests.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" POUCHDB_SERVER="$(POUCHDB_SERVER)" K6="$(K6)" go test ./... -count=1
+test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" \
+		hack/with-couchdb.sh go test ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
 
 .PHONY: bench
-bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on pouchdb-server, rate computation); see docs/benchmarks.md.
+bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation); see docs/benchmarks.md.
 	go test $$(go list ./internal/... | grep -v -e /seeding -e /loadtest) -run='^$$' -bench=. -count=1
-	POUCHDB_SERVER="$(POUCHDB_SERVER)" go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
+	COUCHDB_KIT="$(COUCHDB_KIT)" hack/with-couchdb.sh --no-cluster go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
 	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 
 .PHONY: test-e2e

@@ -1,17 +1,18 @@
 package main
 
-// The command against pouchdb-server (a CouchDB-compatible server from npm, not CouchDB).
+// The command against real Apache CouchDB 3.4.3, the single node of the project's kit that
+// `make test` starts (internal/couchdbtest); the usage tests need no server.
 
 import (
 	"bytes"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/couchbench/couchbench/internal/pouchdbtest"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/runner"
 )
 
 const bench = `apiVersion: bench.couchbench.io/v1alpha1
@@ -22,7 +23,7 @@ spec:
   queryServers: [{name: js, language: javascript}]
   dataset: {documents: 300, batchSize: 100}
   workloads:
-    indexing: {repetitions: 1, viewCompaction: Allowed}
+    indexing: {repetitions: 1}
 `
 
 func writeFile(t *testing.T, dir, name, content string) string {
@@ -35,45 +36,59 @@ func writeFile(t *testing.T, dir, name, content string) string {
 }
 
 func TestRunWritesTableResultsAndSummary(t *testing.T) {
-	url := pouchdbtest.Start(t)
+	srv := couchdbtest.Single(t)
+	runID := "cli" + couchdbtest.RandomID()
+	srv.DeleteLater(t, runner.DatabaseName("cli", runID, "js", "small"))
 	dir := t.TempDir()
 	spec := writeFile(t, dir, "bench.yaml", bench)
 	creds := filepath.Join(dir, "creds")
 	if err := os.Mkdir(creds, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	writeFile(t, creds, "username", pouchdbtest.AdminUser+"\n")
-	writeFile(t, creds, "password", pouchdbtest.AdminPassword)
-	out, summary := filepath.Join(dir, "out.json"), filepath.Join(dir, "summary.json")
+	writeFile(t, creds, "username", srv.User+"\n")
+	writeFile(t, creds, "password", srv.Password)
+	out, handoff := filepath.Join(dir, "out.json"), filepath.Join(dir, "handoff.json")
 
 	var stdout, stderr bytes.Buffer
-	code := realMain([]string{"run", "-f", spec, "--url", url, "--credentials-dir", creds, "--out", out, "--summary", summary}, &stdout, &stderr)
+	code := realMain([]string{"run", "-f", spec, "--url", srv.URL(), "--credentials-dir", creds, "--run-id", runID,
+		"--out", out, "--handoff", handoff}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
 	}
 	if !strings.Contains(stdout.String(), "| js (javascript) | builtin") {
 		t.Errorf("no results table on stdout:\n%s", stdout.String())
 	}
-	if strings.Contains(stdout.String()+stderr.String(), pouchdbtest.AdminPassword) {
+	if strings.Contains(stdout.String()+stderr.String(), srv.Password) {
 		t.Error("the password was printed")
 	}
-	doc, err := results.Read(out)
+	docs, err := results.ReadFile(out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Arms) != 1 || len(doc.Arms[0].Profiles[0].Indexing[0].Runs) != 1 || doc.SpecHash == "" {
+	doc := docs[0]
+	if len(doc.Arms) != 1 || len(doc.Arms[0].Profiles[0].Indexing[0].Runs) != 1 || doc.SpecHash == "" ||
+		doc.Server.Version != srv.Version || doc.Arms[0].Profiles[0].Seeding.Stored != 300 {
 		t.Errorf("results document: %+v", doc)
 	}
-	data, err := os.ReadFile(summary)
+	if r := doc.Arms[0].Profiles[0].Indexing[0].Runs[0]; r.MapDocs != 300 || r.MapDocsExpected != 300 {
+		t.Errorf("map_doc grew by %d, expected %d: want 300, one map call per document (one node, compaction paused)", r.MapDocs, r.MapDocsExpected)
+	}
+	// --handoff: the document framed on stdout, checked by the handoff file, as a Job hands
+	// it to the operator.
+	data, err := os.ReadFile(handoff)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s results.Summary
-	if err := json.Unmarshal(data, &s); err != nil || len(data) > results.MaxSummaryBytes {
-		t.Fatalf("summary (%d bytes): %v", len(data), err)
+	h, err := results.ParseHandoff(string(data))
+	if err != nil || len(data) > results.MaxHandoffBytes || h.Error != "" {
+		t.Fatalf("handoff (%d bytes) %s: %v", len(data), data, err)
 	}
-	if s.Step != "run" || len(s.Results) != 1 || s.Results[0].Indexing[0].ChangesPerSecond <= 0 {
-		t.Errorf("summary %s", data)
+	payload, err := results.ReadFrame(strings.NewReader(stdout.String()), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if framed, err := results.Decode(payload); err != nil || len(framed.Arms) != 1 || framed.Arms[0].Profiles[0].Seeding.Stored != 300 {
+		t.Errorf("framed document: %v", err)
 	}
 
 	// report turns the results file into Markdown and CSV.

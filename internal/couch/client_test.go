@@ -1,5 +1,9 @@
 package couch
 
+// The client against internal/couchtest, the in-repo fake on CouchDB 3.4.3's recorded
+// answers (and those recordings themselves): error shapes and statuses as recorded. The
+// client on real Apache CouchDB is exercised by every real-server suite (internal/runner).
+
 import (
 	"context"
 	"encoding/json"

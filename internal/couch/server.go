@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // ServerInfo is the welcome answer of GET /.
@@ -91,6 +92,22 @@ func (c *Client) Counter(ctx context.Context, node string, path ...string) (int6
 		return 0, fmt.Errorf("%s: not a counter", req.path)
 	}
 	return leaf.Value.Int64()
+}
+
+// Uptime is how long a node's CouchDB has been running (GET /_node/{node}/_system
+// "uptime", whole seconds): a node that restarted reports less than it did before.
+func (c *Client) Uptime(ctx context.Context, node string) (time.Duration, error) {
+	var system struct {
+		Uptime *int64 `json:"uptime"`
+	}
+	req := request{method: http.MethodGet, path: nodePath(node) + "/_system", accept: []int{http.StatusOK}}
+	if _, err := c.call(ctx, req, &system); err != nil {
+		return 0, err
+	}
+	if system.Uptime == nil {
+		return 0, fmt.Errorf("%s: no uptime in the answer", req.path)
+	}
+	return time.Duration(*system.Uptime) * time.Second, nil
 }
 
 func configPath(node, section, key string) string {

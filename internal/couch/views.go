@@ -117,10 +117,18 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 // WaitForView sends a view request until CouchDB answers 200: a request on an index that
 // is not built blocks until it is, and in a cluster it can answer 500 timeout (after 60 s
-// by default) while the build goes on behind it. Timeouts and transient failures are ridden
-// through; it returns how many there were.
+// by default) while the build goes on behind it. It rides through those timeouts, which it
+// counts and returns, and through a server that does not answer at all or answers 502, 503
+// or 504 (a node or a proxy restarting) for up to UnreachableLimit in a row.
+//
+// Any other error answer fails at once. On real Apache CouchDB 3.4.3 a view whose language
+// the server does not know answers 500 {"error":"unknown_query_language"}, one whose code
+// does not compile 500 {"error":"map_compilation_error"} or an Erlang error term: asking
+// again answers the same, and riding through every 5xx, as this did before, made a run
+// with such an arm wait forever.
 func (c *Client) WaitForView(ctx context.Context, db, ddocID, view string, params url.Values) (int, error) {
 	timeouts := 0
+	var unreachableSince time.Time
 	for {
 		_, err := c.QueryView(ctx, db, ddocID, view, params)
 		if err == nil {
@@ -130,14 +138,42 @@ func (c *Client) WaitForView(ctx context.Context, db, ddocID, view string, param
 			return timeouts, ctx.Err()
 		}
 		var ce *Error
-		if !errors.As(err, &ce) || (ce.Name != "timeout" && !Transient(err)) {
+		switch {
+		case errors.As(err, &ce) && ce.Status == http.StatusInternalServerError && ce.Name == "timeout":
+			timeouts++
+			unreachableSince = time.Time{}
+		case unreachable(err):
+			if unreachableSince.IsZero() {
+				unreachableSince = time.Now()
+			} else if time.Since(unreachableSince) > UnreachableLimit {
+				return timeouts, fmt.Errorf("view %s of %s: CouchDB did not answer for %v: %w", view, ddocID, UnreachableLimit, err)
+			}
+		default:
 			return timeouts, fmt.Errorf("view %s of %s: %w", view, ddocID, err)
 		}
-		timeouts++
 		select {
 		case <-ctx.Done():
 			return timeouts, ctx.Err()
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// UnreachableLimit is how long WaitForView waits for a server that does not answer.
+var UnreachableLimit = 5 * time.Minute
+
+// unreachable: no answer at all (not the caller's own cancel or deadline), or a gateway's
+// 502, 503 or 504.
+func unreachable(err error) bool {
+	var ce *Error
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Status {
+	case 0:
+		return Transient(err)
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
 }

@@ -1,5 +1,7 @@
 package couchtest_test
 
+// Tests of internal/couchtest itself, the in-repo fake (not CouchDB): its injected faults.
+
 import (
 	"bytes"
 	"context"
@@ -99,8 +101,9 @@ func TestFaultDelay(t *testing.T) {
 	if resp, err := post(s, twoDocs); err != nil || resp.StatusCode != http.StatusCreated {
 		t.Fatalf("%v %v", resp, err)
 	}
-	if elapsed := time.Since(start); elapsed < delay || elapsed > delay+time.Second {
-		t.Errorf("answered after %v, want about %v", elapsed, delay)
+	// Held for the delay, then answered: never earlier (later depends on the machine's load).
+	if elapsed := time.Since(start); elapsed < delay {
+		t.Errorf("answered after %v, before the %v delay", elapsed, delay)
 	}
 
 	// A client that gives up during the delay: the request is not run (if it were, doc c

@@ -1,5 +1,10 @@
 package couchtest_test
 
+// Tests of internal/couchtest itself, the in-repo fake (not CouchDB): the replay of
+// /_active_tasks series recorded on CouchDB 3.4.3. Durations are asserted as lower bounds
+// only (the replay cannot answer before the recorded time, sped up); how much later it
+// answers depends on the machine's load.
+
 import (
 	"encoding/json"
 	"fmt"
@@ -127,8 +132,10 @@ func TestReplaySingleNode(t *testing.T) {
 	got := do(t, s, http.MethodGet, "/bench/_design/bench/_view/by_month?group=true&limit=11", nil)
 	elapsed := time.Since(start)
 	want := time.Duration(series.ViewRequest.ElapsedS * float64(time.Second) / speedup)
-	if elapsed < want || elapsed > want+300*time.Millisecond {
-		t.Errorf("the view request answered after %v, want the recorded %.3f s / %d = %v", elapsed, series.ViewRequest.ElapsedS, speedup, want)
+	// The replay holds the request for the recorded time (sped up): it cannot answer
+	// earlier. How much later depends on the machine's load, so there is no upper bound.
+	if elapsed < want {
+		t.Errorf("the view request answered after %v, before the recorded %.3f s / %d = %v", elapsed, series.ViewRequest.ElapsedS, speedup, want)
 	}
 	var rows []string
 	for m := 1; m <= 11; m++ {
@@ -155,13 +162,15 @@ func TestReplaySingleNode(t *testing.T) {
 	if got := do(t, s, http.MethodGet, "/_active_tasks", nil); string(got.body) != "[]\n" {
 		t.Errorf("after the series: %q", got.body)
 	}
-	start = time.Now()
+	// The index is built: a repeated query answers the same at once, without a second
+	// build (no task appears, no document is mapped again).
+	p = startPolling(s)
 	again := do(t, s, http.MethodGet, "/bench/_design/bench/_view/by_month?group=true&limit=11", nil)
-	if time.Since(start) > 100*time.Millisecond || again.status != http.StatusOK || string(again.body) != string(got.body) {
-		t.Errorf("repeated query: %d after %v", again.status, time.Since(start))
+	if tasks := p.tasks(t); len(tasks) != 0 || again.status != http.StatusOK || string(again.body) != string(got.body) {
+		t.Errorf("repeated query: %d %q with %d tasks, want the first answer and no build", again.status, again.body, len(tasks))
 	}
 	if n := s.MapDocCount("_local"); n != 1000 {
-		t.Errorf("map_doc = %d", n)
+		t.Errorf("map_doc = %d, want 1000: one map call per document, the repeated query built nothing", n)
 	}
 }
 
@@ -179,8 +188,8 @@ func TestReplayClusterTimeout(t *testing.T) {
 	start := time.Now()
 	got := do(t, s, http.MethodGet, view, nil)
 	want := time.Duration(series.ViewRequest.ElapsedS * float64(time.Second) / speedup)
-	if elapsed := time.Since(start); elapsed < want || elapsed > want+300*time.Millisecond {
-		t.Errorf("answered after %v, want %v", elapsed, want)
+	if elapsed := time.Since(start); elapsed < want {
+		t.Errorf("answered after %v, before the recorded %v", elapsed, want)
 	}
 	checkExact(t, "the recorded timeout", got, loadFixture(t, "06_cluster_javascript_view_group_true_limit11"))
 
@@ -206,8 +215,8 @@ func TestReplayClusterTimeout(t *testing.T) {
 	// The same query again waits for the end of the recorded build, then answers 200.
 	again := do(t, s, http.MethodGet, view, nil)
 	ready := buildEnd(t, series) / speedup
-	if elapsed := time.Since(start); again.status != http.StatusOK || elapsed < ready || elapsed > ready+300*time.Millisecond {
-		t.Errorf("repeated query: %d after %v, want 200 after %v", again.status, elapsed, ready)
+	if elapsed := time.Since(start); again.status != http.StatusOK || elapsed < ready {
+		t.Errorf("repeated query: %d after %v, want 200, not before the recorded build's end %v", again.status, elapsed, ready)
 	}
 	for _, node := range nodes {
 		if n := s.MapDocCount(node); n != 100 {

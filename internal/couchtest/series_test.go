@@ -1,5 +1,7 @@
 package couchtest_test
 
+// Tests of internal/couchtest itself (not CouchDB): the recorded series files it replays.
+
 import (
 	"encoding/json"
 	"os"

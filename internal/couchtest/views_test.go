@@ -1,5 +1,8 @@
 package couchtest_test
 
+// Tests of internal/couchtest itself, the in-repo fake (not CouchDB), against the
+// recordings of CouchDB 3.4.3 it is built on.
+
 import (
 	"encoding/json"
 	"net/http"

@@ -10,6 +10,7 @@ package ddoc
 
 import (
 	"fmt"
+	"strings"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
@@ -41,16 +42,21 @@ const (
 	erlang
 )
 
+// familyOf: any language named python* is a Python query server registered under its own
+// name, such as python_simplejson for couchpy --json-module=simplejson (an external
+// language is registered with CouchDB as COUCHDB_QUERY_SERVER_<NAME>): all of them run the
+// same Python view source.
 func familyOf(language string) (family, error) {
-	switch language {
-	case "javascript", "javascript_quickjs":
+	switch {
+	case language == "javascript", language == "javascript_quickjs":
 		return javascript, nil
-	case "python":
+	case strings.HasPrefix(language, "python"):
 		return python, nil
-	case "erlang":
+	case language == "erlang":
 		return erlang, nil
 	}
-	return 0, fmt.Errorf("no view functions for language %q: couchbench has them for javascript, python and erlang", language)
+	return 0, fmt.Errorf("no view functions for language %q: couchbench has them for javascript (and javascript_quickjs), "+
+		"python (and any python* query server) and erlang", language)
 }
 
 // Indexing is the design document of one indexing build: the seed's map function and the

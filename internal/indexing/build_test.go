@@ -61,11 +61,20 @@ func TestBuildSingleNodeReplay(t *testing.T) {
 		t.Errorf("tasks observed %v, copies %d; want the 2 shard copies of the recording", run.TasksObserved, run.CopiesObserved)
 	}
 	recorded := 14392 * time.Millisecond / speedup
-	if run.Queryable < recorded || run.Queryable > recorded+300*time.Millisecond {
-		t.Errorf("queryable after %s, want about %s (the recorded view request / %d)", run.Queryable, recorded, speedup)
+	// The replay holds the view request for the recorded time: never shorter (how much
+	// longer depends on the machine's load, so no upper bound).
+	if run.Queryable < recorded {
+		t.Errorf("queryable after %s, before the recorded view request / %d = %s", run.Queryable, speedup, recorded)
 	}
-	if run.Built < run.Queryable || run.Built > run.Queryable+300*time.Millisecond {
-		t.Errorf("built after %s, queryable %s", run.Built, run.Queryable)
+	// Built is the first poll after the last one that showed a task: after every sample
+	// with a live task, and never before queryable.
+	if run.Built < run.Queryable {
+		t.Errorf("built after %s, before queryable %s", run.Built, run.Queryable)
+	}
+	for _, p := range run.Series {
+		if p.LiveTasks > 0 && p.AtMs > run.Built.Milliseconds() {
+			t.Errorf("a task was live at %d ms, after built %s", p.AtMs, run.Built)
+		}
 	}
 	if run.DocsPerSecond != float64(docs)/run.Built.Seconds() {
 		t.Errorf("docs/s %.1f is not documents / built time", run.DocsPerSecond)

@@ -94,7 +94,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	}
 	run := Run{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1))}
 
-	mapBefore := mapDocs(ctx, c, nodes)
+	before := readNodes(ctx, c, nodes)
 	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil {
 		return run, fmt.Errorf("creating design document %s: %w", ddocID, err)
 	}
@@ -131,10 +131,10 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	run.QueryableDocsPerSecond = float64(opts.Documents) / run.Queryable.Seconds()
 	run.ShardChangesPerSecond = float64(run.ShardChanges) / run.Built.Seconds()
 
-	if mapAfter := mapDocs(ctx, c, nodes); mapBefore >= 0 && mapAfter >= 0 {
-		run.MapDocs = mapAfter - mapBefore
-	} else {
-		run.MapDocs = -1
+	after := readNodes(ctx, c, nodes)
+	run.MapDocs = mapDocGrowth(before, after)
+	if err := checkNodesStayed(nodes, before, after); err != nil {
+		return run, err
 	}
 
 	if err := Verify(ctx, c, opts.DB, ddocID, opts.Expected); err != nil {
@@ -143,17 +143,88 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	return run, ctx.Err()
 }
 
-// mapDocs sums couchdb.mrview.map_doc over the nodes, -1 when a node cannot be read.
-func mapDocs(ctx context.Context, c *couch.Client, nodes []string) int64 {
+// nodeReading is what a build reads of one node before and after it.
+type nodeReading struct {
+	// mapDoc is the node's couchdb.mrview.map_doc counter, -1 when it could not be read.
+	mapDoc int64
+	// uptime is how long the node had been running, -1 when the server does not say (a
+	// server that is not CouchDB) or did not answer (then err says why).
+	uptime time.Duration
+	err    error
+	// sent and answered bound the moment the node measured its uptime.
+	sent, answered time.Time
+}
+
+func readNodes(ctx context.Context, c *couch.Client, nodes []string) []nodeReading {
+	out := make([]nodeReading, len(nodes))
+	for i, n := range nodes {
+		r := nodeReading{mapDoc: -1, uptime: -1, sent: time.Now()}
+		if v, err := c.Counter(ctx, n, "couchdb", "mrview", "map_doc"); err == nil {
+			r.mapDoc = v
+		}
+		if up, err := c.Uptime(ctx, n); err == nil {
+			r.uptime = up
+		} else {
+			r.err = err
+		}
+		r.answered = time.Now()
+		out[i] = r
+	}
+	return out
+}
+
+// mapDocGrowth is the growth of map_doc over all nodes, -1 when a node could not be read.
+func mapDocGrowth(before, after []nodeReading) int64 {
 	var total int64
-	for _, n := range nodes {
-		v, err := c.Counter(ctx, n, "couchdb", "mrview", "map_doc")
-		if err != nil {
+	for i := range before {
+		if before[i].mapDoc < 0 || after[i].mapDoc < 0 {
 			return -1
 		}
-		total += v
+		total += after[i].mapDoc - before[i].mapDoc
 	}
 	return total
+}
+
+// ErrNodeInterrupted is returned (wrapped) when a node stopped answering or restarted
+// during a build. On real Apache CouchDB 3.4.3 (3 nodes, q=2, n=3), with a node stopped
+// mid-build and started again, the build still "succeeded" with a right view, but its
+// numbers described no build: with node 3 stopped, the build was taken as done once the
+// other nodes' copies were (4 of 6 copies seen, node 3's never finished); with node 1, the
+// client's, stopped, the time included the outage and map_doc, which a restart resets,
+// "grew" by 0.
+var ErrNodeInterrupted = errors.New("a node stopped or restarted during the build, so its times and counts do not describe one build; run it again")
+
+// firstLine keeps an error to its first line: a node that is starting can answer with a
+// multi-line Erlang stack trace.
+func firstLine(err error) string {
+	msg, _, cut := strings.Cut(err.Error(), "\n")
+	if cut {
+		msg += " ..."
+	}
+	return msg
+}
+
+// uptimeSlack covers uptime's whole seconds (one at each reading) and clock drift.
+const uptimeSlack = 2 * time.Second
+
+// checkNodesStayed fails when a node that said how long it had been up before the build
+// did not answer after it, or had been up for less time than passed between the two
+// readings: it restarted.
+func checkNodesStayed(nodes []string, before, after []nodeReading) error {
+	for i, node := range nodes {
+		b, a := before[i], after[i]
+		if b.uptime < 0 {
+			continue
+		}
+		if a.uptime < 0 {
+			return fmt.Errorf("%w: node %s could not say how long it had been up after the build: %s", ErrNodeInterrupted, node, firstLine(a.err))
+		}
+		if passed := a.sent.Sub(b.answered); a.uptime+uptimeSlack < b.uptime+passed {
+			return fmt.Errorf("%w: node %s restarted: it had been up %v when the build began and only %v when it ended, %v later",
+				ErrNodeInterrupted, node, b.uptime, a.uptime, passed.Round(time.Second))
+		}
+	}
+	return nil
 }
 
 // Verify reads the whole built view (group=true) and compares it with the expected sums.

@@ -34,13 +34,13 @@ func BenchmarkK6VersusWrk(b *testing.B) {
 	spec.Workloads.Reads.IterationsPerUser = nil
 	spec.Workloads.Reads.Duration = loadDuration.String()
 	spec.Workloads.Reads.VirtualUsers = loadConnections
-	cfg, err := NewConfig(spec, benchv1.QueryServer{Name: "js", Language: "javascript"}, srv.URL, "db")
+	cfg, err := NewConfig(spec, jsArm, srv.URL, "db")
 	if err != nil {
 		b.Fatal(err)
 	}
 	var k6Rate, wrkRateSum float64
 	for range b.N {
-		_, data := runK6(b, cfg, "pw")
+		_, data, _ := runK6(b, cfg, "admin", "pw")
 		s, err := ParseSummary(data)
 		if err != nil {
 			b.Fatal(err)

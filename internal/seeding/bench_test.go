@@ -1,9 +1,9 @@
 package seeding
 
 // Seeding rate against the seed article's loader (one POST per document from a pool of 50
-// workers), on the same server: pouchdb-server, a CouchDB-compatible server from npm. The
-// ratio says what _bulk_docs batching buys on that server; the absolute rates are
-// pouchdb-server's, not CouchDB's. `make bench` runs these.
+// workers), on the same server: real Apache CouchDB 3.4.3, the single node of the project's
+// kit that `make bench` starts (internal/couchdbtest). The ratio says what _bulk_docs
+// batching buys; the absolute rates are this machine's. `make bench` runs these.
 
 import (
 	"context"
@@ -15,38 +15,31 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/dataset"
-	"github.com/couchbench/couchbench/internal/pouchdbtest"
 )
 
 const benchDocs = 5000
 
-func benchClient(b *testing.B, conns int) *couch.Client {
+func benchClient(b *testing.B, conns int) (*couchdbtest.Server, *couch.Client) {
 	b.Helper()
-	url := pouchdbtest.Start(b)
-	c, err := couch.New(url, couch.Credentials{Username: pouchdbtest.AdminUser, Password: pouchdbtest.AdminPassword}, couch.Options{MaxConns: conns})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return c
+	srv := couchdbtest.Single(b)
+	return srv, srv.Client(b, couch.Options{MaxConns: conns})
 }
 
-func freshDB(b *testing.B, c *couch.Client, i int) string {
+// freshDB is a new database (q=2, deleted when the benchmark ends).
+func freshDB(b *testing.B, srv *couchdbtest.Server, i int) string {
 	b.Helper()
-	db := fmt.Sprintf("bench%d", i)
-	if _, err := c.CreateDB(context.Background(), db, 1, 1); err != nil {
-		b.Fatal(err)
-	}
-	return db
+	return srv.NewDB(b, fmt.Sprintf("%s-%d", b.Name(), i))
 }
 
 // BenchmarkSeedBulk is couchbench's seeding: _bulk_docs of 1000, 4 in flight.
 func BenchmarkSeedBulk(b *testing.B) {
-	c := benchClient(b, 8)
+	srv, c := benchClient(b, 8)
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 	var elapsed time.Duration
 	for i := range b.N {
-		db := freshDB(b, c, i)
+		db := freshDB(b, srv, i)
 		res, err := Load(context.Background(), c, gen, Options{DB: db, Documents: benchDocs, BatchSize: 1000, Concurrency: 4, Retry: DefaultBackoff})
 		if err != nil || res.Stored != benchDocs {
 			b.Fatalf("%+v %v", res, err)
@@ -58,11 +51,11 @@ func BenchmarkSeedBulk(b *testing.B) {
 
 // BenchmarkSeedNaive is the seed article's loader: one POST per document, 50 workers.
 func BenchmarkSeedNaive(b *testing.B) {
-	c := benchClient(b, 50)
+	srv, c := benchClient(b, 50)
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 	var elapsed time.Duration
 	for i := range b.N {
-		db := freshDB(b, c, i)
+		db := freshDB(b, srv, i)
 		var next, failed atomic.Int64
 		start := time.Now()
 		var wg sync.WaitGroup

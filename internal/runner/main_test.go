@@ -1,0 +1,21 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"github.com/couchbench/couchbench/internal/couchdbtest"
+)
+
+// TestMain stops the Apache CouchDB cluster the fault tests start for themselves
+// (runner_faults_test.go), also when tests failed. hack/with-couchdb.sh stops it as well, in case
+// this binary dies first (a test timeout's panic skips TestMain's end).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := couchdbtest.StopOwn(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
+}

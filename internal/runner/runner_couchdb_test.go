@@ -1,0 +1,509 @@
+package runner
+
+// The runner's steps against real Apache CouchDB 3.4.3 from the project's kit, started by
+// `make test` (internal/couchdbtest): the single node for every view language the kit
+// registers × both reducers × both document profiles, and the 3-node cluster. These tests
+// assert what the server did (the built view equals the dataset's answer, map calls per
+// document, indexer tasks per node, what the write databases hold), never how long it took.
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/couchbench/couchbench/internal/benchspec"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+// The query servers of the kit: design-document languages javascript (SpiderMonkey),
+// javascript_quickjs (an arm with engine quickjs), python (couchpy), python_simplejson
+// (couchpy --json-module=simplejson, registered as its own language) and erlang.
+const languagesBench = `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: langs}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  allowErlangViews: true
+  queryServers:
+  - {name: js, language: javascript}
+  - {name: quickjs, language: javascript, engine: quickjs}
+  - {name: py, language: python}
+  - {name: pysj, language: python_simplejson}
+  - {name: erl, language: erlang}
+  dataset:
+    documents: 300
+    batchSize: 70
+    concurrency: 3
+    profiles: [{type: small}, {type: large, targetBytes: 2000}]
+  workloads:
+    indexing:
+      reducers: [builtin, custom]
+      repetitions: 1
+      viewCompaction: Paused
+    viewReads:
+      repetitions: 1
+`
+
+// wantLanguage is the design-document language of each arm of languagesBench.
+var wantLanguage = map[string]string{
+	"js": "javascript", "quickjs": "javascript_quickjs", "py": "python", "pysj": "python_simplejson", "erl": "erlang",
+}
+
+// realRun runs the runner against srv with a run id of its own, so that its databases are
+// new, and deletes them when the test ends.
+func realRun(t *testing.T, srv *couchdbtest.Server, yaml string, cfg Config) (*results.Document, string, error) {
+	t.Helper()
+	bench, err := benchspec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bench = bench
+	if cfg.Client == nil {
+		cfg.Client = srv.Client(t, couch.Options{MaxConns: 8})
+	}
+	if cfg.RunID == "" {
+		cfg.RunID = "t" + couchdbtest.RandomID()
+	}
+	if cfg.Steps == nil {
+		cfg.Steps = AllSteps
+	}
+	if cfg.PollInterval == 0 {
+		cfg.PollInterval = 100 * time.Millisecond
+	}
+	for _, qs := range bench.Spec.QueryServers {
+		for _, p := range bench.Spec.Dataset.Profiles {
+			srv.DeleteLater(t, DatabaseName(bench.Name, cfg.RunID, qs.Name, dataset.ProfileName(p)))
+		}
+	}
+	var log bytes.Buffer
+	cfg.Log = &log
+	doc, err := Run(context.Background(), cfg)
+	if doc == nil {
+		t.Fatalf("Run returned no document (error %v)", err)
+	}
+	return doc, log.String(), err
+}
+
+// checkSeededExactly asserts that the database holds exactly documents 0..n-1 of the dataset
+// (plus design documents), each once and without conflicts, and that seeding says so.
+//
+// In a cluster it first waits for the copies to agree: a write is acknowledged once 2 of
+// the 3 copies have it, and _all_docs reads one copy per shard range, so right after the
+// seed a copy that is behind shows fewer documents for a while (on the kit's 3-node
+// cluster, 9,560 of 10,000 for half a second when idle, 6,440 of 10,000 under make test's
+// load). The bound is for a copy that never catches up, not a measurement.
+func checkSeededExactly(t *testing.T, srv *couchdbtest.Server, p results.Profile, n int64) {
+	t.Helper()
+	if s := p.Seeding; s == nil || s.Stored != n || s.Created+s.AlreadyPresent != n || s.Failed != 0 {
+		t.Errorf("%s: seeding %+v, want %d stored, none failed", p.DB, p.Seeding, n)
+	}
+	ids := allDocIDs(t, srv, p.DB)
+	for deadline := time.Now().Add(2 * time.Minute); int64(len(ids)) < n && len(srv.Nodes) > 1 && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		ids = allDocIDs(t, srv, p.DB)
+	}
+	if int64(len(ids)) != n {
+		t.Errorf("%s holds %d documents (design documents aside), want exactly %d", p.DB, len(ids), n)
+	}
+	for i, id := range ids {
+		if want := dataset.ID(int64(i)); id != want {
+			t.Errorf("%s: document %d is %q, want %q: every id of the dataset exactly once", p.DB, i, id, want)
+			break
+		}
+	}
+}
+
+// allDocIDs lists the database's document ids in order, design documents aside, and fails
+// the test on a document with conflicting revisions (a document written twice).
+func allDocIDs(t *testing.T, srv *couchdbtest.Server, db string) []string {
+	t.Helper()
+	var answer struct {
+		Rows []struct {
+			ID  string `json:"id"`
+			Doc struct {
+				Conflicts []string `json:"_conflicts"`
+			} `json:"doc"`
+		} `json:"rows"`
+	}
+	srv.GetJSON(t, "/"+db+"/_all_docs?include_docs=true&conflicts=true", &answer)
+	var ids []string
+	for _, r := range answer.Rows {
+		if strings.HasPrefix(r.ID, "_design/") {
+			continue
+		}
+		if len(r.Doc.Conflicts) > 0 {
+			t.Errorf("%s: document %s has conflicting revisions %v: it was written twice", db, r.ID, r.Doc.Conflicts)
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids
+}
+
+// checkBuilt asserts a profile's indexing series: one per reducer, every run there and
+// verified (Build returns a run only after indexing.Verify compared the whole view with the
+// dataset's answer), the map function called exactly once per document and copy.
+func checkBuilt(t *testing.T, p results.Profile, reducers []string, runs int, compaction string) {
+	t.Helper()
+	var got []string
+	for _, s := range p.Indexing {
+		got = append(got, s.Reducer)
+		if len(s.Runs) != runs || s.Stats.N != runs || s.ViewCompaction != compaction {
+			t.Errorf("%s/%s: %d runs (stats of %d), compaction %q; want %d runs, compaction %q",
+				p.DB, s.Reducer, len(s.Runs), s.Stats.N, s.ViewCompaction, runs, compaction)
+		}
+		for _, r := range s.Runs {
+			if r.Documents == 0 || r.Queryable <= 0 || r.Built < r.Queryable || r.DocsPerSecond <= 0 {
+				t.Errorf("%s/%s run %s: documents %d, queryable %v, built %v, %.0f docs/s",
+					p.DB, s.Reducer, r.DesignDoc, r.Documents, r.Queryable, r.Built, r.DocsPerSecond)
+			}
+			if compaction == "paused" && (r.MapDocs != r.MapDocsExpected || r.MapDocsExpected != r.Documents*int64(p.Replicas)) {
+				t.Errorf("%s/%s run %s: map_doc grew by %d, want exactly %d (documents x n=%d): one map call per document and copy",
+					p.DB, s.Reducer, r.DesignDoc, r.MapDocs, r.Documents*int64(p.Replicas), p.Replicas)
+			}
+		}
+	}
+	if !slices.Equal(got, reducers) {
+		t.Errorf("%s: indexing series %v, want %v", p.DB, got, reducers)
+	}
+}
+
+// Every language × reducer × profile on the single node: seed, index (compaction paused),
+// view reads.
+func TestEveryLanguageOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	bench, err := benchspec.Parse([]byte(languagesBench))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const docs = 300
+	for _, qs := range bench.Spec.QueryServers {
+		t.Run(qs.Name, func(t *testing.T) {
+			c := srv.Client(t, couch.Options{MaxConns: 8})
+			doc, log, err := realRun(t, srv, languagesBench, Config{Arms: []string{qs.Name}, Client: c})
+			if err != nil {
+				t.Fatalf("run failed: %v\n%s", err, log)
+			}
+			if doc.Server.Vendor != "The Apache Software Foundation" || doc.Server.Version != srv.Version || len(doc.Server.Nodes) != 1 {
+				t.Errorf("provenance %+v: want Apache CouchDB %s, one node", doc.Server, srv.Version)
+			}
+			if len(doc.Arms) != 1 || doc.Arms[0].Language != wantLanguage[qs.Name] || len(doc.Arms[0].Profiles) != 2 {
+				t.Fatalf("arms %+v: want arm %s in language %s with 2 profiles", doc.Arms, qs.Name, wantLanguage[qs.Name])
+			}
+			for _, p := range doc.Arms[0].Profiles {
+				checkSeededExactly(t, srv, p, docs)
+				checkBuilt(t, p, []string{"builtin", "custom"}, 1, "paused")
+				if len(p.ViewReads) != 3 {
+					t.Errorf("%s: %d view reads, want 3", p.DB, len(p.ViewReads))
+				}
+				for _, vr := range p.ViewReads {
+					if len(vr.Reads) != 1 || vr.Reads[0].Rows != docs {
+						t.Errorf("%s/%s: reads %+v, want one read of %d rows", p.DB, vr.View, vr.Reads, docs)
+					}
+				}
+				// The design documents the run left: language and autoupdate as the runner meant,
+				// and views whose total is the sum of the stored scores.
+				for _, s := range p.Indexing {
+					if len(s.Runs) == 0 {
+						continue // checkBuilt said so
+					}
+					checkViewTotal(t, srv, p.DB, s.Runs[0].DesignDoc)
+					var d struct {
+						Language   string `json:"language"`
+						AutoUpdate *bool  `json:"autoupdate"`
+					}
+					if err := c.GetDoc(context.Background(), p.DB, s.Runs[0].DesignDoc, &d); err != nil {
+						t.Fatal(err)
+					}
+					if d.Language != wantLanguage[qs.Name] || d.AutoUpdate == nil || *d.AutoUpdate {
+						t.Errorf("%s %s: language %q, autoupdate %v", p.DB, s.Runs[0].DesignDoc, d.Language, d.AutoUpdate)
+					}
+				}
+			}
+		})
+	}
+}
+
+// The sum of every document's score, read back from the server, equals the built view's
+// total: a check of the index that does not rely on the generator's expected answer.
+func checkViewTotal(t *testing.T, srv *couchdbtest.Server, db, ddocID string) {
+	t.Helper()
+	var docs struct {
+		Rows []struct {
+			Doc struct {
+				Score *int64 `json:"score"`
+			} `json:"doc"`
+		} `json:"rows"`
+	}
+	srv.GetJSON(t, "/"+db+"/_all_docs?include_docs=true", &docs)
+	var want int64
+	for _, r := range docs.Rows {
+		if r.Doc.Score != nil {
+			want += *r.Doc.Score
+		}
+	}
+	var view struct {
+		Rows []struct {
+			Value int64 `json:"value"`
+		} `json:"rows"`
+	}
+	srv.GetJSON(t, "/"+db+"/"+ddocID+"/_view/"+url.PathEscape("by_month"), &view)
+	if len(view.Rows) != 1 || view.Rows[0].Value != want || want == 0 {
+		t.Errorf("%s %s: view total %+v, want the sum of the stored scores %d", db, ddocID, view.Rows, want)
+	}
+}
+
+// The 3-node cluster (q=2, n=3): every shard copy's indexer task is seen, on every node;
+// queryable comes no later than built; one map call per document and copy.
+func TestClusterRunOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Cluster(t)
+	const docs = 2000
+	yaml := fmt.Sprintf(`
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: cluster}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: %d
+    batchSize: 250
+    concurrency: 2
+  workloads:
+    indexing:
+      reducers: [builtin, custom]
+      repetitions: 1
+    viewReads:
+      repetitions: 1
+      views: [emitNull]
+`, docs)
+	doc, log, err := realRun(t, srv, yaml, Config{PollInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	if len(doc.Server.Nodes) != 3 || !slices.Equal(doc.Server.Nodes, srv.Nodes) {
+		t.Errorf("provenance nodes %v, want the cluster's %v", doc.Server.Nodes, srv.Nodes)
+	}
+	p := doc.Arms[0].Profiles[0]
+	if p.Shards != 2 || p.Replicas != 3 {
+		t.Errorf("q=%d n=%d, want q=2 n=3 (n defaults to min(3, nodes))", p.Shards, p.Replicas)
+	}
+	checkSeededExactly(t, srv, p, docs)
+	checkBuilt(t, p, []string{"builtin", "custom"}, 1, "paused")
+	for _, s := range p.Indexing {
+		for _, r := range s.Runs {
+			// q=2 ranges x n=3 copies: 6 copies, 2 on each node, so seeing all 6 means an
+			// indexer task was seen on every node.
+			if !r.TasksObserved || r.CopiesObserved != 6 {
+				t.Errorf("%s: tasks observed %v, %d shard copies; want all 6 (2 ranges x 3 nodes)\n%s", r.DesignDoc, r.TasksObserved, r.CopiesObserved, log)
+			}
+			if r.Queryable > r.Built {
+				t.Errorf("%s: queryable %v after built %v", r.DesignDoc, r.Queryable, r.Built)
+			}
+			if r.ShardChangesFrom != "tasks" || r.ShardChanges < docs*3 {
+				t.Errorf("%s: %d shard changes from %q, want at least %d (documents x n) from the tasks", r.DesignDoc, r.ShardChanges, r.ShardChangesFrom, docs*3)
+			}
+			if n := len(r.Series); n == 0 || r.Series[n-1].ChangesDone != r.ShardChanges || r.Series[n-1].LiveTasks != 0 {
+				t.Errorf("%s: the series must end with every copy complete and no live task: %+v", r.DesignDoc, r.Series)
+			}
+			checkViewTotal(t, srv, p.DB, r.DesignDoc)
+		}
+	}
+	if len(p.ViewReads) != 1 || p.ViewReads[0].Reads[0].Rows != docs {
+		t.Errorf("view reads %+v", p.ViewReads)
+	}
+}
+
+const compactionBench = `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: compaction}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: 500
+    batchSize: 250
+  workloads:
+    indexing:
+      reducers: [builtin]
+      repetitions: 2
+      viewCompaction: Paused
+`
+
+// viewCompactionSettings reads max_size of smoosh's two view channels on node 1 ("" when
+// the key is not set).
+func viewCompactionSettings(t *testing.T, srv *couchdbtest.Server) [2]string {
+	t.Helper()
+	c := srv.Client(t, couch.Options{})
+	var out [2]string
+	for i, section := range []string{"smoosh.ratio_views", "smoosh.slack_views"} {
+		v, set, err := c.Config(context.Background(), srv.Nodes[0], section, "max_size")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if set {
+			out[i] = v
+		} else {
+			out[i] = "(unset)"
+		}
+	}
+	return out
+}
+
+// With viewCompaction Paused the runner sets max_size to 1 for the builds and afterwards
+// leaves each setting exactly as it found it: a value stays that value, an unset key is
+// unset again.
+func TestCompactionSettingsAreRestoredOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	// A known value in one channel, the other unset.
+	srv.SetConfig(t, "smoosh.ratio_views", "max_size", "123456789")
+	srv.SetConfig(t, "smoosh.slack_views", "max_size", "1") // replaced by the unset state below
+	c := srv.Client(t, couch.Options{})
+	if err := c.DeleteConfig(context.Background(), srv.Nodes[0], "smoosh.slack_views", "max_size"); err != nil {
+		t.Fatal(err)
+	}
+	before := viewCompactionSettings(t, srv)
+	if before != [2]string{"123456789", "(unset)"} {
+		t.Fatalf("setup: settings %v", before)
+	}
+	doc, log, err := realRun(t, srv, compactionBench, Config{})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	p := doc.Arms[0].Profiles[0]
+	checkBuilt(t, p, []string{"builtin"}, 2, "paused")
+	if after := viewCompactionSettings(t, srv); after != before {
+		t.Errorf("compaction settings after the run %v, before %v: the runner must restore them exactly", after, before)
+	}
+}
+
+// viewCompaction Allowed leaves the settings alone.
+func TestCompactionAllowedLeavesSettingsAloneOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	before := viewCompactionSettings(t, srv)
+	doc, log, err := realRun(t, srv, strings.Replace(compactionBench, "viewCompaction: Paused", "viewCompaction: Allowed", 1), Config{})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	checkBuilt(t, doc.Arms[0].Profiles[0], []string{"builtin"}, 2, "allowed")
+	if after := viewCompactionSettings(t, srv); after != before {
+		t.Errorf("settings %v after an Allowed run, %v before", after, before)
+	}
+}
+
+// A blocking view request that times out while the build goes on is asked again until the
+// view is built. On the cluster, [fabric] request_timeout is lowered (for this test only)
+// far below the build's time, so that the view request answers 500 {"error":"timeout"} as
+// it does after 60 s on large builds.
+func TestViewTimeoutsAreRiddenThroughOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Cluster(t)
+	const docs = 10000
+	yaml := fmt.Sprintf(`
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: timeouts}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: py, language: python}
+  dataset:
+    documents: %d
+    batchSize: 1000
+    concurrency: 2
+  workloads:
+    indexing:
+      reducers: [builtin]
+      repetitions: 1
+`, docs)
+	runID := "to" + couchdbtest.RandomID()
+	seeded, log, err := realRun(t, srv, yaml, Config{Steps: []Step{StepSeed}, RunID: runID})
+	if err != nil {
+		t.Fatalf("seed failed: %v\n%s", err, log)
+	}
+	checkSeededExactly(t, srv, seeded.Arms[0].Profiles[0], docs)
+
+	restore := srv.SetConfig(t, "fabric", "request_timeout", "1000") // milliseconds; CouchDB's default is 60000
+	doc, log, err := realRun(t, srv, yaml, Config{Steps: []Step{StepIndex}, RunID: runID})
+	restore()
+	if err != nil {
+		t.Fatalf("index failed: %v\n%s", err, log)
+	}
+	p := doc.Arms[0].Profiles[0]
+	checkBuilt(t, p, []string{"builtin"}, 1, "paused")
+	if len(p.Indexing) == 1 && len(p.Indexing[0].Runs) == 1 {
+		r := p.Indexing[0].Runs[0]
+		if r.ViewTimeouts == 0 {
+			t.Errorf("no view request timed out (queryable after %v, built after %v): the build must outlast [fabric] request_timeout = 1 s", r.Queryable, r.Built)
+		}
+		checkViewTotal(t, srv, p.DB, r.DesignDoc)
+		t.Logf("%d view timeouts ridden through; queryable %v, built %v", r.ViewTimeouts, r.Queryable, r.Built)
+	}
+}
+
+const writesBench = `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: writes}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: 100
+  workloads:
+    writes:
+      duration: 1s
+      bulkBatchSizes: [10, 100]
+      parallelBulk: {clients: 2, batchSize: 50}
+      batchOk: {clients: 2}
+      serial: true
+`
+
+// Every write mode's counts match what CouchDB stored (the write database's doc_count),
+// and batch=ok's 202 Accepted answers are counted apart from 201 Created.
+func TestWritesOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	doc, log, err := realRun(t, srv, writesBench, Config{Steps: []Step{StepWrites}})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	p := doc.Arms[0].Profiles[0]
+	var modes []string
+	for _, w := range p.Writes {
+		modes = append(modes, w.Mode)
+		if w.Errors != 0 || w.Created+w.Accepted == 0 || w.Stored != w.Created+w.Accepted {
+			t.Errorf("%s: %d created + %d accepted, %d errors, %d stored: every acknowledged document must be in the database, no more",
+				w.Mode, w.Created, w.Accepted, w.Errors, w.Stored)
+		}
+		if batchOK := strings.HasPrefix(w.Mode, "batchOk"); batchOK != (w.Accepted > 0) || batchOK == (w.Created > 0) {
+			t.Errorf("%s: %d created (201), %d accepted (202): batch=ok is answered 202 and only batch=ok", w.Mode, w.Created, w.Accepted)
+		}
+	}
+	if want := []string{"bulk-10", "bulk-100", "parallelBulk-2x50", "batchOk-2", "serial"}; !slices.Equal(modes, want) {
+		t.Errorf("modes %v, want %v", modes, want)
+	}
+	// Each mode deleted its database.
+	var all []string
+	srv.GetJSON(t, "/_all_dbs", &all)
+	for _, db := range all {
+		if strings.HasPrefix(db, p.DB+"-w") {
+			t.Errorf("write database %s was left behind", db)
+		}
+	}
+}

@@ -1,0 +1,314 @@
+package runner
+
+// Faults on real Apache CouchDB 3.4.3 from the project's kit: a 3-node cluster of these
+// tests' own (ports 22984-22986, bin/couchdb/own/cbfault-22984, started by couchdbtest.Own if
+// hack/with-couchdb.sh has not, and stopped by TestMain), because these tests stop and
+// restart its nodes; and the shared
+// single node for errors that disturb nothing (wrong password, missing database). CouchDB
+// down is a port nothing listens on. The assertions are on what happened (documents
+// stored, errors and what they say, what the returned document kept), never on timing.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/couchbench/couchbench/internal/benchspec"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/indexing"
+)
+
+// faultCluster is the fault tests' own 3-node cluster.
+func faultCluster(t *testing.T) *couchdbtest.Server {
+	t.Helper()
+	return couchdbtest.Own(t, couchdbtest.OwnOptions{Name: "cbfault", Nodes: 3, Port: couchdbtest.FaultPort()})
+}
+
+const faultBench = `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: faults}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: %d
+    batchSize: %d
+    concurrency: 2
+  workloads:
+    indexing:
+      reducers: [builtin]
+      repetitions: 1
+`
+
+// waitFor polls cond every 50 ms until it is true or done is closed; it reports whether
+// cond became true.
+func waitFor(done <-chan struct{}, cond func() bool) bool {
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-done:
+			return cond()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// docCount reads a database's doc_count through a node that stays up.
+func docCount(c *couch.Client, db string) int64 {
+	info, err := c.DBInfo(context.Background(), db)
+	if err != nil {
+		return -1
+	}
+	return info.DocCount
+}
+
+// nodeOutage is how long a stopped node stays down before it is started again: about what a
+// CouchDB pod's restart takes in Kubernetes (container restart, CouchDB's start, the
+// readiness probe), and longer than the seeder's old retry schedule (8 tries over 16 s).
+const nodeOutage = 15 * time.Second
+
+// The node the runner talks to is stopped mid-seed and started again: the seeder retries
+// the failed batches (their documents have fixed ids, so a retry of a batch that was
+// written meets conflicts) and ends with exactly the dataset, each document once.
+func TestNodeStoppedMidSeedOnRealCouchDB(t *testing.T) {
+	srv := faultCluster(t)
+	const docs = 20000
+	yaml := fmt.Sprintf(faultBench, docs, 200)
+	runID := "seed" + couchdbtest.RandomID()
+	db := DatabaseName("faults", runID, "js", "small")
+	observer := srv.NodeClient(t, 2, couch.Options{})
+
+	var (
+		wg       sync.WaitGroup
+		restart  string
+		stopErr  error
+		stopped  bool
+		finished = make(chan struct{})
+	)
+	wg.Go(func() {
+		// Once a tenth of the documents are in, stop node 1, then start it again.
+		if !waitFor(finished, func() bool { return docCount(observer, db) >= docs/10 }) {
+			return
+		}
+		if stopErr = srv.StopNode(1); stopErr != nil {
+			return
+		}
+		stopped = true
+		down := time.Now()
+		time.Sleep(nodeOutage)
+		out, err := srv.StartNodes(context.Background())
+		restart = fmt.Sprintf("node 1 was down for %v and answered again %v later (err %v)\n%s", nodeOutage,
+			time.Since(down.Add(nodeOutage)).Round(100*time.Millisecond), err, out)
+	})
+	doc, log, err := realRun(t, srv, yaml, Config{Steps: []Step{StepSeed}, RunID: runID})
+	close(finished)
+	wg.Wait()
+	t.Log(restart)
+	if stopErr != nil || !stopped {
+		t.Fatalf("node 1 was not stopped mid-seed (stopped %v, %v): the seed ended first?\n%s", stopped, stopErr, log)
+	}
+	if err != nil {
+		t.Fatalf("seed failed: %v\n%s", err, log)
+	}
+	p := doc.Arms[0].Profiles[0]
+	if p.Seeding.Retries == 0 {
+		t.Errorf("seeding %+v: no retries reported although node 1 was stopped", p.Seeding)
+	}
+	checkSeededExactly(t, srv, p, docs)
+	t.Logf("seeding %+v\n%s", *p.Seeding, log)
+}
+
+// hasIndexerTask reports whether /_active_tasks (read through c) shows an indexer task on
+// a shard of db.
+func hasIndexerTask(c *couch.Client, db string) bool {
+	tasks, err := c.ActiveTasks(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		if task.Type == "indexer" && strings.Contains(task.Database, "/"+db+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// A node is stopped while the view builds, and started again. The index step must either
+// fail with an error that says what happened, or ride through and report a verified build:
+// never numbers from a build the cluster did not finish.
+func TestNodeStoppedMidBuildOnRealCouchDB(t *testing.T) {
+	srv := faultCluster(t)
+	const docs = 8000
+	yaml := fmt.Sprintf(faultBench, docs, 1000)
+	for _, node := range []int{3, 1} {
+		t.Run(fmt.Sprintf("node%d", node), func(t *testing.T) {
+			runID := fmt.Sprintf("build%d%s", node, couchdbtest.RandomID())
+			db := DatabaseName("faults", runID, "js", "small")
+			observer := srv.NodeClient(t, 2, couch.Options{})
+			var (
+				wg       sync.WaitGroup
+				stopErr  error
+				stopped  bool
+				restart  string
+				finished = make(chan struct{})
+			)
+			wg.Go(func() {
+				if !waitFor(finished, func() bool { return hasIndexerTask(observer, db) }) {
+					return
+				}
+				if stopErr = srv.StopNode(node); stopErr != nil {
+					return
+				}
+				stopped = true
+				out, err := srv.StartNodes(context.Background())
+				restart = fmt.Sprintf("node %d started again (err %v)\n%s", node, err, out)
+			})
+			doc, log, err := realRun(t, srv, yaml, Config{RunID: runID})
+			close(finished)
+			wg.Wait()
+			t.Log(restart)
+			if stopErr != nil || !stopped {
+				t.Fatalf("node %d was not stopped mid-build (stopped %v, %v)\n%s", node, stopped, stopErr, log)
+			}
+			p := doc.Arms[0].Profiles[0]
+			// What was measured before is kept: the seeding, and the indexing series.
+			if p.Seeding == nil || p.Seeding.Stored != docs {
+				t.Errorf("seeding %+v: the returned document must keep the seeding", p.Seeding)
+			}
+			if err != nil {
+				// Failing is right if the error says what happened.
+				if !errors.Is(err, indexing.ErrNodeInterrupted) || !strings.Contains(err.Error(), srv.Nodes[node-1]) ||
+					doc.Error != err.Error() || len(p.Indexing) != 1 || len(p.Indexing[0].Runs) != 0 {
+					t.Errorf("error %q, document error %q, indexing %+v: want ErrNodeInterrupted naming node %s, in the document, and no run",
+						err, doc.Error, p.Indexing, srv.Nodes[node-1])
+				}
+				t.Logf("the index step failed: %v", err)
+				return
+			}
+			// Riding through is right if what is reported is a verified build of every copy.
+			checkBuilt(t, p, []string{"builtin"}, 1, "paused")
+			for _, r := range p.Indexing[0].Runs {
+				if r.CopiesObserved != 6 {
+					t.Errorf("run %s reported with %d of 6 shard copies seen", r.DesignDoc, r.CopiesObserved)
+				}
+				checkViewTotal(t, srv, p.DB, r.DesignDoc)
+			}
+			t.Logf("the index step rode through:\n%s", log)
+		})
+	}
+}
+
+const smallBench = `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: errors}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: 200
+    batchSize: 100
+  workloads:
+    indexing:
+      reducers: [builtin]
+      repetitions: 1
+`
+
+// A wrong password is refused by the first request, with CouchDB's own words. The user is
+// one of this test's: wrong passwords for the admin would lock the admin out (CouchDB 3.4's
+// [chttpd_auth_lockout], 5 failures) and fail the tests that follow.
+func TestWrongPasswordSaysSoOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	user, password := srv.NewUser(t)
+	c, err := couch.New(srv.URL(), couch.Credentials{Username: user, Password: "wrong-" + password}, couch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := realRun(t, srv, smallBench, Config{Client: c})
+	if err == nil || !strings.Contains(err.Error(), "HTTP 401 unauthorized: Name or password is incorrect.") ||
+		!strings.Contains(err.Error(), srv.URL()) || strings.Contains(err.Error(), password) {
+		t.Fatalf("error %v: want CouchDB's 401 with the server's URL, and no password", err)
+	}
+	t.Logf("wrong password: %v", err)
+	if doc.Error != err.Error() || len(doc.Arms) != 0 {
+		t.Errorf("document error %q, arms %+v: want the error and nothing measured", doc.Error, doc.Arms)
+	}
+}
+
+// The index step before the seed step: the database does not exist, and the error says to
+// seed first.
+func TestIndexBeforeSeedSaysSoOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	doc, _, err := realRun(t, srv, smallBench, Config{Steps: []Step{StepIndex}})
+	if err == nil || !strings.Contains(err.Error(), "does not exist: run the seed step first") {
+		t.Fatalf("index before seed: %v; want a message saying to run the seed step first", err)
+	}
+	t.Logf("index before seed: %v", err)
+	if doc.Error != err.Error() || doc.Server.Vendor != "The Apache Software Foundation" || doc.Server.Version != srv.Version {
+		t.Errorf("document %+v: want the error and the provenance", doc)
+	}
+}
+
+// CouchDB down at start: nothing listens on the URL.
+func TestCouchDBDownAtStartSaysSo(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := "http://" + l.Addr().String()
+	_ = l.Close()
+	c, err := couch.New(down, srv.Credentials(), couch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, _, err := realRun(t, srv, smallBench, Config{Client: c})
+	if err == nil || !strings.Contains(err.Error(), "reaching CouchDB at "+down) || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("error %v: want one that names the URL and says the connection was refused", err)
+	}
+	t.Logf("CouchDB down: %v", err)
+	if doc.Error != err.Error() || doc.Server.URL != down {
+		t.Errorf("document %+v: want the error and the URL", doc)
+	}
+}
+
+// An arm whose language the server has not registered: CouchDB answers the view request
+// 500 unknown_query_language, and asking again cannot help. The index step fails with
+// CouchDB's answer, and the returned document keeps the seeding measured before.
+func TestUnknownLanguageFailsTheIndexStepOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	yaml := strings.Replace(smallBench, "{name: js, language: javascript}", "{name: nosuch, language: python_nosuch}", 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang ends the test, it is not timed
+	defer cancel()
+	bench, err := benchspec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID := "u" + couchdbtest.RandomID()
+	srv.DeleteLater(t, DatabaseName("errors", runID, "nosuch", "small"))
+	doc, err := Run(ctx, Config{Bench: bench, Client: srv.Client(t, couch.Options{}), Steps: AllSteps, RunID: runID})
+	if err == nil || !strings.Contains(err.Error(), "unknown_query_language: python_nosuch") || ctx.Err() != nil {
+		t.Fatalf("error %v (context %v): want CouchDB's unknown_query_language answer at once", err, ctx.Err())
+	}
+	t.Logf("unknown language: %v", err)
+	p := doc.Arms[0].Profiles[0]
+	if p.Seeding == nil || p.Seeding.Stored != 200 || doc.Error != err.Error() {
+		t.Errorf("document error %q, seeding %+v: want the error and the 200 documents seeded before it", doc.Error, p.Seeding)
+	}
+	if len(p.Indexing) != 1 || len(p.Indexing[0].Runs) != 0 || doc.Arms[0].Language != "python_nosuch" {
+		t.Errorf("indexing %+v: want the failed series recorded without runs", p.Indexing)
+	}
+}
