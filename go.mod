@@ -7,6 +7,7 @@ require (
 	github.com/distribution/distribution/v3 v3.1.1
 	github.com/go-logr/logr v1.4.3
 	github.com/prometheus/client_golang v1.23.2
+	github.com/robfig/cron/v3 v3.0.1
 	github.com/sirupsen/logrus v1.9.4
 	gonum.org/v1/plot v0.15.2
 	helm.sh/helm/v3 v3.21.4

@@ -6,8 +6,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
 
 // Condition types, in the kstatus style: Ready is the summary a user or a GitOps tool
@@ -18,6 +16,10 @@ const (
 	conditionReady       = "Ready"
 	conditionReconciling = "Reconciling"
 	conditionStalled     = "Stalled"
+	// conditionRegressed and conditionImproved give the verdict against the baseline: True,
+	// False, or Unknown (inconclusive, not comparable, no baseline), with the reason.
+	conditionRegressed = "Regressed"
+	conditionImproved  = "Improved"
 )
 
 // Condition and event reasons.
@@ -40,57 +42,66 @@ const (
 	reasonThresholdsFailed      = "ThresholdsFailed"
 	reasonUnknownStep           = "UnknownStep"
 	reasonNameCollision         = "NameCollision"
-	reasonSummaryTruncated      = "SummaryTruncated"
 	reasonCleanUpFailed         = "CleanUpFailed"
 	reasonThresholdsMet         = "ThresholdsMet"
+	reasonNoBaseline            = "NoBaseline"
+	reasonBaselineNotFound      = "BaselineNotFound"
+	reasonNotComparable         = "NotComparable"
+	reasonBaselineNotFinished   = "BaselineNotFinished"
+	reasonInvalidSchedule       = "InvalidSchedule"
+	reasonScheduled             = "Scheduled"
+	reasonSuspended             = "Suspended"
+	reasonMissedSchedule        = "MissedSchedule"
+	reasonSkippedSchedule       = "SkippedSchedule"
+	reasonReplaced              = "Replaced"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.
-func markStalled(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, reason, message string) {
-	setCondition(status, generation, now, conditionStalled, metav1.ConditionTrue, reason, message)
-	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reason, message)
-	meta.RemoveStatusCondition(&status.Conditions, conditionReconciling)
+func markStalled(conds *[]metav1.Condition, generation int64, now time.Time, reason, message string) {
+	setCondition(conds, generation, now, conditionStalled, metav1.ConditionTrue, reason, message)
+	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reason, message)
+	meta.RemoveStatusCondition(conds, conditionReconciling)
 }
 
 // markProgressing records the step under way.
-func markProgressing(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, step planStep) {
+func markProgressing(conds *[]metav1.Condition, generation int64, now time.Time, step planStep) {
 	message := fmt.Sprintf("query server %s: %s", step.Arm, step.Step)
-	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
-	setCondition(status, generation, now, conditionReconciling, metav1.ConditionTrue, reasonRunning, message)
-	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)
+	meta.RemoveStatusCondition(conds, conditionStalled)
+	setCondition(conds, generation, now, conditionReconciling, metav1.ConditionTrue, reasonRunning, message)
+	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)
 }
 
 // markRetrying records that the step under way hit an error and is being retried.
-func markRetrying(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, message string) {
-	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
-	setCondition(status, generation, now, conditionReconciling, metav1.ConditionTrue, reasonReconcileError, message)
-	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reasonReconcileError, message)
+func markRetrying(conds *[]metav1.Condition, generation int64, now time.Time, message string) {
+	meta.RemoveStatusCondition(conds, conditionStalled)
+	setCondition(conds, generation, now, conditionReconciling, metav1.ConditionTrue, reasonReconcileError, message)
+	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reasonReconcileError, message)
 }
 
-func markSucceeded(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time) {
-	meta.RemoveStatusCondition(&status.Conditions, conditionReconciling)
-	meta.RemoveStatusCondition(&status.Conditions, conditionStalled)
-	setCondition(status, generation, now, conditionReady, metav1.ConditionTrue, reasonSucceeded,
+func markSucceeded(conds *[]metav1.Condition, generation int64, now time.Time) {
+	meta.RemoveStatusCondition(conds, conditionReconciling)
+	meta.RemoveStatusCondition(conds, conditionStalled)
+	setCondition(conds, generation, now, conditionReady, metav1.ConditionTrue, reasonSucceeded,
 		"the benchmark finished; results are in status and the results ConfigMap")
 }
 
 // markFailed: a failed run is final (the spec cannot change), so it is Stalled with the
 // reason and message that say what went wrong.
-func markFailed(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time, reason, message string) {
-	meta.RemoveStatusCondition(&status.Conditions, conditionReconciling)
-	setCondition(status, generation, now, conditionStalled, metav1.ConditionTrue, reason, message)
-	setCondition(status, generation, now, conditionReady, metav1.ConditionFalse, reason, message)
+func markFailed(conds *[]metav1.Condition, generation int64, now time.Time, reason, message string) {
+	meta.RemoveStatusCondition(conds, conditionReconciling)
+	setCondition(conds, generation, now, conditionStalled, metav1.ConditionTrue, reason, message)
+	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reason, message)
 }
 
-func isStalled(status *benchv1.CouchBenchmarkStatus) bool {
-	return meta.IsStatusConditionTrue(status.Conditions, conditionStalled)
+func isStalled(conds *[]metav1.Condition) bool {
+	return meta.IsStatusConditionTrue(*conds, conditionStalled)
 }
 
 // setCondition sets a condition; meta.SetStatusCondition keeps LastTransitionTime when the
 // status does not change, so a reconcile that observes nothing new writes nothing.
-func setCondition(status *benchv1.CouchBenchmarkStatus, generation int64, now time.Time,
+func setCondition(conds *[]metav1.Condition, generation int64, now time.Time,
 	condType string, value metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(&status.Conditions, metav1.Condition{
+	meta.SetStatusCondition(conds, metav1.Condition{
 		Type:               condType,
 		Status:             value,
 		Reason:             reason,

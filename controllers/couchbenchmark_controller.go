@@ -135,7 +135,7 @@ func (r *CouchBenchmarkReconciler) recordError(bench *benchv1.CouchBenchmark, er
 	if c := meta.FindStatusCondition(st.Conditions, conditionReconciling); c == nil || c.Message != message {
 		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonReconcileError, "Reconcile", "%s", message)
 	}
-	markRetrying(st, bench.Generation, r.Clock.Now(), message)
+	markRetrying(&st.Conditions, bench.Generation, r.Clock.Now(), message)
 }
 
 // stall records that the run waits for something only the user can fix (Stalled=True with
@@ -145,7 +145,7 @@ func (r *CouchBenchmarkReconciler) stall(bench *benchv1.CouchBenchmark, action s
 	if c := meta.FindStatusCondition(st.Conditions, conditionStalled); c == nil || c.Status != metav1.ConditionTrue || c.Message != why.message {
 		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, why.reason, action, "%s", why.message)
 	}
-	markStalled(st, bench.Generation, r.Clock.Now(), why.reason, why.message)
+	markStalled(&st.Conditions, bench.Generation, r.Clock.Now(), why.reason, why.message)
 }
 
 // reconcileRun advances the run by at most one step, recording what it saw in
@@ -170,7 +170,7 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 			r.stall(bench, "Preflight", findings)
 			return ctrl.Result{RequeueAfter: preflightRetry}, nil
 		}
-		if isStalled(st) {
+		if isStalled(&st.Conditions) {
 			r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonPreflightPassed, "Preflight", "preflight checks passed")
 		}
 		st.StartTime = &metav1.Time{Time: now}
@@ -211,7 +211,7 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		r.stall(bench, string(step.Step), outcome.stalled)
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
-	markProgressing(st, bench.Generation, now, step)
+	markProgressing(&st.Conditions, bench.Generation, now, step)
 	if !outcome.done {
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
@@ -219,6 +219,9 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "query server %s: %s done", step.Arm, step.Step)
 	stepDuration.WithLabelValues(string(step.Step)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
 	if pos+1 == len(plan) {
+		if err := r.judge(ctx, bench); err != nil {
+			return ctrl.Result{}, err
+		}
 		r.succeed(bench)
 		return ctrl.Result{}, nil
 	}
@@ -289,7 +292,7 @@ func (r *CouchBenchmarkReconciler) succeed(bench *benchv1.CouchBenchmark) {
 	if st.Progress != nil {
 		st.Progress.Percent = 100
 	}
-	markSucceeded(st, bench.Generation, now)
+	markSucceeded(&st.Conditions, bench.Generation, now)
 	runsFinished.WithLabelValues(string(benchv1.PhaseSucceeded)).Inc()
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonSucceeded, "Complete", "benchmark finished; results in ConfigMap %s", st.ResultsConfigMap)
 }
@@ -300,7 +303,7 @@ func (r *CouchBenchmarkReconciler) fail(ctx context.Context, bench *benchv1.Couc
 	now := r.Clock.Now()
 	st.Phase = benchv1.PhaseFailed
 	st.CompletionTime = &metav1.Time{Time: now}
-	markFailed(st, bench.Generation, now, reason, message)
+	markFailed(&st.Conditions, bench.Generation, now, reason, message)
 	runsFinished.WithLabelValues(string(benchv1.PhaseFailed)).Inc()
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reason, "Failed", "%s", message)
 	log.FromContext(ctx).Info("benchmark failed", "reason", reason, "message", message)

@@ -5,10 +5,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// Metrics on the manager's metrics endpoint.
+// Metrics on the manager's metrics endpoint. The result and verdict gauges are views of the
+// stored results, like status; they are deleted with their benchmark.
 var (
 	stepDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "couchbench_step_duration_seconds",
@@ -23,28 +25,43 @@ var (
 		Name: "couchbench_runs_finished_total",
 		Help: "Benchmark runs finished, by phase (Succeeded, Failed).",
 	}, []string{"phase"})
-	indexRate = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "couchbench_index_changes_per_second",
-		Help: "Median indexing rate of a benchmark's arm: documents / time to a fully built view.",
-	}, []string{"namespace", "benchmark", "query_server", "profile", "reducer"})
+	resultValue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "couchbench_result",
+		Help: "A headline result of a benchmark (median over repetitions): metric names it with its unit " +
+			"(changes_per_second, docs_per_second, seconds_per_read, requests_per_second, p50_ms, p95_ms, p99_ms, error_rate).",
+	}, []string{"namespace", "benchmark", "query_server", "profile", "workload", "variant", "metric"})
+	verdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "couchbench_verdict",
+		Help: "A benchmark's verdict against its baseline: 1 for the verdict it has (Regressed, Improved, Unchanged, Inconclusive), 0 for the others.",
+	}, []string{"namespace", "benchmark", "verdict"})
 )
 
 func init() {
-	metrics.Registry.MustRegister(stepDuration, runsStarted, runsFinished, indexRate)
+	metrics.Registry.MustRegister(stepDuration, runsStarted, runsFinished, resultValue, verdict)
 }
 
-// recordResultMetrics makes the result gauges of a benchmark the ones of its aggregate.
-func recordResultMetrics(bench *benchv1.CouchBenchmark, s results.Summary) {
-	forgetResultMetrics(bench.Namespace, bench.Name)
-	for _, q := range s.Results {
-		for _, ix := range q.Indexing {
-			indexRate.WithLabelValues(bench.Namespace, bench.Name, q.QueryServer, ix.Profile, string(ix.Reducer)).Set(float64(ix.ChangesPerSecond))
-		}
+// recordResultMetrics makes a benchmark's result gauges its documents' headline metrics.
+func recordResultMetrics(bench *benchv1.CouchBenchmark, docs []*results.Document) {
+	resultValue.DeletePartialMatch(prometheus.Labels{"namespace": bench.Namespace, "benchmark": bench.Name})
+	for _, m := range results.Metrics(docs...) {
+		resultValue.WithLabelValues(bench.Namespace, bench.Name, m.QueryServer, m.Profile, m.Workload, m.Variant, m.Name).Set(m.Value)
 	}
 }
 
-// forgetResultMetrics deletes a benchmark's result gauges (it was deleted, or its results
-// changed).
+// recordVerdictMetric sets the verdict gauges of a benchmark.
+func recordVerdictMetric(bench *benchv1.CouchBenchmark, v compare.Verdict) {
+	for _, each := range []compare.Verdict{compare.Regressed, compare.Improved, compare.Unchanged, compare.Inconclusive} {
+		value := 0.0
+		if each == v {
+			value = 1
+		}
+		verdict.WithLabelValues(bench.Namespace, bench.Name, string(each)).Set(value)
+	}
+}
+
+// forgetResultMetrics deletes a deleted benchmark's gauges.
 func forgetResultMetrics(namespace, name string) {
-	indexRate.DeletePartialMatch(prometheus.Labels{"namespace": namespace, "benchmark": name})
+	labels := prometheus.Labels{"namespace": namespace, "benchmark": name}
+	resultValue.DeletePartialMatch(labels)
+	verdict.DeletePartialMatch(labels)
 }

@@ -17,11 +17,14 @@ import (
 // every Secret; a fixed object is noticed within this interval.
 const preflightRetry = 30 * time.Second
 
-// preflight checks the objects the spec refers to: the credentials Secret of an existing
-// CouchDB and the ConfigMap of a chart kept in one. It returns an error only when the API
+// preflight checks the objects the spec refers to: the baseline, the credentials Secret of an
+// existing CouchDB and the ConfigMap of a chart kept in one. It returns an error only when the API
 // server could not answer; a missing or incomplete object is a finding, reported in the
 // status with what to fix; nil means nothing blocks the run.
 func (r *CouchBenchmarkReconciler) preflight(ctx context.Context, bench *benchv1.CouchBenchmark) (*stepFailure, error) {
+	if found, err := r.checkBaseline(ctx, bench); found != nil || err != nil {
+		return found, err
+	}
 	if existing := bench.Spec.CouchDB.Existing; existing != nil {
 		return r.checkCredentials(ctx, bench.Namespace, existing.CredentialsSecret)
 	}

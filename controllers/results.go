@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -16,6 +17,8 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/compare"
+	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -57,7 +60,7 @@ func (r *CouchBenchmarkReconciler) storeStepDocument(ctx context.Context, bench 
 	if err := r.apply(ctx, bench, builders.DocumentConfigMap(bench, arm, data)); err != nil {
 		return err
 	}
-	return r.summarize(ctx, bench, ordered(bench, docs))
+	return r.summarize(ctx, bench, ordered(bench, docs), nil)
 }
 
 // storedDocuments reads every arm's stored document, past the cache: a document written by
@@ -99,26 +102,56 @@ func ordered(bench *benchv1.CouchBenchmark, docs []*results.Document) []*results
 }
 
 // summarize makes status, the thresholds condition, the metrics and the rendered results
-// views of the documents' aggregate.
-func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1.CouchBenchmark, docs []*results.Document) error {
+// (Markdown, CSV, an HTML page with charts; the comparison with the baseline, once there is
+// one) views of the documents.
+func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1.CouchBenchmark, docs []*results.Document, c *compare.Comparison) error {
 	s := results.Aggregate(docs...)
 	st := &bench.Status
 	st.Results, st.BestChangesPerSecond, st.ReadP95, st.Server = s.Results, s.BestChangesPerSecond, s.ReadP95, s.Server
 	r.recordThresholds(bench, s.Thresholds)
-	recordResultMetrics(bench, s)
+	recordResultMetrics(bench, docs)
 
-	report := results.NewReport(docs...)
-	var md, csv bytes.Buffer
-	if err := report.WriteMarkdown(&md); err != nil {
-		return err
-	}
-	if err := results.WriteCSV(&csv, []results.Report{report}); err != nil {
+	files, err := render(docs, c)
+	if err != nil {
 		return err
 	}
 	st.ResultsConfigMap = builders.ResultsConfigMapName(bench)
-	return r.apply(ctx, bench, builders.ResultsConfigMap(bench, map[string]string{
-		builders.ResultsMarkdownKey: md.String(), builders.ResultsCSVKey: csv.String(),
-	}))
+	return r.apply(ctx, bench, builders.ResultsConfigMap(bench, files))
+}
+
+// maxReportBytes keeps the HTML page, with the tables beside it, within a ConfigMap; a larger
+// page (very many arms and profiles) is left to `couchbench report --format html`.
+const maxReportBytes = 600 << 10
+
+// render is the results as the results ConfigMap holds them.
+func render(docs []*results.Document, c *compare.Comparison) (map[string]string, error) {
+	report := results.NewReport(docs...)
+	tables := append(report.Tables(), comparisonTables(c)...)
+	var md, csv, page bytes.Buffer
+	if err := report.WriteHeader(&md); err != nil {
+		return nil, err
+	}
+	if err := results.WriteMarkdown(&md, tables); err != nil {
+		return nil, err
+	}
+	if err := results.WriteCSV(&csv, []results.Report{report}); err != nil {
+		return nil, err
+	}
+	if err := htmlreport.HTML(&page, comparisonTables(c), docs...); err != nil {
+		return nil, err
+	}
+	files := map[string]string{builders.ResultsMarkdownKey: md.String(), builders.ResultsCSVKey: csv.String()}
+	if page.Len() <= maxReportBytes {
+		files[builders.ResultsHTMLKey] = page.String()
+	}
+	if c != nil {
+		data, err := json.MarshalIndent(c, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		files[builders.ComparisonKey] = string(data)
+	}
+	return files, nil
 }
 
 // recordThresholds sets the ThresholdsPassed condition from the verdict on every arm's
@@ -129,13 +162,13 @@ func (r *CouchBenchmarkReconciler) recordThresholds(bench *benchv1.CouchBenchmar
 	case v == nil:
 		return
 	case v.Passed:
-		setCondition(st, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionTrue, reasonThresholdsMet, "every k6 threshold passed")
+		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionTrue, reasonThresholdsMet, "every k6 threshold passed")
 	default:
 		message := strings.Join(v.Failed, "; ")
 		if c := meta.FindStatusCondition(st.Conditions, conditionThresholds); c == nil || c.Message != message {
 			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonThresholdsFailed, "Reads", "%s", message)
 		}
-		setCondition(st, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionFalse, reasonThresholdsFailed, message)
+		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionFalse, reasonThresholdsFailed, message)
 	}
 }
 

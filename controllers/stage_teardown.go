@@ -53,7 +53,7 @@ func (r *CouchBenchmarkReconciler) cleanUpAfterFailure(ctx context.Context, benc
 
 func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *benchv1.CouchBenchmark) error {
 	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: builders.LabelValue(bench)}); err != nil {
+	if err := r.List(ctx, &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: builders.LabelValue(bench.Name)}); err != nil {
 		return err
 	}
 	for i := range jobs.Items {

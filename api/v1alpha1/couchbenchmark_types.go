@@ -10,7 +10,7 @@ import (
 // Rules that involve more than one field live here, next to the fields they join.
 //
 // +kubebuilder:validation:XValidation:rule="!self.queryServers.exists(q, (has(q.language) && q.language == 'erlang') || (!has(q.language) && has(q.preset) && q.preset == 'erlang')) || (has(self.allowErlangViews) && self.allowErlangViews)",fieldPath=".allowErlangViews",message="a query server with language erlang runs view code inside CouchDB's own Erlang VM, unsandboxed, with access to CouchDB's internals: set allowErlangViews: true to accept that, or remove the erlang query server"
-// +kubebuilder:validation:XValidation:rule="has(self.couchdb.provision) || self.queryServers.all(q, !has(q.image) && !has(q.command))",fieldPath=".queryServers",message="queryServers[].image and queryServers[].command apply only to couchdb.provision: an existing CouchDB already has its query servers installed; remove them or provision CouchDB"
+// +kubebuilder:validation:XValidation:rule="has(self.couchdb.provision) || self.queryServers.all(q, !has(q.image) && !has(q.command) && !has(q.env) && !has(q.config) && !has(q.values))",fieldPath=".queryServers",message="queryServers[].image, command, env, config and values shape a provisioned CouchDB: an existing CouchDB already runs as it is; remove them or provision CouchDB"
 // +kubebuilder:validation:XValidation:rule="has(self.couchdb.provision) || self.queryServers.all(q, !has(q.preset) || !(q.preset in ['couchpy', 'couchpy-simplejson', 'pypy']))",fieldPath=".queryServers",message="presets couchpy, couchpy-simplejson and pypy bring their own CouchDB image and apply only to couchdb.provision; for an existing CouchDB with a Python query server set language: python"
 // +kubebuilder:validation:XValidation:rule="!has(self.couchdb.provision) || !has(self.dataset.replicas) || self.dataset.replicas <= self.couchdb.provision.clusterSize",fieldPath=".dataset.replicas",message="dataset.replicas cannot exceed couchdb.provision.clusterSize: CouchDB keeps at most one copy of a shard per node"
 type CouchBenchmarkSpec struct {
@@ -59,6 +59,13 @@ type CouchBenchmarkSpec struct {
 	// +kubebuilder:default=Always
 	Teardown TeardownPolicy `json:"teardown,omitempty"`
 
+	// Baseline is a finished CouchBenchmark of this namespace, with the same dataset and
+	// workloads, that this run is compared with when it has finished: a noise-aware verdict
+	// per headline metric (Regressed, Improved, Unchanged, Inconclusive) in status, the results
+	// and the Regressed/Improved conditions. Runs of a schedule get it from the schedule.
+	// +optional
+	Baseline *Baseline `json:"baseline,omitempty"`
+
 	// Timeout bounds the whole run, from the first step to the results; a run that takes
 	// longer ends Failed with reason Timeout, keeping the results gathered so far.
 	// A Go duration between 1m and 168h, e.g. "90m".
@@ -68,6 +75,29 @@ type CouchBenchmarkSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="timeout must be between 1m and 168h"
 	Timeout string `json:"timeout,omitempty"`
+}
+
+// Baseline is what a run is compared with.
+type Baseline struct {
+	// Benchmark names the baseline run: a CouchBenchmark in this namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Benchmark string `json:"benchmark"`
+
+	// TolerancePercent: a change smaller than this is never a regression or an improvement,
+	// whatever the statistics say.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	TolerancePercent int32 `json:"tolerancePercent,omitempty"`
+
+	// Tolerances override TolerancePercent for a workload ("indexing"), a metric
+	// ("p95_ms") or both ("reads/p95_ms"), in percent.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Tolerances map[string]int32 `json:"tolerances,omitempty"`
 }
 
 // Durations are kept as the strings the user wrote (validated as Go durations): a typed
@@ -110,6 +140,7 @@ type K6Settings struct {
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Best c/s",type=integer,JSONPath=`.status.bestChangesPerSecond`,description="Highest median indexing rate (documents per second to a fully built view) over all arms"
 // +kubebuilder:printcolumn:name="Read p95",type=string,JSONPath=`.status.readP95`,description="95th percentile of k6 read latency, worst arm"
+// +kubebuilder:printcolumn:name="Verdict",type=string,JSONPath=`.status.comparison.verdict`,description="Against spec.baseline: Regressed, Improved, Unchanged or Inconclusive"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
 // CouchBenchmark runs a CouchDB benchmark: it provisions or uses a CouchDB, seeds it,

@@ -1,6 +1,7 @@
-// Package v1alpha1 holds the CouchBenchmark API: one resource that describes a CouchDB
-// benchmark (where CouchDB runs, which query servers to compare, the dataset and the
-// workloads) and reports its results.
+// Package v1alpha1 holds the CouchBenchmark API: CouchBenchmark describes one CouchDB
+// benchmark run (where CouchDB runs, which arms to compare, the dataset and the workloads) and
+// reports its results; CouchBenchmarkSchedule makes runs on a cron schedule and compares each
+// with a baseline.
 //
 // +kubebuilder:object:generate=true
 // +groupName=bench.couchbench.io
@@ -24,7 +25,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &CouchBenchmark{}, &CouchBenchmarkList{})
+	s.AddKnownTypes(GroupVersion, &CouchBenchmark{}, &CouchBenchmarkList{}, &CouchBenchmarkSchedule{}, &CouchBenchmarkScheduleList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -1,9 +1,14 @@
 package v1alpha1
 
-import corev1 "k8s.io/api/core/v1"
+import (
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+)
 
-// QueryServer is one arm of the comparison: a view language and the query server that
-// runs it.
+// QueryServer is one arm of the comparison: a view language and the query server that runs
+// it and, for a provisioned CouchDB, the CouchDB the arm runs on: its image (another version,
+// a patched build), ini settings and chart values. So "3.4.3 vs 3.5.1", "patched vs
+// unpatched" or "q=2 vs q=8" is one benchmark whose arms differ only there.
 // +kubebuilder:validation:XValidation:rule="has(self.language) || has(self.preset)",message="set language or preset (spidermonkey, quickjs, erlang, couchpy, couchpy-simplejson, pypy)"
 // +kubebuilder:validation:XValidation:rule="!has(self.engine) || (has(self.language) ? self.language == 'javascript' : self.preset in ['spidermonkey', 'quickjs'])",fieldPath=".engine",message="engine applies only to language javascript (spidermonkey or quickjs)"
 // +kubebuilder:validation:XValidation:rule="!has(self.command) || !(has(self.language) ? self.language in ['javascript', 'erlang'] : self.preset in ['spidermonkey', 'quickjs', 'erlang'])",fieldPath=".command",message="command registers an external query server; javascript and erlang are built into CouchDB and take none"
@@ -37,13 +42,34 @@ type QueryServer struct {
 	// +optional
 	Engine JavaScriptEngine `json:"engine,omitempty"`
 
-	// Image is a CouchDB image that carries this arm's external query server (e.g. the
-	// official image plus couchpy). Provisioned CouchDB only; unset uses
-	// couchdb.provision.image.
+	// Image is this arm's CouchDB image, repository:tag: another CouchDB version or build
+	// (couchdb:3.5.1), or one that carries an external query server (the Python presets set
+	// theirs). Provisioned CouchDB only; unset uses couchdb.provision.image.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`
+
+	// Config is CouchDB configuration of this arm's CouchDB: ini sections of keys and values,
+	// e.g. {"couchdb": {"max_document_size": "8000000"}, "smoosh": {"state_dir": "/tmp"}},
+	// merged over the benchmark's couchdb.provision.values. Provisioned CouchDB only.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Config map[string]map[string]string `json:"config,omitempty"`
+
+	// Values are Helm values of this arm's release, merged last, over
+	// couchdb.provision.values. Provisioned CouchDB only.
+	// +optional
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// Shards overrides dataset.shards (CouchDB's q) for this arm's databases.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=64
+	Shards *int32 `json:"shards,omitempty"`
 
 	// Command is the command line CouchDB runs for this language, registered through the
 	// COUCHDB_QUERY_SERVER_<LANGUAGE> environment variable (e.g.

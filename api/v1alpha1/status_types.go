@@ -60,9 +60,64 @@ type CouchBenchmarkStatus struct {
 	// +optional
 	Server string `json:"server,omitempty"`
 
-	// ResultsConfigMap names the ConfigMap with the full results (JSON, CSV, Markdown).
+	// ResultsConfigMap names the ConfigMap with the results rendered for people (Markdown,
+	// CSV, an HTML page with charts). Every arm's full results document (every repetition,
+	// the time series, the provenance) is in a ConfigMap labelled
+	// bench.couchbench.io/results-of=<benchmark>.
 	// +optional
 	ResultsConfigMap string `json:"resultsConfigMap,omitempty"`
+
+	// Comparison is the verdict against spec.baseline, once the run has finished.
+	// +optional
+	Comparison *ComparisonSummary `json:"comparison,omitempty"`
+}
+
+// Verdict is a comparison's outcome.
+// +kubebuilder:validation:Enum=Regressed;Improved;Unchanged;Inconclusive
+type Verdict string
+
+const (
+	VerdictRegressed    Verdict = "Regressed"
+	VerdictImproved     Verdict = "Improved"
+	VerdictUnchanged    Verdict = "Unchanged"
+	VerdictInconclusive Verdict = "Inconclusive"
+)
+
+// ComparisonSummary is the comparison with the baseline, compact; the results ConfigMap has
+// every row.
+type ComparisonSummary struct {
+	// Baseline names the run compared with.
+	Baseline string `json:"baseline"`
+	// +optional
+	Verdict Verdict `json:"verdict,omitempty"`
+	// Counts of the metrics per verdict.
+	// +optional
+	Regressed int32 `json:"regressed,omitempty"`
+	// +optional
+	Improved int32 `json:"improved,omitempty"`
+	// +optional
+	Unchanged int32 `json:"unchanged,omitempty"`
+	// +optional
+	Inconclusive int32 `json:"inconclusive,omitempty"`
+	// Summary is one line: the counts, the largest changes, what else differs.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+	// Changes are the metrics that regressed or improved (at most 20).
+	// +optional
+	// +listType=atomic
+	Changes []MetricChange `json:"changes,omitempty"`
+}
+
+// MetricChange is one metric that regressed or improved.
+type MetricChange struct {
+	// Metric names it: query server/profile/workload/variant/metric.
+	Metric  string  `json:"metric"`
+	Verdict Verdict `json:"verdict"`
+	// DeltaPercent of the median, e.g. "-12.3%".
+	DeltaPercent string `json:"deltaPercent"`
+	// Interval is the confidence interval of the change, e.g. "[-15.1%, -9.4%]".
+	// +optional
+	Interval string `json:"interval,omitempty"`
 }
 
 // Progress is the step in flight.

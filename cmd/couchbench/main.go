@@ -1,6 +1,6 @@
 // Command couchbench runs the workloads of a CouchBenchmark against a CouchDB and prints the
-// results. The operator's Jobs run its step subcommands; a user can run it by hand against
-// any CouchDB:
+// results; it also renders and compares results documents. The operator's Jobs run its step
+// subcommands; a user can run it by hand against any CouchDB:
 //
 //	COUCHDB_USER=admin COUCHDB_PASSWORD=... couchbench run -f bench.yaml --url http://localhost:5984
 //
@@ -25,57 +25,109 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/couch"
+	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/runner"
 )
-
-const usage = `couchbench runs CouchDB benchmarks described by a CouchBenchmark (bench.yaml).
-
-Usage:
-  couchbench run    -f bench.yaml --url URL [flags]   every step, then the results table
-  couchbench seed   -f bench.yaml --url URL [flags]   load the dataset
-  couchbench index  -f bench.yaml --url URL [flags]   time the view builds (needs seed)
-  couchbench views  -f bench.yaml --url URL [flags]   time full view reads (needs seed)
-  couchbench writes -f bench.yaml --url URL [flags]   time the insert modes
-  couchbench report [--format markdown|csv] RESULT.json...
-
-Credentials: COUCHDB_USER and COUCHDB_PASSWORD, or --credentials-dir DIR with files
-"username" and "password".
-
-Flags of run and the steps:
-`
 
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// command is one subcommand: what it does, how to call it, examples, and its flags.
+type command struct {
+	name, summary, usage, examples string
+	flags                          func(fs *flag.FlagSet) func(args []string, stdout io.Writer) error
+}
+
+var commands = []command{
+	stepCommand("run", benchv1.RunnerSteps, "every step, then the results table",
+		"couchbench run -f bench.yaml --url http://localhost:5984 --out results.json"),
+	stepCommand("seed", []benchv1.Step{benchv1.StepSeed}, "load the dataset (one database per query server and profile)",
+		"couchbench seed -f bench.yaml --url http://localhost:5984 --run-id r1"),
+	stepCommand("index", []benchv1.Step{benchv1.StepIndex}, "time the view builds (after seed)",
+		"couchbench index -f bench.yaml --url http://localhost:5984 --run-id r1 --arm js"),
+	stepCommand("views", []benchv1.Step{benchv1.StepViews}, "time full view reads (after seed)",
+		"couchbench views -f bench.yaml --url http://localhost:5984 --run-id r1"),
+	stepCommand("writes", []benchv1.Step{benchv1.StepWrites}, "time the insert modes",
+		"couchbench writes -f bench.yaml --url http://localhost:5984"),
+	{
+		name: "report", summary: "render results documents as tables (Markdown, CSV) or one HTML page with charts",
+		usage: "couchbench report [--format markdown|csv|html] RESULTS...",
+		examples: "couchbench report results.json\n" +
+			"couchbench report --format html results.json > report.html\n" +
+			"kubectl get cm -l bench.couchbench.io/results-of=NAME -o json | couchbench report -",
+		flags: reportFlags,
+	},
+	{
+		name: "compare", summary: "compare a run with a baseline run: a noise-aware verdict per headline metric",
+		usage: "couchbench compare [--tolerance PERCENT] [--format markdown|json] [--fail-on-regression] BASELINE CURRENT",
+		examples: "couchbench compare yesterday.json today.json\n" +
+			"couchbench compare --fail-on-regression --tolerance 10 base.json new.json   # in CI: exit 1 when a metric regressed",
+		flags: compareFlags,
+	},
+}
+
+const intro = `Usage: couchbench COMMAND [flags] [arguments]
+
+couchbench runs CouchDB benchmarks described by a CouchBenchmark (bench.yaml), and renders
+and compares their results. RESULTS are results documents (the --out of a run, gzip-compressed
+or not) or ConfigMaps holding them as kubectl prints them; "-" reads standard input.
+
+Credentials (run and the steps): COUCHDB_USER and COUCHDB_PASSWORD, or --credentials-dir DIR
+with files "username" and "password"; never in the URL.
+
+Commands:
+`
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, intro)
+	for _, c := range commands {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprint(w, "\n`couchbench COMMAND --help` says more about each.\n")
+}
+
 func realMain(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		stepFlags(stderr).fs.PrintDefaults()
+		usage(stderr)
 		return 2
 	}
-	cmd, rest := args[0], args[1:]
-	var err error
-	switch cmd {
-	case "run":
-		err = runSteps(rest, runner.AllSteps, "run", stdout, stderr)
-	case "seed", "index", "views", "writes":
-		err = runSteps(rest, []runner.Step{runner.Step(cmd)}, cmd, stdout, stderr)
-	case "report":
-		err = report(rest, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		stepFlags(stdout).fs.PrintDefaults()
+	name, rest := args[0], args[1:]
+	if name == "help" || name == "-h" || name == "--help" {
+		usage(stdout)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "couchbench: unknown command %q\n\n%s", cmd, usage)
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == name {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "couchbench: unknown command %q\n\n", name)
+		usage(stderr)
 		return 2
+	}
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	run := cmd.flags(fs)
+	positional, err := parseAnywhere(fs, rest)
+	if errors.Is(err, flag.ErrHelp) {
+		cmd.help(stdout, fs)
+		return 0
+	}
+	if err == nil {
+		err = run(positional, stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "couchbench %s: %v\n", cmd, err)
-		if errors.As(err, new(usageError)) {
+		fmt.Fprintf(stderr, "couchbench %s: %v\n", name, err)
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintf(stderr, "\n")
+			cmd.help(stderr, fs)
 			return 2
 		}
 		return 1
@@ -83,42 +135,90 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// parseAnywhere parses flags wherever they stand among the arguments (report results.json
+// --format csv); "--" ends the flags.
+func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, usageError{err}
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// help prints a command's usage, flags (-x for one letter, --name for words) and examples.
+func (c command) help(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n\nFlags:\n", c.name, c.summary, c.usage)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, text := flag.UnquoteUsage(f)
+		arg := "--" + f.Name
+		if len(f.Name) == 1 {
+			arg = "-" + f.Name
+		}
+		if name != "" {
+			arg += " " + name
+		}
+		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "0" {
+			text += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		fmt.Fprintf(w, "  %-24s %s\n", arg, text)
+	})
+	fmt.Fprintf(w, "\nExamples:\n")
+	for _, line := range strings.Split(c.examples, "\n") {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+}
+
 type usageError struct{ error }
 
-type stepOptions struct {
-	fs             *flag.FlagSet
-	file           string
-	url            string
-	credentialsDir string
-	arms           string
-	out            string
-	handoff        string
-	runID          string
-	poll           time.Duration
-	quiet          bool
-}
-
-func stepFlags(output io.Writer) *stepOptions {
-	o := &stepOptions{fs: flag.NewFlagSet("couchbench", flag.ContinueOnError)}
-	o.fs.SetOutput(output)
-	o.fs.StringVar(&o.file, "f", "", "the CouchBenchmark file (YAML or JSON)")
-	o.fs.StringVar(&o.url, "url", "", "CouchDB URL, without credentials (default: spec.couchdb.existing.url)")
-	o.fs.StringVar(&o.credentialsDir, "credentials-dir", "", `directory with files "username" and "password" (a mounted Secret)`)
-	o.fs.StringVar(&o.arms, "arm", "", "comma-separated query servers to run (default: all)")
-	o.fs.StringVar(&o.out, "out", "", "write the full JSON results document to this file")
-	o.fs.StringVar(&o.handoff, "handoff", "", "hand the results to the operator: the document to standard output, "+
-		"framed, and its check to this file (a Job's /dev/termination-log)")
-	o.fs.StringVar(&o.runID, "run-id", "", "name part of this run's design documents (default: from the clock)")
-	o.fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll interval during builds (default 250ms)")
-	o.fs.BoolVar(&o.quiet, "q", false, "no progress lines on stderr")
-	return o
-}
-
-func runSteps(args []string, steps []runner.Step, name string, stdout, stderr io.Writer) error {
-	o := stepFlags(stderr)
-	if err := o.fs.Parse(args); err != nil {
-		return usageError{err}
+// stepCommand is run or one runner step.
+func stepCommand(name string, steps []benchv1.Step, summary, example string) command {
+	return command{
+		name: name, summary: summary,
+		usage: "couchbench " + name + " -f bench.yaml [--url URL] [flags]",
+		examples: example + "\nCOUCHDB_USER=admin COUCHDB_PASSWORD=secret couchbench " + name +
+			" -f config/samples/existing-couchdb.yaml",
+		flags: func(fs *flag.FlagSet) func([]string, io.Writer) error {
+			var o stepOptions
+			fs.StringVar(&o.file, "f", "", "the CouchBenchmark `file` (YAML or JSON), as kubectl would apply it")
+			fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
+			fs.StringVar(&o.credentialsDir, "credentials-dir", "", "`directory` with files \"username\" and \"password\" (a mounted Secret)")
+			fs.StringVar(&o.arms, "arm", "", "comma-separated query `servers` to run (default: all)")
+			fs.StringVar(&o.out, "out", "", "write the full results document (JSON) to this `file`")
+			fs.StringVar(&o.handoff, "handoff", "", "hand the results to the operator: the document to standard output, framed, "+
+				"and its check to this `file` (a Job's /dev/termination-log)")
+			fs.StringVar(&o.runID, "run-id", "", "`name` part of this run's databases and design documents, shared by its steps")
+			fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll `interval` during builds (default 250ms)")
+			fs.BoolVar(&o.quiet, "q", false, "no progress lines on standard error")
+			return func(args []string, stdout io.Writer) error {
+				if len(args) > 0 {
+					return usageError{fmt.Errorf("unexpected argument %q", args[0])}
+				}
+				return runSteps(o, steps, stdout)
+			}
+		},
 	}
+}
+
+type stepOptions struct {
+	file, url, credentialsDir, arms, out, handoff, runID string
+	poll                                                 time.Duration
+	quiet                                                bool
+}
+
+func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	if o.file == "" {
 		return usageError{errors.New("-f bench.yaml is required")}
 	}
@@ -126,7 +226,7 @@ func runSteps(args []string, steps []runner.Step, name string, stdout, stderr io
 	if err != nil {
 		return err
 	}
-	bench, err := benchspec.Parse(data)
+	bench, err := benchspec.ParseByHand(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
@@ -149,7 +249,7 @@ func runSteps(args []string, steps []runner.Step, name string, stdout, stderr io
 	if o.arms != "" {
 		arms = strings.Split(o.arms, ",")
 	}
-	logOut := stderr
+	logOut := io.Writer(os.Stderr)
 	if o.quiet {
 		logOut = io.Discard
 	}
@@ -164,9 +264,12 @@ func runSteps(args []string, steps []runner.Step, name string, stdout, stderr io
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
 		return errors.Join(runErr, err)
 	}
-	fmt.Fprintln(stdout)
-	if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
-		return errors.Join(runErr, err)
+	// A run that measured nothing (CouchDB unreachable, say) has no table to show.
+	if len(doc.Arms) > 0 {
+		fmt.Fprintln(stdout)
+		if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
+			return errors.Join(runErr, err)
+		}
 	}
 	return runErr
 }
@@ -186,7 +289,7 @@ func maxConns(spec benchv1.CouchBenchmarkSpec) int {
 	return n + 2
 }
 
-func writeOutputs(o *stepOptions, doc *results.Document, runErr error, stdout io.Writer) error {
+func writeOutputs(o stepOptions, doc *results.Document, runErr error, stdout io.Writer) error {
 	if o.out != "" {
 		data, err := json.MarshalIndent(doc, "", "  ")
 		if err != nil {
@@ -233,38 +336,80 @@ func credentials(dir string) (couch.Credentials, error) {
 	return couch.Credentials{Username: os.Getenv("COUCHDB_USER"), Password: os.Getenv("COUCHDB_PASSWORD")}, nil
 }
 
-// report turns result documents into Markdown or CSV tables.
-func report(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("report", flag.ContinueOnError)
-	format := fs.String("format", "markdown", "markdown or csv")
-	if err := fs.Parse(args); err != nil {
-		return usageError{err}
+// readAll reads every RESULTS argument.
+func readAll(args []string) ([]*results.Document, error) {
+	var docs []*results.Document
+	for _, path := range args {
+		more, err := results.ReadFile(path, os.Stdin)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, more...)
 	}
-	if fs.NArg() == 0 {
-		return usageError{errors.New("name at least one results JSON file")}
-	}
-	var reports []results.Report
-	for _, path := range fs.Args() {
-		docs, err := results.ReadFile(path, os.Stdin)
+	return docs, nil
+}
+
+// reportFlags: the documents render as one run (the operator stores one per arm).
+func reportFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
+	format := fs.String("format", "markdown", "`format`: markdown, csv or html (one page with charts)")
+	return func(args []string, stdout io.Writer) error {
+		if len(args) == 0 {
+			return usageError{errors.New("name at least one RESULTS file, or - for standard input")}
+		}
+		docs, err := readAll(args)
 		if err != nil {
 			return err
 		}
-		reports = append(reports, results.NewReport(docs...))
+		switch *format {
+		case "markdown":
+			return results.NewReport(docs...).WriteMarkdown(stdout)
+		case "csv":
+			return results.WriteCSV(stdout, []results.Report{results.NewReport(docs...)})
+		case "html":
+			return htmlreport.HTML(stdout, nil, docs...)
+		}
+		return usageError{fmt.Errorf("--format %q: want markdown, csv or html", *format)}
 	}
-	switch *format {
-	case "csv":
-		return results.WriteCSV(stdout, reports)
-	case "markdown":
-		for i, r := range reports {
-			if i > 0 {
-				fmt.Fprintln(stdout)
-			}
-			if err := r.WriteMarkdown(stdout); err != nil {
+}
+
+func compareFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
+	tolerance := fs.Float64("tolerance", 5, "a change smaller than this `percent` is never a regression")
+	format := fs.String("format", "markdown", "`format`: markdown or json")
+	failOnRegression := fs.Bool("fail-on-regression", false, "exit 1 when a metric regressed (for CI)")
+	return func(args []string, stdout io.Writer) error {
+		if len(args) != 2 {
+			return usageError{errors.New("name the BASELINE and the CURRENT results")}
+		}
+		base, err := readAll(args[:1])
+		if err != nil {
+			return err
+		}
+		current, err := readAll(args[1:])
+		if err != nil {
+			return err
+		}
+		c, err := compare.Compare(base, current, compare.Options{TolerancePercent: *tolerance})
+		if err != nil {
+			return usageError{err}
+		}
+		switch *format {
+		case "json":
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(c); err != nil {
 				return err
 			}
+		case "markdown":
+			fmt.Fprintf(stdout, "## %s against %s: %s\n\n%s\n\n", c.Current, c.Baseline, c.Verdict, c.Summary())
+			if err := results.WriteMarkdown(stdout, c.Tables()); err != nil {
+				return err
+			}
+		default:
+			return usageError{fmt.Errorf("--format %q: want markdown or json", *format)}
+		}
+		if *failOnRegression && c.Verdict == compare.Regressed {
+			return errors.New("regressed: " + c.Summary())
 		}
 		return nil
-	default:
-		return usageError{fmt.Errorf("--format %q: want markdown or csv", *format)}
 	}
 }

@@ -7,12 +7,13 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/runner"
 )
 
 const bench = `apiVersion: bench.couchbench.io/v1alpha1
@@ -38,7 +39,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 func TestRunWritesTableResultsAndSummary(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	runID := "cli" + couchdbtest.RandomID()
-	srv.DeleteLater(t, runner.DatabaseName("cli", runID, "js", "small"))
+	srv.DeleteLater(t, names.Database("cli", runID, "js", "small"))
 	dir := t.TempDir()
 	spec := writeFile(t, dir, "bench.yaml", bench)
 	creds := filepath.Join(dir, "creds")
@@ -91,15 +92,20 @@ func TestRunWritesTableResultsAndSummary(t *testing.T) {
 		t.Errorf("framed document: %v", err)
 	}
 
-	// report turns the results file into Markdown and CSV.
+	// report turns the results file into Markdown, CSV (flags after the file too) and HTML.
 	stdout.Reset()
 	if code := realMain([]string{"report", out}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "## cli (") {
 		t.Errorf("report markdown: exit %d\n%s", code, stdout.String())
 	}
 	stdout.Reset()
-	if code := realMain([]string{"report", "--format", "csv", out}, &stdout, &stderr); code != 0 ||
+	if code := realMain([]string{"report", out, "--format", "csv"}, &stdout, &stderr); code != 0 ||
 		!strings.HasPrefix(stdout.String(), "benchmark,started_at,option") {
 		t.Errorf("report csv: exit %d\n%s", code, stdout.String())
+	}
+	stdout.Reset()
+	if code := realMain([]string{"report", "--format", "html", out}, &stdout, &stderr); code != 0 ||
+		!strings.Contains(stdout.String(), "<svg") || !strings.Contains(stdout.String(), "</html>") {
+		t.Errorf("report html: exit %d, %d bytes", code, stdout.Len())
 	}
 }
 
@@ -127,7 +133,10 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run"}, 2, "-f bench.yaml is required"},
 		{[]string{"run", "-f", spec}, 2, "--url is required"},
 		{[]string{"run", "-f", bad, "--url", "http://127.0.0.1:1"}, 1, "spec.dataset.documents"},
-		{[]string{"report"}, 2, "name at least one results JSON file"},
+		{[]string{"report"}, 2, "name at least one RESULTS file"},
+		{[]string{"report", "--format", "pdf", "x.json"}, 1, "no such file"},
+		{[]string{"compare", "a.json"}, 2, "name the BASELINE and the CURRENT results"},
+		{[]string{"index", "-f", spec, "--bogus"}, 2, "flag provided but not defined: -bogus"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer
@@ -135,5 +144,42 @@ func TestUsageErrors(t *testing.T) {
 		if code != c.code || !strings.Contains(stderr.String(), c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d mentioning %q", c.args, code, stderr.String(), c.code, c.want)
 		}
+	}
+}
+
+// singleDashWord finds a word flag written as Go's flag package prints it (-url): the help
+// must say --url, as the rest of the documentation does.
+var singleDashWord = regexp.MustCompile(`\n  -[a-z][a-z]`)
+
+// Every command explains itself on --help, on standard output, and exits 0.
+func TestEveryCommandHasHelp(t *testing.T) {
+	for _, c := range commands {
+		var stdout, stderr bytes.Buffer
+		if code := realMain([]string{c.name, "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 ||
+			!strings.Contains(stdout.String(), "Usage:\n  couchbench "+c.name) || !strings.Contains(stdout.String(), "Examples:") ||
+			singleDashWord.MatchString(stdout.String()) {
+			t.Errorf("%s --help: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout.String(), stderr.String())
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := realMain([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "compare") {
+		t.Errorf("--help: exit %d\n%s", code, stdout.String())
+	}
+}
+
+// A benchmark run by hand against an existing CouchDB needs no credentialsSecret: the
+// credentials come from the environment.
+func TestByHandNeedsNoCredentialsSecret(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", strings.Replace(bench, "couchdb: {provision: {clusterSize: 1}}",
+		"couchdb: {existing: {url: \"http://127.0.0.1:1\"}}", 1))
+	var stdout, stderr bytes.Buffer
+	code := realMain([]string{"seed", "-f", spec, "-q"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "reaching CouchDB at http://127.0.0.1:1") || strings.Contains(stderr.String(), "credentialsSecret") {
+		t.Errorf("exit %d, stderr %q: want the run to try the server", code, stderr.String())
+	}
+	// Nothing was measured: no empty table is printed.
+	if strings.Contains(stdout.String(), "##") {
+		t.Errorf("stdout %q", stdout.String())
 	}
 }

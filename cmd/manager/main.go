@@ -86,6 +86,15 @@ func main() {
 		os.Exit(1)
 	}
 
+	if err := (&controllers.CouchBenchmarkScheduleReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder("couchbench-schedule"),
+		Clock:    clock.RealClock{},
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "setting up the CouchBenchmarkSchedule controller")
+		os.Exit(1)
+	}
+
 	utilruntime.Must(mgr.AddHealthzCheck("healthz", healthz.Ping))
 	utilruntime.Must(mgr.AddReadyzCheck("readyz", healthz.Ping))
 

@@ -69,9 +69,39 @@ var loadSchema = sync.OnceValues(func() (*schema, error) {
 	return &schema{structural: structural, validator: validator, cel: cel.NewValidator(structural, true, celconfig.PerCallLimit)}, nil
 })
 
-// Parse reads one CouchBenchmark (YAML or JSON), defaults and validates it. The error
-// lists every problem with its field path.
-func Parse(data []byte) (*benchv1.CouchBenchmark, error) {
+// Parse reads one CouchBenchmark (YAML or JSON), defaults and validates it as the API server
+// would. The error lists every problem with its field path.
+func Parse(data []byte) (*benchv1.CouchBenchmark, error) { return parse(data, nil) }
+
+// NoSecret names the credentials Secret of a benchmark read by ParseByHand that named none.
+const NoSecret = "-"
+
+// ParseByHand reads a benchmark that `couchbench` runs by hand: as Parse, except that an
+// existing CouchDB needs no spec.couchdb.existing.credentialsSecret. By hand, credentials
+// come from COUCHDB_USER/COUCHDB_PASSWORD or --credentials-dir, never from a Secret.
+func ParseByHand(data []byte) (*benchv1.CouchBenchmark, error) {
+	return parse(data, func(obj map[string]any) {
+		existing := unstructuredMap(obj, "spec", "couchdb", "existing")
+		if existing != nil && existing["credentialsSecret"] == nil {
+			existing["credentialsSecret"] = map[string]any{"name": NoSecret}
+		}
+	})
+}
+
+// unstructuredMap is the object at path, or nil.
+func unstructuredMap(obj map[string]any, path ...string) map[string]any {
+	cur := obj
+	for _, p := range path {
+		next, ok := cur[p].(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}
+
+func parse(data []byte, adjust func(obj map[string]any)) (*benchv1.CouchBenchmark, error) {
 	s, err := loadSchema()
 	if err != nil {
 		return nil, err
@@ -91,6 +121,9 @@ func Parse(data []byte) (*benchv1.CouchBenchmark, error) {
 	}
 	if got := fmt.Sprint(obj["apiVersion"], "/", obj["kind"]); got != benchv1.GroupVersion.String()+"/CouchBenchmark" {
 		return nil, fmt.Errorf("apiVersion/kind is %s, want %s/CouchBenchmark", got, benchv1.GroupVersion.String())
+	}
+	if adjust != nil {
+		adjust(obj)
 	}
 	// Unknown fields first: a misspelt field would otherwise be dropped and defaulted.
 	unknown := pruning.PruneWithOptions(runtime.DeepCopyJSON(obj), s.structural, true,

@@ -165,6 +165,40 @@ func TestUserValuesMergeLast(t *testing.T) {
 	}
 }
 
+// Arms that differ by CouchDB: the arm's image, ini settings and values win over the
+// benchmark's, which win over the operator's.
+func TestArmCouchDBOverridesMergeLast(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.CouchDB.Provision.Values = &apiextensionsv1.JSON{Raw: []byte(`{"couchdbConfig":{"couchdb":{"max_dbs_open":500},"log":{"level":"info"}}}`)}
+	arm := benchv1.QueryServer{Name: "v351", Language: "javascript", Image: "couchdb:3.5.1",
+		Config: map[string]map[string]string{"couchdb": {"max_dbs_open": "1000"}, "smoosh": {"db_channels": "upgrade_dbs"}},
+		Values: &apiextensionsv1.JSON{Raw: []byte(`{"couchdbConfig":{"log":{"level":"debug"}},"erlangFlags":{"setcookie":"x"}}`)}}
+	values, err := HelmValues(bench, arm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]any{
+		"image.tag":                          "3.5.1",
+		"initImage.tag":                      "3.5.1",
+		"couchdbConfig.couchdb.max_dbs_open": "1000", // the arm's config over the benchmark's values
+		"couchdbConfig.smoosh.db_channels":   "upgrade_dbs",
+		"couchdbConfig.log.level":            "debug", // the arm's values last
+		"erlangFlags.setcookie":              "x",
+	} {
+		if got := get(t, values, path); got != want {
+			t.Errorf("%s = %#v, want %#v", path, got, want)
+		}
+	}
+	if get(t, values, "couchdbConfig.couchdb.uuid") == nil {
+		t.Error("the arm's config replaced the operator's uuid instead of merging")
+	}
+	bad := arm
+	bad.Values = &apiextensionsv1.JSON{Raw: []byte(`[1]`)}
+	if _, err := HelmValues(bench, bad); err == nil || !strings.Contains(err.Error(), "queryServers[v351].values") {
+		t.Errorf("values that are not an object: %v", err)
+	}
+}
+
 func TestNamesFitAndStayUnique(t *testing.T) {
 	long := provisioned()
 	long.Name = strings.Repeat("a-very-long-benchmark-name-", 3)[:60]
@@ -294,5 +328,58 @@ func TestSpecConfigMapIsWhatTheRunnerReads(t *testing.T) {
 	}
 	if st, ok := doc["status"].(map[string]any); ok && len(st) > 0 {
 		t.Errorf("the spec ConfigMap carries status %v", st)
+	}
+}
+
+func schedule() *benchv1.CouchBenchmarkSchedule {
+	return &benchv1.CouchBenchmarkSchedule{
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly-query-servers", Namespace: "ns", UID: types.UID("5c4ed"), CreationTimestamp: metav1.Now()},
+		Spec: benchv1.CouchBenchmarkScheduleSpec{
+			Schedule: "0 2 * * *",
+			Baseline: benchv1.ScheduleBaseline{Policy: benchv1.BaselinePreviousSuccessful, TolerancePercent: 7, Tolerances: map[string]int32{"reads": 20}},
+			Template: benchv1.BenchmarkTemplate{
+				Metadata: benchv1.TemplateMetadata{Labels: map[string]string{"team": "db"}, Annotations: map[string]string{"note": "x"}},
+				Spec:     provisioned().Spec,
+			},
+		},
+	}
+}
+
+func TestScheduledRun(t *testing.T) {
+	s := schedule()
+	slot := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	run := ScheduledRun(s, slot, "nightly-query-servers-202611220200", false)
+	if run.Name != "nightly-query-servers-202611230200" || run.Namespace != "ns" {
+		t.Errorf("name %s/%s", run.Namespace, run.Name)
+	}
+	if run.Labels["team"] != "db" || run.Labels[benchv1.LabelSchedule] != "nightly-query-servers" || run.Labels[benchv1.LabelImmediate] != "" ||
+		run.Annotations[benchv1.AnnotationScheduledAt] != "2026-11-23T02:00:00Z" || run.Annotations["note"] != "x" {
+		t.Errorf("labels %v annotations %v", run.Labels, run.Annotations)
+	}
+	if !metav1.IsControlledBy(run, s) {
+		t.Error("the run is not owned by its schedule")
+	}
+	if b := run.Spec.Baseline; b == nil || b.Benchmark != "nightly-query-servers-202611220200" || b.TolerancePercent != 7 || b.Tolerances["reads"] != 20 {
+		t.Errorf("baseline %+v", run.Spec.Baseline)
+	}
+	if s.Spec.Template.Metadata.Labels[benchv1.LabelSchedule] != "" {
+		t.Error("the template's labels were changed")
+	}
+	if first := ScheduledRun(s, slot, "", true); first.Spec.Baseline != nil || first.Labels[benchv1.LabelImmediate] != "true" {
+		t.Errorf("a first, immediate run: baseline %+v labels %v", first.Spec.Baseline, first.Labels)
+	}
+}
+
+// Long schedule names are cut; two adjacent start times must still name two runs.
+func TestScheduledRunNamesStayApartWhenCut(t *testing.T) {
+	s := schedule()
+	s.Name = strings.Repeat("a-very-long-schedule-name", 4)
+	slot := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
+	a, b := ScheduledRunName(s, slot), ScheduledRunName(s, slot.Add(time.Minute))
+	if len(a) > 63 || len(b) > 63 || a == b {
+		t.Errorf("%q and %q", a, b)
+	}
+	if ScheduledRunName(s, slot) != a {
+		t.Error("the name of a start time changed")
 	}
 }

@@ -34,6 +34,10 @@ func SpecConfigMap(bench *benchv1.CouchBenchmark) (*corev1.ConfigMap, error) {
 const (
 	ResultsCSVKey      = "results.csv"
 	ResultsMarkdownKey = "results.md"
+	// ResultsHTMLKey is one self-contained page of charts and tables.
+	ResultsHTMLKey = "report.html"
+	// ComparisonKey is the comparison with the baseline, every row, as JSON.
+	ComparisonKey = "comparison.json"
 )
 
 // ResultsConfigMap holds a benchmark's results rendered for people: data maps file names
@@ -59,7 +63,7 @@ func DocumentConfigMapName(bench *benchv1.CouchBenchmark, arm string) string {
 // finds every arm's.
 func DocumentConfigMap(bench *benchv1.CouchBenchmark, arm string, document []byte) *corev1.ConfigMap {
 	labels := Labels(bench, arm, "")
-	labels[benchv1.LabelResultsOf] = LabelValue(bench)
+	labels[benchv1.LabelResultsOf] = LabelValue(bench.Name)
 	return &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: DocumentConfigMapName(bench, arm), Namespace: bench.Namespace, Labels: labels, OwnerReferences: ownedBy(bench),

@@ -76,10 +76,6 @@ func (k K6Job) Job() *batchv1.Job {
 			LocalObjectReference: corev1.LocalObjectReference{Name: k.Credentials.Name}, Key: key,
 		}}}
 	}
-	segment := k.Segment
-	if segment == "" {
-		segment = "0:1"
-	}
 	container := corev1.Container{
 		Name:    K6Container,
 		Image:   k.Bench.Spec.K6.Image,
@@ -87,7 +83,6 @@ func (k K6Job) Job() *batchv1.Job {
 		Args:    args,
 		Env: []corev1.EnvVar{
 			{Name: "COUCHBENCH_CONFIG", Value: k.Config},
-			{Name: "COUCHBENCH_SEGMENT", Value: segment},
 			secretEnv("COUCHDB_USER", k.Credentials.UsernameKey),
 			secretEnv("COUCHDB_PASSWORD", k.Credentials.PasswordKey),
 		},

@@ -83,13 +83,13 @@ const (
 	managedBy        = "couchbench"
 )
 
-// LabelValue is the benchmark's name as a label value: a name longer than 63 characters
-// is cut and ends in a hash, like the object names.
-func LabelValue(bench *benchv1.CouchBenchmark) string { return name(maxObjectName, bench.Name) }
+// LabelValue is an object's name as a label value: a name longer than 63 characters is cut
+// and ends in a hash, like the object names.
+func LabelValue(objectName string) string { return name(maxObjectName, objectName) }
 
 // Labels for an object of a benchmark, optionally of one arm and step.
 func Labels(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) map[string]string {
-	l := map[string]string{LabelBenchmark: LabelValue(bench), labelManagedBy: managedBy}
+	l := map[string]string{LabelBenchmark: LabelValue(bench.Name), labelManagedBy: managedBy}
 	if arm != "" {
 		l[LabelQueryServer] = arm
 	}

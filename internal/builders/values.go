@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -17,7 +18,8 @@ import (
 const couchdbUID = 5984
 
 // HelmValues are the Apache CouchDB chart's values for one arm, in the chart's own names
-// (couchdb-helm couchdb/values.yaml), with the spec's free-form values merged last.
+// (couchdb-helm couchdb/values.yaml), with the user's merged last: the benchmark's values,
+// then the arm's ini settings (queryServers[].config), then the arm's values.
 func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[string]any, error) {
 	p := bench.Spec.CouchDB.Provision
 	if p == nil {
@@ -95,13 +97,24 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 		}
 		values["resources"] = r
 	}
-	if p.Values != nil && len(p.Values.Raw) > 0 {
-		var user map[string]any
-		if err := json.Unmarshal(p.Values.Raw, &user); err != nil {
-			return nil, fmt.Errorf("spec.couchdb.provision.values: %w", err)
+	// Then the user's: the benchmark's values, the arm's ini settings, the arm's values.
+	values = runtime.DeepCopyJSON(values)
+	if err := mergeJSON(values, p.Values, "spec.couchdb.provision.values"); err != nil {
+		return nil, err
+	}
+	if len(qs.Config) > 0 {
+		sections := map[string]any{}
+		for section, keys := range qs.Config {
+			kv := map[string]any{}
+			for k, v := range keys {
+				kv[k] = v
+			}
+			sections[section] = kv
 		}
-		values = runtime.DeepCopyJSON(values)
-		mergeValues(values, user)
+		mergeValues(values, map[string]any{"couchdbConfig": sections})
+	}
+	if err := mergeJSON(values, qs.Values, fmt.Sprintf("queryServers[%s].values", qs.Name)); err != nil {
+		return nil, err
 	}
 	return values, nil
 }
@@ -126,6 +139,19 @@ func splitImage(image string) (repo, tag string) {
 		return image, "latest"
 	}
 	return image[:i], image[i+1:]
+}
+
+// mergeJSON merges free-form values from the spec (field names them in errors) into dst.
+func mergeJSON(dst map[string]any, src *apiextensionsv1.JSON, field string) error {
+	if src == nil || len(src.Raw) == 0 {
+		return nil
+	}
+	var user map[string]any
+	if err := json.Unmarshal(src.Raw, &user); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
+	}
+	mergeValues(dst, user)
+	return nil
 }
 
 // mergeValues merges src into dst the way Helm merges values files: maps merge key by key,

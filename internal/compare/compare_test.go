@@ -384,3 +384,17 @@ func TestTablesRender(t *testing.T) {
 		t.Errorf("refused tables %+v", tables)
 	}
 }
+
+func TestRefusalsOfSpecs(t *testing.T) {
+	base := benchv1.CouchBenchmarkSpec{Dataset: benchv1.Dataset{Documents: 100000}, Workloads: benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Repetitions: 3}}}
+	same := *base.DeepCopy()
+	same.Timeout = "3h" // not the dataset or the workloads: comparable
+	if r, err := Refusals(base, same); err != nil || len(r) != 0 {
+		t.Errorf("comparable specs refused: %v, %v", r, err)
+	}
+	other := *base.DeepCopy()
+	other.Dataset.Documents = 20000
+	if r, err := Refusals(base, other); err != nil || len(r) != 1 || !strings.Contains(r[0], "spec.dataset.documents: 100000 vs 20000") {
+		t.Errorf("refusals %v, %v", r, err)
+	}
+}

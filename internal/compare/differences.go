@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -208,4 +209,12 @@ func show(v any) string {
 		_ = enc.Encode(v) // v came from json.Decode: it encodes
 		return strings.TrimSuffix(b.String(), "\n")
 	}
+}
+
+// Refusals are what would refuse comparing runs of two specs: every dataset or workload field
+// that differs, "spec.dataset.documents: 100000 vs 20000". None: their runs can be compared.
+// Checked before a run starts, it spares a run whose verdict could never be given.
+func Refusals(base, current benchv1.CouchBenchmarkSpec) ([]string, error) {
+	refused, _, err := specDifferences(&results.Document{Spec: base}, &results.Document{Spec: current})
+	return refused, err
 }

@@ -29,6 +29,29 @@ func (c *Client) Server(ctx context.Context) (ServerInfo, error) {
 	return info, err
 }
 
+// Versions is the answer of GET /_node/_local/_versions (CouchDB 3.3 and later): what the
+// node runs view code and collation with.
+type Versions struct {
+	JavaScriptEngine struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"javascript_engine"`
+	Erlang struct {
+		Version string `json:"version"`
+	} `json:"erlang"`
+	CollationDriver struct {
+		Name           string `json:"name"`
+		LibraryVersion string `json:"library_version"`
+	} `json:"collation_driver"`
+}
+
+// Versions answers GET /_node/_local/_versions.
+func (c *Client) Versions(ctx context.Context) (Versions, error) {
+	var v Versions
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/_node/_local/_versions", accept: []int{http.StatusOK}}, &v)
+	return v, err
+}
+
 // Membership is the answer of GET /_membership.
 type Membership struct {
 	AllNodes     []string `json:"all_nodes"`

@@ -157,3 +157,35 @@ var emitNullMap = map[family]string{
 `,
 	erlang: `fun({Doc}) -> Emit(proplists:get_value(<<"_id">>, Doc), null) end.`,
 }
+
+// Probe is the view whose one row, over a database of one document, says what runs the
+// language's views: its map function reports its own interpreter. The key is the engine
+// (spidermonkey or quickjs; CPython or PyPy; erlang), the value its version (Python's, the
+// Erlang/OTP release; "" for JavaScript, whose engine version /_node/_local/_versions gives)
+// and for Python the JSON module couchpy decodes with.
+const Probe = "runtime"
+
+// ProbeDoc is the design document of Probe in a language.
+func ProbeDoc(id, language string) (couch.DesignDoc, error) {
+	fam, err := familyOf(language)
+	if err != nil {
+		return couch.DesignDoc{}, err
+	}
+	return couch.DesignDoc{ID: id, Language: language, Views: map[string]couch.View{Probe: {Map: probeMap[fam]}}}, nil
+}
+
+// probeMap: SpiderMonkey keeps the non-standard uneval, QuickJS has none; couchpy's json
+// module remembers the encoder it chose (simplejson whenever installed, unless told).
+var probeMap = map[family]string{
+	javascript: `function(doc) {
+  emit(typeof uneval === "function" ? "spidermonkey" : "quickjs", {version: ""});
+}`,
+	python: `def map(doc):
+    import platform
+    import couchdb.json
+    encoder = couchdb.json._encode
+    module = encoder.__defaults__[0].__module__ if encoder and encoder.__defaults__ else ""
+    yield platform.python_implementation(), {"version": platform.python_version(), "json": module.split(".")[0]}
+`,
+	erlang: `fun({_Doc}) -> Emit(<<"erlang">>, {[{<<"version">>, list_to_binary(erlang:system_info(otp_release))}]}) end.`,
+}

@@ -23,6 +23,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/names"
 )
 
 // DefaultPollInterval is the /_active_tasks poll interval: CouchDB refreshes a task's
@@ -87,7 +88,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
-	ddocID := "_design/cb-idx-" + opts.Nonce
+	ddocID := names.IndexingDesignDoc(opts.Nonce)
 	doc, err := ddoc.Indexing(ddocID, opts.Language, opts.Reducer, opts.Nonce)
 	if err != nil {
 		return Run{}, err

@@ -40,11 +40,7 @@ func BenchmarkK6VersusWrk(b *testing.B) {
 	}
 	var k6Rate, wrkRateSum float64
 	for range b.N {
-		_, data, _ := runK6(b, cfg, "admin", "pw")
-		s, err := ParseSummary(data)
-		if err != nil {
-			b.Fatal(err)
-		}
+		_, s, _ := runK6(b, cfg, "admin", "pw")
 		if s.Failed > 0 {
 			b.Fatalf("k6: %d requests failed", s.Failed)
 		}

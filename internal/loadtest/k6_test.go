@@ -28,6 +28,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/results"
 )
 
 const docs = 200
@@ -108,9 +109,10 @@ type fullSummary struct {
 	} `json:"metrics"`
 }
 
-// runK6 runs one k6 runner as user and returns its exit code, its compact summary file and
-// its full summary.
-func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (int, []byte, fullSummary) {
+// runK6 runs one k6 runner as user, as a k6 Job does, and returns its exit code, what it
+// handed over (its summary of the load, read from the frame on its stdout and checked against
+// the handoff in its termination file, as the operator reads them) and k6's whole summary.
+func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (int, results.ReadsRunner, fullSummary) {
 	t.Helper()
 	dir := t.TempDir()
 	script := filepath.Join(dir, ScriptName)
@@ -121,17 +123,18 @@ func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (in
 	if err != nil {
 		t.Fatal(err)
 	}
-	summaryPath := filepath.Join(dir, "summary.json")
+	handoffPath := filepath.Join(dir, "termination-log")
 	// A bound for a hung k6, not a measurement.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	args := append([]string{"run", "--quiet", "--no-color"}, extra...)
 	cmd := exec.CommandContext(ctx, k6Binary(t), append(args, script)...)
-	cmd.Env = append(os.Environ(), "COUCHBENCH_CONFIG="+config, "COUCHBENCH_SUMMARY="+summaryPath,
+	cmd.Env = append(os.Environ(), "COUCHBENCH_CONFIG="+config, "COUCHBENCH_HANDOFF="+handoffPath,
 		"COUCHDB_USER="+user, "COUCHDB_PASSWORD="+password, "K6_NO_USAGE_REPORT=true")
+	segment := ""
 	for i, a := range extra {
 		if a == "--execution-segment" && i+1 < len(extra) {
-			cmd.Env = append(cmd.Env, "COUCHBENCH_SEGMENT="+extra[i+1]) // as the Job sets it
+			segment = extra[i+1]
 		}
 	}
 	var stdout, stderr strings.Builder
@@ -146,20 +149,38 @@ func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (in
 		}
 		code = ee.ExitCode()
 	}
-	summary, err := os.ReadFile(summaryPath)
+	message, err := os.ReadFile(handoffPath)
 	if err != nil {
-		t.Fatalf("k6 exited %d without a summary: %v\n%s", code, err, tail(out))
+		t.Fatalf("k6 exited %d without a handoff: %v\n%s", code, err, tail(out))
+	}
+	if len(message) > results.MaxHandoffBytes {
+		t.Errorf("the handoff is %d bytes, over the 4 KB termination message", len(message))
+	}
+	h, err := results.ParseHandoff(string(message))
+	if err != nil {
+		t.Fatal(err)
+	}
+	payload, err := results.ReadFrame(strings.NewReader(stdout.String()), h)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tail(out))
+	}
+	runner, err := results.ParseK6Summary(payload, SegmentName(segment), cfg.UserThresholds)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var full fullSummary
-	for line := range strings.Lines(stdout.String()) {
-		if strings.HasPrefix(line, "{") && json.Unmarshal([]byte(line), &full) == nil && full.Metrics != nil {
-			break
-		}
+	if err := json.Unmarshal(payload, &full); err != nil {
+		t.Fatal(err)
 	}
-	if full.Metrics == nil {
-		t.Errorf("the full summary is not on stdout:\n%s", tail(out))
-	}
-	return code, summary, full
+	return code, runner, full
+}
+
+// reads is the runners' reads as an arm's results document holds them; Aggregate adds
+// them up.
+func reads(runners ...results.ReadsRunner) *benchv1.ReadResult {
+	doc := &results.Document{Arms: []results.Arm{{QueryServer: "js", Profiles: []results.Profile{{Profile: "small",
+		Reads: &results.Reads{Scenario: "getDocument", Runners: runners}}}}}}
+	return results.Aggregate(doc).Results[0].Reads
 }
 
 func tail(b []byte) string {
@@ -181,16 +202,9 @@ func TestEveryScenarioOnRealCouchDB(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			code, data, _ := runK6(t, cfg, srv.User, srv.Password)
-			s, err := ParseSummary(data)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if code != 0 || s.Requests != 30 || s.Failed != 0 || s.Ms.P95 <= 0 || s.Ms.P99 < s.Ms.P50 || s.DurationMs <= 0 {
+			code, s, _ := runK6(t, cfg, srv.User, srv.Password)
+			if code != 0 || s.Requests != 30 || s.Failed != 0 || s.Milliseconds.P95 <= 0 || s.Milliseconds.P99 < s.Milliseconds.P50 || s.DurationMs <= 0 {
 				t.Errorf("exit %d, summary %+v; want 30 requests (2 users x 15), none failed", code, s)
-			}
-			if len(data) > 4096 {
-				t.Errorf("summary is %d bytes, over the 4 KB termination message", len(data))
 			}
 		})
 	}
@@ -226,16 +240,12 @@ func TestWrongPasswordFailsTheRequestsOnRealCouchDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, data, _ := runK6(t, cfg, user, "wrong-"+password)
-	s, err := ParseSummary(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if s.Failed != 30 || s.FailedRate != 1 {
+	_, s, _ := runK6(t, cfg, user, "wrong-"+password)
+	if s.Failed != 30 || s.Requests != 30 {
 		t.Errorf("summary %+v; want every request failed (401)", s)
 	}
-	if got := Merge([]RunnerSummary{s}); got.ErrorRate != "100.00%" {
-		t.Errorf("merged error rate %s", got.ErrorRate)
+	if got := reads(s); got.ErrorRate != "100.00%" {
+		t.Errorf("error rate %s", got.ErrorRate)
 	}
 }
 
@@ -250,28 +260,28 @@ func TestThresholdsAndParallelRunnersOnRealCouchDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	segments, sequence := Segments(2)
-	var runners []RunnerSummary
+	var runners []results.ReadsRunner
 	for i, seg := range segments {
-		code, data, _ := runK6(t, cfg, srv.User, srv.Password, "--execution-segment", seg, "--execution-segment-sequence", sequence)
+		code, s, _ := runK6(t, cfg, srv.User, srv.Password, "--execution-segment", seg, "--execution-segment-sequence", sequence)
 		if code != 99 {
 			t.Errorf("runner %d exited %d; k6 exits 99 when a threshold fails", i, code)
 		}
-		s, err := ParseSummary(data)
-		if err != nil {
-			t.Fatal(err)
+		if s.Segment != seg {
+			t.Errorf("runner %d: segment %q", i, s.Segment)
 		}
 		runners = append(runners, s)
 	}
-	merged := Merge(runners)
+	merged := reads(runners...)
 	if merged.Requests != 30 {
 		t.Errorf("two runners made %d requests together, want the configured 30", merged.Requests)
 	}
 	if !merged.PercentilesUpperBound || len(merged.Runners) != 2 || merged.ThresholdsPassed == nil || *merged.ThresholdsPassed {
 		t.Errorf("merged %+v; want per-runner percentiles, an upper-bound aggregate and failed thresholds", merged)
 	}
-	failed := FailedThresholds(runners)
-	if len(failed) != 1 || !strings.Contains(failed[0], "p(95)<0") {
-		t.Errorf("failed thresholds %v", failed)
+	for i, r := range runners {
+		if r.Thresholds["http_req_duration{couchbench:load}: p(95)<0"] || !r.Thresholds["http_req_failed{couchbench:load}: rate<0.01"] {
+			t.Errorf("runner %d thresholds %v; want p(95)<0 failed and rate<0.01 passed", i, r.Thresholds)
+		}
 	}
 }
 
@@ -287,11 +297,7 @@ func TestSetupTimeIsLeftOutOfTheRate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, data, full := runK6(t, cfg, "admin", "pw")
-	s, err := ParseSummary(data)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, s, full := runK6(t, cfg, "admin", "pw")
 	run := full.State.TestRunDurationMs
 	if s.SetupMs < float64(hold.Milliseconds()) || s.Requests != 30 || run <= s.SetupMs ||
 		math.Abs(s.DurationMs-(run-s.SetupMs)) > 1e-6 {
@@ -314,12 +320,8 @@ func TestSetupRidesThroughViewTimeoutsOnRealCouchDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	restore := srv.SetConfig(t, "fabric", "request_timeout", "1000") // milliseconds; CouchDB's default is 60000
-	code, data, full := runK6(t, cfg, srv.User, srv.Password)
+	code, s, full := runK6(t, cfg, srv.User, srv.Password)
 	restore()
-	s, err := ParseSummary(data)
-	if err != nil {
-		t.Fatal(err)
-	}
 	if code != 0 || s.Requests != 30 || s.Failed != 0 {
 		t.Errorf("exit %d, summary %+v; want setup to ride through the timeouts and the load to run", code, s)
 	}

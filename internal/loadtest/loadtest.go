@@ -1,6 +1,6 @@
 // Package loadtest holds the k6 read load: the script (embedded, delivered to k6 Jobs in a
-// ConfigMap), the configuration the operator passes to it, and the parsing and merging of
-// the summaries k6 runners leave in their termination messages.
+// ConfigMap), the configuration the operator passes to it, and how runners split the load.
+// What k6 measured is read into results documents by internal/results (ParseK6Summary).
 package loadtest
 
 import (
@@ -12,7 +12,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/ddoc"
-	"github.com/couchbench/couchbench/internal/viewreads"
+	"github.com/couchbench/couchbench/internal/names"
 )
 
 // Script is the k6 script; ScriptName its file name in the ConfigMap.
@@ -21,9 +21,6 @@ import (
 var Script string
 
 const ScriptName = "reads.js"
-
-// loadTag marks the measured requests (the script's setup is not measured).
-const loadTag = "couchbench:load"
 
 // Config is what the script reads from COUCHBENCH_CONFIG.
 type Config struct {
@@ -48,7 +45,7 @@ func NewConfig(spec *benchv1.CouchBenchmarkSpec, qs benchv1.QueryServer, url, db
 	}
 	cfg := Config{URL: url, DB: db, Documents: spec.Dataset.Documents, Scenario: string(r.Scenario), UserThresholds: []string{}}
 	if r.Scenario != benchv1.ScenarioGetDocument && r.Scenario != benchv1.ScenarioMixed {
-		d, err := ddoc.ViewReads(viewreads.DesignDocID, ddoc.Language(qs))
+		d, err := ddoc.ViewReads(names.ViewReadsDesignDoc, ddoc.Language(qs))
 		if err != nil {
 			return Config{}, err
 		}
@@ -56,14 +53,14 @@ func NewConfig(spec *benchv1.CouchBenchmarkSpec, qs benchv1.QueryServer, url, db
 	}
 	thresholds := map[string][]string{
 		// Thresholds on the tagged metrics make k6 compute them for the summary.
-		"http_req_duration{" + loadTag + "}": {"max>=0"},
-		"http_reqs{" + loadTag + "}":         {"count>=0"},
-		"http_req_failed{" + loadTag + "}":   {"rate>=0"},
+		"http_req_duration{" + names.K6LoadTag + "}": {"max>=0"},
+		"http_reqs{" + names.K6LoadTag + "}":         {"count>=0"},
+		"http_req_failed{" + names.K6LoadTag + "}":   {"rate>=0"},
 	}
 	for _, t := range r.Thresholds {
 		metric := t.Metric
 		if !strings.Contains(metric, "{") {
-			metric += "{" + loadTag + "}" // the user means the measured load, not setup
+			metric += "{" + names.K6LoadTag + "}" // the user means the measured load, not setup
 		}
 		thresholds[metric] = append(thresholds[metric], t.Condition)
 		cfg.UserThresholds = append(cfg.UserThresholds, metric+"|"+t.Condition)

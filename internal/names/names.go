@@ -1,7 +1,7 @@
 // Package names is the one place that names what a run makes in CouchDB: its run id, the
-// databases of each arm and profile, and the design documents of each workload. The runner
-// creates them, the k6 script reads them, and the operator hands them to both, so all three
-// must agree; this package depends on nothing of the project's.
+// databases of each arm and profile, the design documents of each workload, and the tag of
+// the k6 load. The runner creates them, the k6 script reads them, and the operator hands them
+// to both, so all three must agree; this package depends on nothing of the project's.
 package names
 
 import (
@@ -51,3 +51,7 @@ const ViewReadsDesignDoc = "_design/cb-viewreads"
 
 // ProbeDesignDoc holds the view that tells which query server runs an arm's language.
 const ProbeDesignDoc = "_design/cb-probe"
+
+// K6LoadTag tags the measured requests of the k6 script (scripts/reads.js sets it; its setup's
+// requests lack it): the read results are k6's sub-metrics of this tag.
+const K6LoadTag = "couchbench:load"

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/couchbench/couchbench/internal/names"
 )
 
 // Reads is the k6 read load of one arm: every k6 runner's own numbers, as k6 reported them.
@@ -57,10 +59,6 @@ type k6Summary struct {
 	} `json:"metrics"`
 }
 
-// LoadTag marks the measured requests of the k6 script; the metrics of the load are k6's
-// sub-metrics of that tag.
-const LoadTag = "couchbench:load"
-
 // ParseK6Summary reads k6's end-of-test summary of one runner. userThresholds are the
 // spec's thresholds as "metric|expression" (the script adds thresholds of its own so that k6
 // computes the tagged sub-metrics; those are not the user's and are left out).
@@ -69,16 +67,16 @@ func ParseK6Summary(data []byte, segment string, userThresholds []string) (Reads
 	if err := json.Unmarshal(data, &s); err != nil {
 		return ReadsRunner{}, fmt.Errorf("not a k6 summary: %w", err)
 	}
-	reqs, ok := s.Metrics["http_reqs{"+LoadTag+"}"]
+	reqs, ok := s.Metrics["http_reqs{"+names.K6LoadTag+"}"]
 	if !ok {
-		return ReadsRunner{}, fmt.Errorf("the k6 summary has no metric http_reqs{%s}: not couchbench's script", LoadTag)
+		return ReadsRunner{}, fmt.Errorf("the k6 summary has no metric http_reqs{%s}: not couchbench's script", names.K6LoadTag)
 	}
-	d := s.Metrics["http_req_duration{"+LoadTag+"}"].Values
+	d := s.Metrics["http_req_duration{"+names.K6LoadTag+"}"].Values
 	r := ReadsRunner{
 		Segment:  segment,
 		Requests: int64(reqs.Values["count"]),
 		// k6 counts a request that failed as a "pass" of the http_req_failed rate.
-		Failed:     int64(s.Metrics["http_req_failed{"+LoadTag+"}"].Values["passes"]),
+		Failed:     int64(s.Metrics["http_req_failed{"+names.K6LoadTag+"}"].Values["passes"]),
 		DurationMs: s.State.TestRunDurationMs,
 		BytesRead:  s.Metrics["data_received"].Values["count"],
 		Milliseconds: Latencies{Avg: d["avg"], Min: d["min"], P50: d["p(50)"], P90: d["p(90)"], P95: d["p(95)"], P99: d["p(99)"],

@@ -60,13 +60,18 @@ type StepRecord struct {
 	Error       string       `json:"error,omitempty"`
 }
 
-// Provenance says which server produced the numbers.
+// Provenance says which server produced the numbers, as the server itself reports it.
 type Provenance struct {
-	URL     string   `json:"url"`
-	Vendor  string   `json:"vendor"`
-	Version string   `json:"version"`
-	GitSHA  string   `json:"gitSha,omitempty"`
-	Nodes   []string `json:"nodes"`
+	URL      string   `json:"url"`
+	Vendor   string   `json:"vendor"`
+	Version  string   `json:"version"`
+	GitSHA   string   `json:"gitSha,omitempty"`
+	Features []string `json:"features,omitempty"`
+	Nodes    []string `json:"nodes"`
+	// From /_node/_local/_versions (empty where a server has none).
+	JavaScriptEngine string `json:"javascriptEngine,omitempty"`
+	ErlangVersion    string `json:"erlangVersion,omitempty"`
+	CollationDriver  string `json:"collationDriver,omitempty"`
 }
 
 // Arm is the results of one query server.

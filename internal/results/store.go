@@ -38,6 +38,9 @@ func Merge(into, step *Document) {
 		if sa.Language != "" {
 			a.Language = sa.Language
 		}
+		if sa.Runtime != nil {
+			a.Runtime = sa.Runtime
+		}
 		for _, sp := range sa.Profiles {
 			p := profileOf(a, sp)
 			if sp.Seeding != nil {

@@ -201,10 +201,16 @@ func (r Report) readsTable() Table {
 // WriteMarkdown writes the report as Markdown: a heading that names the benchmark and the
 // server that produced the numbers, then the tables.
 func (r Report) WriteMarkdown(w io.Writer) error {
-	if _, err := fmt.Fprintf(w, "## %s (%s, %s)\n\n", r.Benchmark, r.StartedAt.UTC().Format(time.RFC3339), r.Server); err != nil {
+	if err := r.WriteHeader(w); err != nil {
 		return err
 	}
 	return WriteMarkdown(w, r.Tables())
+}
+
+// WriteHeader writes the report's Markdown heading: the benchmark, its start, its server.
+func (r Report) WriteHeader(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "## %s (%s, %s)\n\n", r.Benchmark, r.StartedAt.UTC().Format(time.RFC3339), r.Server)
+	return err
 }
 
 // WriteMarkdown writes the tables as Markdown, columns padded so that the text reads as a

@@ -1,10 +1,12 @@
 // Package runner runs the workloads of a CouchBenchmark against one CouchDB: for each query
-// server (arm) and document profile it seeds a database, builds and times the indexing
-// view, reads views and measures inserts, and collects everything in a results document.
+// server (arm) it seeds a database per document profile, builds and times the indexing view,
+// reads views and measures inserts, and collects everything in a results document.
 //
 // Steps can run alone (the operator runs each as its own Job) or all together
-// (`couchbench run`). Whatever happens, the document keeps what was measured before an
-// error or an interrupt.
+// (`couchbench run`); either way an arm's steps run in the plan's order, each over every
+// profile, and each step is recorded with its start and end. Whatever happens, the document
+// keeps what was measured before an error or an interrupt. One file per step: seed.go,
+// index.go, views.go, writes.go; probe.go asks the arm's CouchDB what runs its views.
 package runner
 
 import (
@@ -21,25 +23,9 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/viewreads"
-	"github.com/couchbench/couchbench/internal/writes"
 )
-
-// Step is one part of a run.
-type Step string
-
-const (
-	StepSeed   Step = "seed"
-	StepIndex  Step = "index"
-	StepViews  Step = "views"
-	StepWrites Step = "writes"
-)
-
-// AllSteps are the steps of a full run, in order.
-var AllSteps = []Step{StepSeed, StepIndex, StepViews, StepWrites}
 
 // Config is one invocation of the runner.
 type Config struct {
@@ -47,8 +33,9 @@ type Config struct {
 	Client *couch.Client
 	// Arms limits the run to these query servers; empty runs all.
 	Arms []string
-	// Steps to run, in AllSteps order.
-	Steps []Step
+	// Steps to run (runner steps: benchv1.RunnerSteps); they run in that order whatever
+	// order they are given in.
+	Steps []benchv1.Step
 	// RunID names this run's databases and design documents, so that runs sharing a
 	// CouchDB keep apart and the steps of one run (separate Jobs) find each other's data.
 	// Empty: plain database names, design documents named from the clock.
@@ -68,6 +55,8 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 		SchemaVersion: results.SchemaVersion,
 		Benchmark:     cfg.Bench.Name,
 		SpecHash:      benchspec.Hash(spec),
+		Spec:          spec,
+		RunID:         cfg.RunID,
 		Seed:          spec.Dataset.Seed,
 		StartedAt:     time.Now().UTC(),
 		Server:        results.Provenance{URL: cfg.Client.URL()},
@@ -94,8 +83,14 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	if err != nil {
 		return fmt.Errorf("reading cluster membership: %w", err)
 	}
-	doc.Server.Vendor, doc.Server.Version, doc.Server.GitSHA = info.Vendor.Name, info.Version, info.GitSHA
-	doc.Server.Nodes = members.ClusterNodes
+	p := &doc.Server
+	p.Vendor, p.Version, p.GitSHA, p.Features, p.Nodes = info.Vendor.Name, info.Version, info.GitSHA, info.Features, members.ClusterNodes
+	// CouchDB before 3.3 has no _versions: the provenance then lacks what it would say.
+	if v, err := c.Versions(ctx); err == nil {
+		p.JavaScriptEngine = strings.TrimSpace(v.JavaScriptEngine.Name + " " + v.JavaScriptEngine.Version)
+		p.ErlangVersion = v.Erlang.Version
+		p.CollationDriver = strings.TrimSpace(v.CollationDriver.Name + " " + v.CollationDriver.LibraryVersion)
+	}
 	logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), info.Vendor.Name, info.Version, len(members.ClusterNodes))
 
 	arms, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
@@ -103,9 +98,9 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 		return err
 	}
 	for _, qs := range arms {
-		arm := results.Arm{QueryServer: qs.Name, Language: ddoc.Language(qs)}
-		err := runArm(ctx, cfg, members.ClusterNodes, qs, &arm)
-		doc.Arms = append(doc.Arms, arm)
+		a := newArmRun(cfg, members.ClusterNodes, qs)
+		err := a.run(ctx, doc)
+		doc.Arms = append(doc.Arms, a.result)
 		if err != nil {
 			return fmt.Errorf("query server %s: %w", qs.Name, err)
 		}
@@ -136,91 +131,65 @@ func selectArms(all []benchv1.QueryServer, names []string) ([]benchv1.QueryServe
 	return out, nil
 }
 
-// runArm runs the steps for every profile of one arm, appending to arm as results come.
-func runArm(ctx context.Context, cfg Config, nodes []string, qs benchv1.QueryServer, arm *results.Arm) error {
-	spec := cfg.Bench.Spec
+// armRun is one arm's part of a run: its query server, its databases (one per profile) and
+// what it measured so far.
+type armRun struct {
+	cfg      Config
+	nodes    []string
+	qs       benchv1.QueryServer
+	language string
+	result   results.Arm
+	// gens are the profiles' document generators, by the index of result.Profiles.
+	gens []*dataset.Generator
+}
+
+func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
+	ds := cfg.Bench.Spec.Dataset
+	shards := int(ds.Shards)
+	if qs.Shards != nil {
+		shards = int(*qs.Shards)
+	}
 	replicas := min(3, max(len(nodes), 1))
-	if spec.Dataset.Replicas != nil {
-		replicas = int(*spec.Dataset.Replicas)
+	if ds.Replicas != nil {
+		replicas = int(*ds.Replicas)
 	}
-	for _, profile := range spec.Dataset.Profiles {
-		gen := dataset.New(spec.Dataset.Seed, profile)
-		p := results.Profile{
-			Profile:  dataset.ProfileName(profile),
-			DB:       DatabaseName(cfg.Bench.Name, cfg.RunID, qs.Name, dataset.ProfileName(profile)),
-			Shards:   int(spec.Dataset.Shards),
-			Replicas: replicas,
-		}
-		err := runProfile(ctx, cfg, nodes, qs, gen, &p)
-		arm.Profiles = append(arm.Profiles, p)
-		if err != nil {
-			return fmt.Errorf("profile %s: %w", p.Profile, err)
-		}
-	}
-	return nil
-}
-
-func (cfg Config) has(s Step) bool { return slices.Contains(cfg.Steps, s) }
-
-func runProfile(ctx context.Context, cfg Config, nodes []string, qs benchv1.QueryServer, gen *dataset.Generator, p *results.Profile) error {
-	spec := cfg.Bench.Spec
-	c := cfg.Client
-	docs := spec.Dataset.Documents
-	label := qs.Name + "/" + p.Profile
-	language := ddoc.Language(qs)
-
-	if cfg.has(StepSeed) {
-		if err := c.DeleteDB(ctx, p.DB); err != nil {
-			return err
-		}
-		if _, err := c.CreateDB(ctx, p.DB, p.Shards, p.Replicas); err != nil {
-			return fmt.Errorf("creating database %s: %w", p.DB, err)
-		}
-		res, err := seeding.Load(ctx, c, gen, seeding.Options{
-			DB: p.DB, Documents: docs, BatchSize: int(spec.Dataset.BatchSize), Concurrency: int(spec.Dataset.Concurrency),
-			Retry: seeding.DefaultBackoff,
+	a := &armRun{cfg: cfg, nodes: nodes, qs: qs, language: ddoc.Language(qs),
+		result: results.Arm{QueryServer: qs.Name, Language: ddoc.Language(qs)}}
+	for _, profile := range ds.Profiles {
+		name := dataset.ProfileName(profile)
+		a.result.Profiles = append(a.result.Profiles, results.Profile{
+			Profile: name, DB: names.Database(cfg.Bench.Name, cfg.RunID, qs.Name, name), Shards: shards, Replicas: replicas,
 		})
-		p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()
-		if err == nil {
-			err = res.Check()
-		}
-		if err != nil {
-			return fmt.Errorf("seeding %s: %w", p.DB, err)
-		}
-		logf(cfg.Log, "%s: seeded %d documents into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
-			label, res.Stored, p.DB, res.Elapsed.Round(time.Millisecond), res.DocsPerSecond(), res.MBPerSecond(), res.Retries)
-	} else if cfg.has(StepIndex) || cfg.has(StepViews) {
-		if err := checkSeeded(ctx, c, p.DB, docs); err != nil {
-			return err
-		}
+		a.gens = append(a.gens, dataset.New(ds.Seed, profile))
 	}
+	return a
+}
 
-	if w := spec.Workloads.Indexing; w != nil && cfg.has(StepIndex) {
-		if err := runIndexing(ctx, cfg, nodes, w, language, gen, p, label); err != nil {
-			return err
+// steps are what each runner step does for an arm, and whether the spec asks for it.
+var steps = map[benchv1.Step]struct {
+	run   func(a *armRun, ctx context.Context) error
+	asked func(w benchv1.Workloads) bool
+}{
+	benchv1.StepSeed:   {(*armRun).seed, func(benchv1.Workloads) bool { return true }},
+	benchv1.StepIndex:  {(*armRun).index, func(w benchv1.Workloads) bool { return w.Indexing != nil }},
+	benchv1.StepViews:  {(*armRun).views, func(w benchv1.Workloads) bool { return w.ViewReads != nil }},
+	benchv1.StepWrites: {(*armRun).writes, func(w benchv1.Workloads) bool { return w.Writes != nil }},
+}
+
+// run runs the configured steps the spec asks for, in order, recording each in doc.
+func (a *armRun) run(ctx context.Context, doc *results.Document) error {
+	for _, step := range benchv1.RunnerSteps {
+		s := steps[step]
+		if !slices.Contains(a.cfg.Steps, step) || !s.asked(a.cfg.Bench.Spec.Workloads) {
+			continue
 		}
-	}
-	if w := spec.Workloads.ViewReads; w != nil && cfg.has(StepViews) {
-		res, err := viewreads.Run(ctx, c, viewreads.Options{
-			DB: p.DB, Documents: docs, Language: language, Views: w.Views, Repetitions: int(w.Repetitions),
-		})
-		p.ViewReads = res
-		for _, r := range res {
-			logf(cfg.Log, "%s: view %s: %.3f s per full read (median of %d)", label, r.View, results.ViewReadSeconds(r).Median, len(r.Reads))
-		}
+		rec := results.StepRecord{QueryServer: a.qs.Name, Step: step, StartedAt: time.Now().UTC()}
+		err := s.run(a, ctx)
+		rec.FinishedAt = time.Now().UTC()
 		if err != nil {
-			return err
+			rec.Error = err.Error()
 		}
-	}
-	if w := spec.Workloads.Writes; w != nil && cfg.has(StepWrites) {
-		res, err := writes.Run(ctx, c, writes.Modes(w), writes.Options{
-			DBPrefix: p.DB + "-w", Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: gen,
-		})
-		p.Writes = res
-		for _, r := range res {
-			logf(cfg.Log, "%s: writes %s: %.0f docs/s (%d created, %d accepted, %d errors)",
-				label, r.Mode, r.DocsPerSecond(), r.Created, r.Accepted, r.Errors)
-		}
+		doc.Steps = append(doc.Steps, rec)
 		if err != nil {
 			return err
 		}
@@ -228,84 +197,26 @@ func runProfile(ctx context.Context, cfg Config, nodes []string, qs benchv1.Quer
 	return nil
 }
 
-// runIndexing times the builds of every reducer, with view compaction paused unless the
-// spec allows it; the pause is undone whatever happens.
-func runIndexing(ctx context.Context, cfg Config, nodes []string, w *benchv1.IndexingWorkload, language string,
-	gen *dataset.Generator, p *results.Profile, label string) (err error) {
-	compaction := "allowed"
-	if w.ViewCompaction != benchv1.ViewCompactionAllowed {
-		compaction = "paused"
-		restore, perr := indexing.PauseViewCompaction(ctx, cfg.Client, nodes)
-		defer func() {
-			if rerr := restore(); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}()
-		if perr != nil {
-			return perr
+// label names an arm's profile in progress lines.
+func (a *armRun) label(i int) string { return a.qs.Name + "/" + a.result.Profiles[i].Profile }
+
+// checkSeeded makes a step that needs the dataset fail early and clearly when it is not there.
+func (a *armRun) checkSeeded(ctx context.Context) error {
+	docs := a.cfg.Bench.Spec.Dataset.Documents
+	for _, p := range a.result.Profiles {
+		info, err := a.cfg.Client.DBInfo(ctx, p.DB)
+		if couch.StatusOf(err) == 404 {
+			return fmt.Errorf("database %s does not exist: run the seed step first", p.DB)
 		}
-	}
-	docs := cfg.Bench.Spec.Dataset.Documents
-	expected := gen.Expected(docs)
-	nonceBase := cfg.RunID
-	if nonceBase == "" {
-		nonceBase = time.Now().UTC().Format("20060102t150405")
-	}
-	for _, reducer := range w.Reducers {
-		series := results.IndexingSeries{Reducer: string(reducer), ViewCompaction: compaction}
-		for rep := 1; rep <= int(w.Repetitions); rep++ {
-			run, err := indexing.Build(ctx, cfg.Client, nodes, indexing.Options{
-				DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: language, Reducer: reducer,
-				Nonce:        fmt.Sprintf("%s-%s-%d", nonceBase, reducer, rep),
-				PollInterval: cfg.PollInterval, Expected: expected,
-			})
-			if err != nil {
-				series.Finish()
-				p.Indexing = append(p.Indexing, series)
-				return fmt.Errorf("indexing (%s reducer, run %d): %w", reducer, rep, err)
-			}
-			series.Runs = append(series.Runs, run)
-			logf(cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
-				label, reducer, rep, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
-				run.DocsPerSecond, run.ShardChangesPerSecond)
+		if err != nil {
+			return err
 		}
-		series.Finish()
-		p.Indexing = append(p.Indexing, series)
+		// Design documents count in doc_count.
+		if info.DocCount < docs {
+			return fmt.Errorf("database %s has %d documents, the dataset %d: run the seed step first", p.DB, info.DocCount, docs)
+		}
 	}
 	return nil
-}
-
-// checkSeeded makes a step that needs the dataset fail early and clearly when it is not
-// there.
-func checkSeeded(ctx context.Context, c *couch.Client, db string, docs int64) error {
-	info, err := c.DBInfo(ctx, db)
-	if couch.StatusOf(err) == 404 {
-		return fmt.Errorf("database %s does not exist: run the seed step first", db)
-	}
-	if err != nil {
-		return err
-	}
-	// Design documents count in doc_count.
-	if info.DocCount < docs {
-		return fmt.Errorf("database %s has %d documents, the dataset %d: run the seed step first", db, info.DocCount, docs)
-	}
-	return nil
-}
-
-// DatabaseName is the database of one arm and profile, "cb-<benchmark>[-<run id>]-<arm>-<profile>",
-// in CouchDB's allowed characters.
-func DatabaseName(bench, runID, arm, profile string) string {
-	parts := []string{"cb", bench}
-	if runID != "" {
-		parts = append(parts, runID)
-	}
-	name := strings.ToLower(strings.Join(append(parts, arm, profile), "-"))
-	return strings.Map(func(r rune) rune {
-		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r == '-' || r == '_' {
-			return r
-		}
-		return '_'
-	}, name)
 }
 
 func logf(w io.Writer, format string, args ...any) {

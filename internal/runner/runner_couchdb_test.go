@@ -16,10 +16,12 @@ import (
 	"testing"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -59,6 +61,17 @@ var wantLanguage = map[string]string{
 	"js": "javascript", "quickjs": "javascript_quickjs", "py": "python", "pysj": "python_simplejson", "erl": "erlang",
 }
 
+// wantRuntime is what each arm's probe must find running its views on the kit: the kit's
+// "python" is couchpy without --json-module in a venv that has simplejson, so it decodes with
+// simplejson too (the couchpy preset names --json-module=json for that reason).
+var wantRuntime = map[string]results.Runtime{
+	"js":      {Language: "javascript", Engine: "spidermonkey", Version: "102"},
+	"quickjs": {Language: "javascript_quickjs", Engine: "quickjs"},
+	"py":      {Language: "python", Engine: "CPython", JSONModule: "simplejson"},
+	"pysj":    {Language: "python_simplejson", Engine: "CPython", JSONModule: "simplejson"},
+	"erl":     {Language: "erlang", Engine: "erlang", Version: "25"},
+}
+
 // realRun runs the runner against srv with a run id of its own, so that its databases are
 // new, and deletes them when the test ends.
 func realRun(t *testing.T, srv *couchdbtest.Server, yaml string, cfg Config) (*results.Document, string, error) {
@@ -75,14 +88,14 @@ func realRun(t *testing.T, srv *couchdbtest.Server, yaml string, cfg Config) (*r
 		cfg.RunID = "t" + couchdbtest.RandomID()
 	}
 	if cfg.Steps == nil {
-		cfg.Steps = AllSteps
+		cfg.Steps = benchv1.RunnerSteps
 	}
 	if cfg.PollInterval == 0 {
 		cfg.PollInterval = 100 * time.Millisecond
 	}
 	for _, qs := range bench.Spec.QueryServers {
 		for _, p := range bench.Spec.Dataset.Profiles {
-			srv.DeleteLater(t, DatabaseName(bench.Name, cfg.RunID, qs.Name, dataset.ProfileName(p)))
+			srv.DeleteLater(t, names.Database(bench.Name, cfg.RunID, qs.Name, dataset.ProfileName(p)))
 		}
 	}
 	var log bytes.Buffer
@@ -198,6 +211,21 @@ func TestEveryLanguageOnRealCouchDB(t *testing.T) {
 			}
 			if len(doc.Arms) != 1 || doc.Arms[0].Language != wantLanguage[qs.Name] || len(doc.Arms[0].Profiles) != 2 {
 				t.Fatalf("arms %+v: want arm %s in language %s with 2 profiles", doc.Arms, qs.Name, wantLanguage[qs.Name])
+			}
+			rt, want := doc.Arms[0].Runtime, wantRuntime[qs.Name]
+			if rt == nil || rt.Language != want.Language || rt.Engine != want.Engine || rt.JSONModule != want.JSONModule ||
+				(want.Version != "" && rt.Version != want.Version) || (rt.Engine == "CPython" && !strings.HasPrefix(rt.Version, "3.")) {
+				t.Errorf("runtime %+v, want %+v", rt, want)
+			}
+			var steps []benchv1.Step
+			for _, rec := range doc.Steps {
+				if rec.Error != "" || rec.FinishedAt.Before(rec.StartedAt) || rec.QueryServer != qs.Name {
+					t.Errorf("step %+v", rec)
+				}
+				steps = append(steps, rec.Step)
+			}
+			if !slices.Equal(steps, []benchv1.Step{benchv1.StepSeed, benchv1.StepIndex, benchv1.StepViews}) {
+				t.Errorf("steps %v, want seed, index, views (the spec has no writes)", steps)
 			}
 			for _, p := range doc.Arms[0].Profiles {
 				checkSeededExactly(t, srv, p, docs)
@@ -431,14 +459,14 @@ spec:
       repetitions: 1
 `, docs)
 	runID := "to" + couchdbtest.RandomID()
-	seeded, log, err := realRun(t, srv, yaml, Config{Steps: []Step{StepSeed}, RunID: runID})
+	seeded, log, err := realRun(t, srv, yaml, Config{Steps: []benchv1.Step{benchv1.StepSeed}, RunID: runID})
 	if err != nil {
 		t.Fatalf("seed failed: %v\n%s", err, log)
 	}
 	checkSeededExactly(t, srv, seeded.Arms[0].Profiles[0], docs)
 
 	restore := srv.SetConfig(t, "fabric", "request_timeout", "1000") // milliseconds; CouchDB's default is 60000
-	doc, log, err := realRun(t, srv, yaml, Config{Steps: []Step{StepIndex}, RunID: runID})
+	doc, log, err := realRun(t, srv, yaml, Config{Steps: []benchv1.Step{benchv1.StepIndex}, RunID: runID})
 	restore()
 	if err != nil {
 		t.Fatalf("index failed: %v\n%s", err, log)
@@ -479,7 +507,7 @@ spec:
 // and batch=ok's 202 Accepted answers are counted apart from 201 Created.
 func TestWritesOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
-	doc, log, err := realRun(t, srv, writesBench, Config{Steps: []Step{StepWrites}})
+	doc, log, err := realRun(t, srv, writesBench, Config{Steps: []benchv1.Step{benchv1.StepWrites}})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}

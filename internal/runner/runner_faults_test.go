@@ -18,10 +18,12 @@ import (
 	"testing"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/names"
 )
 
 // faultCluster is the fault tests' own 3-node cluster.
@@ -86,7 +88,7 @@ func TestNodeStoppedMidSeedOnRealCouchDB(t *testing.T) {
 	const docs = 20000
 	yaml := fmt.Sprintf(faultBench, docs, 200)
 	runID := "seed" + couchdbtest.RandomID()
-	db := DatabaseName("faults", runID, "js", "small")
+	db := names.Database("faults", runID, "js", "small")
 	observer := srv.NodeClient(t, 2, couch.Options{})
 
 	var (
@@ -111,7 +113,7 @@ func TestNodeStoppedMidSeedOnRealCouchDB(t *testing.T) {
 		restart = fmt.Sprintf("node 1 was down for %v and answered again %v later (err %v)\n%s", nodeOutage,
 			time.Since(down.Add(nodeOutage)).Round(100*time.Millisecond), err, out)
 	})
-	doc, log, err := realRun(t, srv, yaml, Config{Steps: []Step{StepSeed}, RunID: runID})
+	doc, log, err := realRun(t, srv, yaml, Config{Steps: []benchv1.Step{benchv1.StepSeed}, RunID: runID})
 	close(finished)
 	wg.Wait()
 	t.Log(restart)
@@ -154,7 +156,7 @@ func TestNodeStoppedMidBuildOnRealCouchDB(t *testing.T) {
 	for _, node := range []int{3, 1} {
 		t.Run(fmt.Sprintf("node%d", node), func(t *testing.T) {
 			runID := fmt.Sprintf("build%d%s", node, couchdbtest.RandomID())
-			db := DatabaseName("faults", runID, "js", "small")
+			db := names.Database("faults", runID, "js", "small")
 			observer := srv.NodeClient(t, 2, couch.Options{})
 			var (
 				wg       sync.WaitGroup
@@ -252,7 +254,7 @@ func TestWrongPasswordSaysSoOnRealCouchDB(t *testing.T) {
 // seed first.
 func TestIndexBeforeSeedSaysSoOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
-	doc, _, err := realRun(t, srv, smallBench, Config{Steps: []Step{StepIndex}})
+	doc, _, err := realRun(t, srv, smallBench, Config{Steps: []benchv1.Step{benchv1.StepIndex}})
 	if err == nil || !strings.Contains(err.Error(), "does not exist: run the seed step first") {
 		t.Fatalf("index before seed: %v; want a message saying to run the seed step first", err)
 	}
@@ -288,7 +290,9 @@ func TestCouchDBDownAtStartSaysSo(t *testing.T) {
 // An arm whose language the server has not registered: CouchDB answers the view request
 // 500 unknown_query_language, and asking again cannot help. The index step fails with
 // CouchDB's answer, and the returned document keeps the seeding measured before.
-func TestUnknownLanguageFailsTheIndexStepOnRealCouchDB(t *testing.T) {
+// A language the server does not know fails at once, after seeding: the seed step asks
+// CouchDB what runs the arm's views before any build is timed.
+func TestUnknownLanguageFailsBeforeIndexingOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	yaml := strings.Replace(smallBench, "{name: js, language: javascript}", "{name: nosuch, language: python_nosuch}", 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // a hang ends the test, it is not timed
@@ -298,9 +302,10 @@ func TestUnknownLanguageFailsTheIndexStepOnRealCouchDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	runID := "u" + couchdbtest.RandomID()
-	srv.DeleteLater(t, DatabaseName("errors", runID, "nosuch", "small"))
-	doc, err := Run(ctx, Config{Bench: bench, Client: srv.Client(t, couch.Options{}), Steps: AllSteps, RunID: runID})
-	if err == nil || !strings.Contains(err.Error(), "unknown_query_language: python_nosuch") || ctx.Err() != nil {
+	srv.DeleteLater(t, names.Database("errors", runID, "nosuch", "small"))
+	doc, err := Run(ctx, Config{Bench: bench, Client: srv.Client(t, couch.Options{}), Steps: benchv1.RunnerSteps, RunID: runID})
+	if err == nil || !strings.Contains(err.Error(), "unknown_query_language: python_nosuch") ||
+		!strings.Contains(err.Error(), "asking CouchDB what runs python_nosuch views") || ctx.Err() != nil {
 		t.Fatalf("error %v (context %v): want CouchDB's unknown_query_language answer at once", err, ctx.Err())
 	}
 	t.Logf("unknown language: %v", err)
@@ -308,7 +313,7 @@ func TestUnknownLanguageFailsTheIndexStepOnRealCouchDB(t *testing.T) {
 	if p.Seeding == nil || p.Seeding.Stored != 200 || doc.Error != err.Error() {
 		t.Errorf("document error %q, seeding %+v: want the error and the 200 documents seeded before it", doc.Error, p.Seeding)
 	}
-	if len(p.Indexing) != 1 || len(p.Indexing[0].Runs) != 0 || doc.Arms[0].Language != "python_nosuch" {
-		t.Errorf("indexing %+v: want the failed series recorded without runs", p.Indexing)
+	if len(p.Indexing) != 0 || doc.Arms[0].Language != "python_nosuch" || len(doc.Steps) != 1 || doc.Steps[0].Error == "" {
+		t.Errorf("indexing %+v, steps %+v: want the seed step failed and no build", p.Indexing, doc.Steps)
 	}
 }

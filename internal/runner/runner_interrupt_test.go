@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchtest"
@@ -63,7 +64,7 @@ func TestInterruptedRunKeepsWhatWasMeasured(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	doc, err := Run(ctx, Config{Bench: bench, Client: c, Steps: AllSteps})
+	doc, err := Run(ctx, Config{Bench: bench, Client: c, Steps: benchv1.RunnerSteps})
 	cancel()
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %v, want context.Canceled", err)

@@ -12,11 +12,8 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/names"
 )
-
-// DesignDocID is the design document of the view reads; it is the same for every run on a
-// database, so its indexes are built once.
-const DesignDocID = "_design/cb-viewreads"
 
 // Options describe the reads of one database.
 type Options struct {
@@ -56,15 +53,15 @@ func viewOf(kind benchv1.ViewReadKind) (string, url.Values) {
 // A read that returns another number of rows than there are documents fails the run.
 // It returns the results gathered so far with any error.
 func Run(ctx context.Context, c *couch.Client, opts Options) ([]Result, error) {
-	doc, err := ddoc.ViewReads(DesignDocID, opts.Language)
+	doc, err := ddoc.ViewReads(names.ViewReadsDesignDoc, opts.Language)
 	if err != nil {
 		return nil, err
 	}
 	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil && couch.StatusOf(err) != 409 {
-		return nil, fmt.Errorf("creating %s: %w", DesignDocID, err)
+		return nil, fmt.Errorf("creating %s: %w", names.ViewReadsDesignDoc, err)
 	}
 	for _, view := range []string{ddoc.EmitDoc, ddoc.EmitNull} {
-		if _, err := c.WaitForView(ctx, opts.DB, DesignDocID, view, url.Values{"limit": {"0"}}); err != nil {
+		if _, err := c.WaitForView(ctx, opts.DB, names.ViewReadsDesignDoc, view, url.Values{"limit": {"0"}}); err != nil {
 			return nil, fmt.Errorf("building view %s: %w", view, err)
 		}
 	}
@@ -74,7 +71,7 @@ func Run(ctx context.Context, c *couch.Client, opts Options) ([]Result, error) {
 		res := Result{View: kind}
 		for range opts.Repetitions {
 			start := time.Now()
-			read, err := c.ReadView(ctx, opts.DB, DesignDocID, view, params)
+			read, err := c.ReadView(ctx, opts.DB, names.ViewReadsDesignDoc, view, params)
 			elapsed := time.Since(start)
 			if err != nil {
 				return append(results, res), fmt.Errorf("reading view %s (%s): %w", view, kind, err)

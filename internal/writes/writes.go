@@ -16,6 +16,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/names"
 )
 
 // Mode is one way of writing.
@@ -70,8 +71,9 @@ func (r Result) DocsPerSecond() float64 {
 
 // Options describe the writes of one arm.
 type Options struct {
-	// DBPrefix names the databases: <prefix>-<mode>.
-	DBPrefix  string
+	// ProfileDB is the profile's database; each mode writes into one named after it
+	// (names.WriteDatabase).
+	ProfileDB string
 	Shards    int
 	Replicas  int
 	Duration  time.Duration
@@ -93,7 +95,7 @@ func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) ([]Re
 }
 
 func runMode(ctx context.Context, c *couch.Client, m Mode, opts Options) (Result, error) {
-	db := opts.DBPrefix + "-" + sanitize(m.Name)
+	db := names.WriteDatabase(opts.ProfileDB, m.Name)
 	if err := c.DeleteDB(ctx, db); err != nil {
 		return Result{}, err
 	}
@@ -182,22 +184,4 @@ func writeOne(ctx context.Context, c *couch.Client, db string, gen *dataset.Gene
 	default:
 		return written{created: 1}
 	}
-}
-
-// sanitize makes a mode name a valid part of a database name: CouchDB allows lowercase
-// letters, digits and _$()+-/ only.
-func sanitize(name string) string {
-	out := make([]byte, 0, len(name))
-	for i := 0; i < len(name); i++ {
-		ch := name[i]
-		switch {
-		case ch >= 'A' && ch <= 'Z':
-			out = append(out, ch+'a'-'A')
-		case ch >= 'a' && ch <= 'z', ch >= '0' && ch <= '9', ch == '-', ch == '_':
-			out = append(out, ch)
-		default:
-			out = append(out, '_')
-		}
-	}
-	return string(out)
 }

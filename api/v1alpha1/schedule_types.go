@@ -1,0 +1,235 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CouchBenchmarkScheduleSpec creates CouchBenchmarks from a template on a cron schedule, each
+// compared with the previous successful run (or a pinned one): regression runs a GitOps tool
+// can apply once and leave alone. The operator never writes a schedule's spec.
+type CouchBenchmarkScheduleSpec struct {
+	// Schedule in cron syntax: five fields (minute hour day-of-month month day-of-week), e.g.
+	// "0 2 * * *" every night at 02:00, or @hourly, @daily, @weekly.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=128
+	Schedule string `json:"schedule"`
+
+	// TimeZone of the schedule, an IANA time zone name such as Europe/Berlin. Unset: UTC.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	TimeZone string `json:"timeZone,omitempty"`
+
+	// Suspend stops new runs; a run under way goes on.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+
+	// ConcurrencyPolicy says what happens when a run is due while another runs: Forbid (skip
+	// the new one: benchmarks sharing a cluster distort each other), Allow, or Replace (delete
+	// the running one; its CouchDB is uninstalled).
+	// +optional
+	// +kubebuilder:default=Forbid
+	ConcurrencyPolicy ConcurrencyPolicy `json:"concurrencyPolicy,omitempty"`
+
+	// StartingDeadlineSeconds is how late a run may start after its time (the manager was
+	// down, or a run held it back); a later one is skipped. Unset: no limit.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	StartingDeadlineSeconds *int64 `json:"startingDeadlineSeconds,omitempty"`
+
+	// SuccessfulRunsHistoryLimit is how many successful runs are kept, with their results;
+	// older ones are deleted. The latest successful run (the next run's baseline) and a pinned
+	// baseline are always kept.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	SuccessfulRunsHistoryLimit int32 `json:"successfulRunsHistoryLimit,omitempty"`
+
+	// FailedRunsHistoryLimit is how many failed runs are kept.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	FailedRunsHistoryLimit *int32 `json:"failedRunsHistoryLimit,omitempty"`
+
+	// Immediate starts one run when the schedule is created, besides the scheduled ones.
+	// +optional
+	Immediate bool `json:"immediate,omitempty"`
+
+	// Baseline is what each run is compared with.
+	// +optional
+	// +kubebuilder:default={}
+	Baseline ScheduleBaseline `json:"baseline"`
+
+	// Template is the CouchBenchmark each run is made from. Its spec is validated as a
+	// CouchBenchmark's; a run's baseline comes from the schedule.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.spec.baseline)",fieldPath=".spec.baseline",message="template.spec.baseline is set by the schedule for each run: use the schedule's spec.baseline"
+	Template BenchmarkTemplate `json:"template"`
+}
+
+// ConcurrencyPolicy says what a schedule does when a run is due while another runs.
+// +kubebuilder:validation:Enum=Forbid;Allow;Replace
+type ConcurrencyPolicy string
+
+const (
+	ConcurrencyForbid  ConcurrencyPolicy = "Forbid"
+	ConcurrencyAllow   ConcurrencyPolicy = "Allow"
+	ConcurrencyReplace ConcurrencyPolicy = "Replace"
+)
+
+// ScheduleBaseline is what a schedule's runs are compared with.
+// +kubebuilder:validation:XValidation:rule="(has(self.policy) && self.policy == 'Pinned') == has(self.benchmark)",message="baseline.benchmark names the pinned run: set it with policy Pinned, and only then"
+type ScheduleBaseline struct {
+	// Policy: PreviousSuccessful (each run against the schedule's latest successful run),
+	// Pinned (every run against baseline.benchmark), or None.
+	// +optional
+	// +kubebuilder:default=PreviousSuccessful
+	Policy BaselinePolicy `json:"policy,omitempty"`
+
+	// Benchmark is the pinned baseline: a CouchBenchmark in the schedule's namespace.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Benchmark string `json:"benchmark,omitempty"`
+
+	// TolerancePercent and Tolerances are passed to each run's spec.baseline.
+	// +optional
+	// +kubebuilder:default=5
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	TolerancePercent int32 `json:"tolerancePercent,omitempty"`
+
+	// +optional
+	// +kubebuilder:validation:MaxProperties=32
+	Tolerances map[string]int32 `json:"tolerances,omitempty"`
+}
+
+// BaselinePolicy chooses a scheduled run's baseline.
+// +kubebuilder:validation:Enum=PreviousSuccessful;Pinned;None
+type BaselinePolicy string
+
+const (
+	BaselinePreviousSuccessful BaselinePolicy = "PreviousSuccessful"
+	BaselinePinned             BaselinePolicy = "Pinned"
+	BaselineNone               BaselinePolicy = "None"
+)
+
+// BenchmarkTemplate is the CouchBenchmark a schedule makes for each run.
+type BenchmarkTemplate struct {
+	// Metadata: labels and annotations of every run.
+	// +optional
+	Metadata TemplateMetadata `json:"metadata,omitempty"`
+
+	// +required
+	Spec CouchBenchmarkSpec `json:"spec"`
+}
+
+// TemplateMetadata is what a template sets of a run's metadata.
+type TemplateMetadata struct {
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// CouchBenchmarkScheduleStatus is rebuilt from the schedule's runs on every reconcile: it
+// keeps nothing that the runs cannot tell again.
+type CouchBenchmarkScheduleStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready (the schedule works and its latest finished run succeeded), Stalled
+	// (an invalid schedule or time zone, with what to fix), Regressed (the latest finished
+	// run's verdict against its baseline).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastScheduleTime is the start time of the latest run made.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// NextScheduleTime is when the next run is due (unset while suspended).
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// LastSuccessfulRun names the latest run that succeeded: the next run's baseline.
+	// +optional
+	LastSuccessfulRun string `json:"lastSuccessfulRun,omitempty"`
+
+	// LastVerdict is the latest finished run's verdict against its baseline.
+	// +optional
+	LastVerdict Verdict `json:"lastVerdict,omitempty"`
+
+	// Active names the runs under way.
+	// +optional
+	// +listType=atomic
+	Active []string `json:"active,omitempty"`
+
+	// History is the kept runs, newest first, with their headline numbers and verdict: the
+	// trend of a nightly regression run in `kubectl get -o yaml`.
+	// +optional
+	// +listType=atomic
+	History []ScheduledRun `json:"history,omitempty"`
+}
+
+// ScheduledRun is one run of a schedule in its history.
+type ScheduledRun struct {
+	Name        string      `json:"name"`
+	ScheduledAt metav1.Time `json:"scheduledAt"`
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+	// +optional
+	Verdict Verdict `json:"verdict,omitempty"`
+	// +optional
+	BestChangesPerSecond *int64 `json:"bestChangesPerSecond,omitempty"`
+	// +optional
+	ReadP95 string `json:"readP95,omitempty"`
+	// Comparison is the comparison's one-line summary.
+	// +optional
+	Comparison string `json:"comparison,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=cbsched,categories=couchbench
+// +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name="Last run",type=date,JSONPath=`.status.lastScheduleTime`
+// +kubebuilder:printcolumn:name="Last verdict",type=string,JSONPath=`.status.lastVerdict`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// CouchBenchmarkSchedule runs a CouchBenchmark on a cron schedule and compares each run with
+// its baseline.
+type CouchBenchmarkSchedule struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec CouchBenchmarkScheduleSpec `json:"spec"`
+
+	// +optional
+	Status CouchBenchmarkScheduleStatus `json:"status,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// CouchBenchmarkScheduleList is a list of CouchBenchmarkSchedules.
+type CouchBenchmarkScheduleList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []CouchBenchmarkSchedule `json:"items"`
+}
+
+// Labels and annotations of scheduled runs.
+const (
+	// LabelSchedule names the schedule a run belongs to.
+	LabelSchedule = "bench.couchbench.io/schedule"
+	// LabelImmediate marks the run an immediate schedule made on creation.
+	LabelImmediate = "bench.couchbench.io/immediate"
+	// AnnotationScheduledAt is the run's start time in the schedule, RFC 3339.
+	AnnotationScheduledAt = "bench.couchbench.io/scheduled-at"
+)

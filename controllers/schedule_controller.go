@@ -1,0 +1,224 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/schedule"
+)
+
+// CouchBenchmarkScheduleReconciler makes a schedule's runs, modelled on the kubebuilder
+// CronJob and CloudNativePG's ScheduledBackup: read the runs, rebuild status from them, prune
+// the history, then make the run that is due, named by its start time. It never writes a
+// schedule's spec, so a GitOps tool that applied it sees no drift.
+type CouchBenchmarkScheduleReconciler struct {
+	client.Client
+	Recorder events.EventRecorder
+	// Clock is injected so that tests step through schedules without sleeping.
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarkschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarkschedules/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks,verbs=create;delete
+
+// Reconcile reads the schedule and its runs, writes the status they show, prunes, and makes
+// the run that is due; it asks to be woken at the next start time.
+func (r *CouchBenchmarkScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var s benchv1.CouchBenchmarkSchedule
+	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	before := s.Status.DeepCopy()
+	result, err := r.reconcileSchedule(ctx, &s)
+	if !equality.Semantic.DeepEqual(before, &s.Status) {
+		if uerr := r.Status().Update(ctx, &s); uerr != nil && err == nil {
+			err = uerr
+		}
+	}
+	return result, err
+}
+
+func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context, s *benchv1.CouchBenchmarkSchedule) (ctrl.Result, error) {
+	now := r.Clock.Now()
+	runs, err := r.runsOf(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, run := range runs.prunable(s) {
+		if err := r.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, err
+		}
+		run.DeletionTimestamp = &metav1.Time{Time: now} // gone from the history below
+		log.FromContext(ctx).Info("pruned a run beyond the history limits", "run", run.Name, "phase", run.Status.Phase)
+	}
+	runs = classify(runs.kept())
+	runs.observe(s, now)
+
+	cron, err := schedule.Parse(s.Spec.Schedule, s.Spec.TimeZone)
+	if err != nil {
+		r.stallSchedule(s, now, fmt.Sprintf("spec.schedule or spec.timeZone: %v", err))
+		return ctrl.Result{}, nil
+	}
+	if s.Spec.Suspend {
+		s.Status.NextScheduleTime = nil
+		r.ready(s, now, metav1.ConditionTrue, reasonSuspended, "suspended: no new runs until spec.suspend is false")
+		return ctrl.Result{}, nil
+	}
+	if s.Spec.Immediate && !hasImmediate(runs) {
+		slot := s.CreationTimestamp.Time.Truncate(time.Minute)
+		if runs, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+
+	after := s.CreationTimestamp.Time
+	if st := s.Status.LastScheduleTime; st != nil && st.After(after) {
+		after = st.Time
+	}
+	var deadline time.Duration
+	if d := s.Spec.StartingDeadlineSeconds; d != nil {
+		deadline = time.Duration(*d) * time.Second
+	}
+	due, err := schedule.Next(cron, after, now, deadline)
+	if err != nil {
+		r.stallSchedule(s, now, err.Error())
+		return ctrl.Result{}, nil
+	}
+	s.Status.NextScheduleTime = &metav1.Time{Time: due.Next}
+	r.ready(s, now, metav1.ConditionTrue, reasonScheduled, "next run at "+due.Next.UTC().Format(time.RFC3339))
+	switch {
+	case due.Slot.IsZero():
+	case due.Late:
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonMissedSchedule, "Schedule",
+			"the run of %s was not started within startingDeadlineSeconds (%ds): skipped", due.Slot.UTC().Format(time.RFC3339), *s.Spec.StartingDeadlineSeconds)
+	default:
+		if _, err := r.startRun(ctx, s, runs, due.Slot, false, now); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: max(due.Next.Sub(now), time.Second)}, nil
+}
+
+// runsOf reads the schedule's runs: labelled with its name and owned by it.
+func (r *CouchBenchmarkScheduleReconciler) runsOf(ctx context.Context, s *benchv1.CouchBenchmarkSchedule) (scheduledRuns, error) {
+	var list benchv1.CouchBenchmarkList
+	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{benchv1.LabelSchedule: builders.LabelValue(s.Name)}); err != nil {
+		return scheduledRuns{}, err
+	}
+	var owned []benchv1.CouchBenchmark
+	for _, run := range list.Items {
+		if metav1.IsControlledBy(&run, s) {
+			owned = append(owned, run)
+		}
+	}
+	return classify(owned), nil
+}
+
+func hasImmediate(runs scheduledRuns) bool {
+	for _, run := range runs.all {
+		if run.Labels[benchv1.LabelImmediate] == "true" {
+			return true
+		}
+	}
+	return false
+}
+
+// startRun makes the run of a start time, minding the concurrency policy, and returns the
+// runs with it, the status rebuilt from them. A run of that name that exists is found, not
+// made again: the schedule's status may have lost a run made just before a manager restart.
+func (r *CouchBenchmarkScheduleReconciler) startRun(ctx context.Context, s *benchv1.CouchBenchmarkSchedule, runs scheduledRuns,
+	slot time.Time, immediate bool, now time.Time) (scheduledRuns, error) {
+	name := builders.ScheduledRunName(s, slot)
+	for _, run := range runs.all {
+		if run.Name == name {
+			return runs, nil
+		}
+	}
+	if len(runs.active) > 0 {
+		switch s.Spec.ConcurrencyPolicy {
+		case benchv1.ConcurrencyAllow:
+		case benchv1.ConcurrencyReplace:
+			for _, run := range runs.active {
+				if err := r.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+					return runs, err
+				}
+				run.DeletionTimestamp = &metav1.Time{Time: now}
+				r.Recorder.Eventf(s, run, corev1.EventTypeNormal, reasonReplaced, "Schedule", "run %s replaced by the run of %s", run.Name, slot.UTC().Format(time.RFC3339))
+			}
+		default:
+			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, reasonSkippedSchedule, "Schedule",
+				"the run of %s waits: %s is still running (concurrencyPolicy Forbid)", slot.UTC().Format(time.RFC3339), runs.active[0].Name)
+			return runs, nil
+		}
+	}
+	run := builders.ScheduledRun(s, slot, r.baselineFor(s, runs), immediate)
+	err := r.Create(ctx, run)
+	if apierrors.IsAlreadyExists(err) {
+		// Someone else's object of that name (not owned by this schedule): never adopt it.
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonNameCollision, "Schedule",
+			"a CouchBenchmark named %s exists and is not this schedule's: the run of %s is skipped", name, slot.UTC().Format(time.RFC3339))
+		return runs, nil
+	}
+	if err != nil {
+		return runs, err
+	}
+	r.Recorder.Eventf(s, run, corev1.EventTypeNormal, reasonScheduled, "Schedule", "started run %s", run.Name)
+	runs = classify(append(runs.kept(), *run))
+	runs.observe(s, now)
+	return runs, nil
+}
+
+// baselineFor is the baseline of a new run: the latest successful run, the pinned one, or none.
+func (r *CouchBenchmarkScheduleReconciler) baselineFor(s *benchv1.CouchBenchmarkSchedule, runs scheduledRuns) string {
+	switch s.Spec.Baseline.Policy {
+	case benchv1.BaselinePinned:
+		return s.Spec.Baseline.Benchmark
+	case benchv1.BaselineNone:
+		return ""
+	}
+	if len(runs.succeeded) > 0 {
+		return runs.succeeded[0].Name
+	}
+	return ""
+}
+
+// stallSchedule says what to fix in the spec; nothing runs until it is fixed.
+func (r *CouchBenchmarkScheduleReconciler) stallSchedule(s *benchv1.CouchBenchmarkSchedule, now time.Time, message string) {
+	if c := meta.FindStatusCondition(s.Status.Conditions, conditionStalled); c == nil || c.Message != message {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonInvalidSchedule, "Schedule", "%s", message)
+	}
+	s.Status.NextScheduleTime = nil
+	markStalled(&s.Status.Conditions, s.Generation, now, reasonInvalidSchedule, message)
+}
+
+// ready says the schedule works; the Regressed condition carries the runs' verdict.
+func (r *CouchBenchmarkScheduleReconciler) ready(s *benchv1.CouchBenchmarkSchedule, now time.Time, value metav1.ConditionStatus, reason, message string) {
+	meta.RemoveStatusCondition(&s.Status.Conditions, conditionStalled)
+	meta.RemoveStatusCondition(&s.Status.Conditions, conditionReconciling)
+	setCondition(&s.Status.Conditions, s.Generation, now, conditionReady, value, reason, message)
+}
+
+// SetupWithManager registers the reconciler: schedules, and the runs they own (a run that
+// finishes wakes its schedule).
+func (r *CouchBenchmarkScheduleReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&benchv1.CouchBenchmarkSchedule{}).
+		Owns(&benchv1.CouchBenchmark{}).
+		Named("couchbenchmarkschedule").
+		Complete(r)
+}

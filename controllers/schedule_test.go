@@ -1,0 +1,337 @@
+package controllers
+
+// The schedule controller against a real kube-apiserver (envtest), with a fake clock: the
+// tests step through a schedule's start times without sleeping, and play the runs' ends by
+// writing their status (the CouchBenchmark controller is not running here).
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+)
+
+type scheduleHarness struct {
+	t        *testing.T
+	r        *CouchBenchmarkScheduleReconciler
+	clock    *clocktesting.FakePassiveClock
+	recorder *events.FakeRecorder
+	schedule *benchv1.CouchBenchmarkSchedule
+	// minute is the start of the minute the schedule was created in (by the API server's
+	// clock): tests count from it, so that "+65s" is always just after the next start time.
+	minute time.Time
+}
+
+// newSchedule creates a schedule from spec in a new namespace, with a fake clock set to its
+// creation time.
+func newSchedule(t *testing.T, spec benchv1.CouchBenchmarkScheduleSpec) *scheduleHarness {
+	t.Helper()
+	ns := env.Namespace(t)
+	if spec.Template.Spec.QueryServers == nil {
+		spec.Template.Spec = existingBenchmark(ns).Spec
+	}
+	s := &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"}, Spec: spec}
+	create(t, s)
+	h := &scheduleHarness{t: t, schedule: s, minute: s.CreationTimestamp.Truncate(time.Minute), recorder: events.NewFakeRecorder(100)}
+	h.clock = clocktesting.NewFakePassiveClock(s.CreationTimestamp.Time)
+	h.r = h.reconciler()
+	return h
+}
+
+func (h *scheduleHarness) reconciler() *CouchBenchmarkScheduleReconciler {
+	operator, err := client.New(env.OperatorConfig(h.t), client.Options{Scheme: env.Scheme})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return &CouchBenchmarkScheduleReconciler{Client: operator, Recorder: h.recorder, Clock: h.clock}
+}
+
+// at reconciles with the clock at the creation's minute plus d, and returns the schedule.
+func (h *scheduleHarness) at(d time.Duration) (ctrl.Result, *benchv1.CouchBenchmarkSchedule) {
+	h.t.Helper()
+	h.clock.SetTime(h.minute.Add(d))
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(h.schedule)})
+	if err != nil {
+		h.t.Fatalf("Reconcile at +%s: %v", d, err)
+	}
+	var got benchv1.CouchBenchmarkSchedule
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(h.schedule), &got); err != nil {
+		h.t.Fatal(err)
+	}
+	return res, &got
+}
+
+// runs are the schedule's runs, by name.
+func (h *scheduleHarness) runs() map[string]*benchv1.CouchBenchmark {
+	h.t.Helper()
+	var list benchv1.CouchBenchmarkList
+	if err := env.Client.List(context.Background(), &list, client.InNamespace(h.schedule.Namespace),
+		client.MatchingLabels{benchv1.LabelSchedule: h.schedule.Name}); err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]*benchv1.CouchBenchmark{}
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			out[list.Items[i].Name] = &list.Items[i]
+		}
+	}
+	return out
+}
+
+// finish plays the end of a run, as the CouchBenchmark controller would write it.
+func (h *scheduleHarness) finish(name string, phase benchv1.Phase, verdict benchv1.Verdict) {
+	h.t.Helper()
+	run := h.runs()[name]
+	if run == nil {
+		h.t.Fatalf("no run %s", name)
+	}
+	run.Status.Phase = phase
+	run.Status.BestChangesPerSecond = ptr.To[int64](10000)
+	if verdict != "" {
+		run.Status.Comparison = &benchv1.ComparisonSummary{Baseline: "b", Verdict: verdict, Summary: "1 regressed, 3 unchanged: indexing -12%"}
+	}
+	if err := env.Client.Status().Update(context.Background(), run); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// slotName is the run of the minute m minutes after the creation's minute.
+func (h *scheduleHarness) slotName(m int) string {
+	return builders.ScheduledRunName(h.schedule, h.minute.Add(time.Duration(m)*time.Minute))
+}
+
+func everyMinute() benchv1.CouchBenchmarkScheduleSpec {
+	return benchv1.CouchBenchmarkScheduleSpec{Schedule: "* * * * *", Baseline: benchv1.ScheduleBaseline{Policy: benchv1.BaselinePreviousSuccessful}}
+}
+
+func TestScheduleRunsEachStartTimeOnceWithThePreviousRunAsBaseline(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+
+	res, got := h.at(10 * time.Second)
+	if len(h.runs()) != 0 || got.Status.NextScheduleTime == nil || res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute {
+		t.Fatalf("before the first start time: %d runs, next %v, requeue %s", len(h.runs()), got.Status.NextScheduleTime, res.RequeueAfter)
+	}
+	first := h.slotName(1)
+	h.at(65 * time.Second)
+	h.at(70 * time.Second) // the same start time again: no second run
+	runs := h.runs()
+	run := runs[first]
+	if len(runs) != 1 || run == nil || run.Spec.Baseline != nil || !metav1.IsControlledBy(run, h.schedule) ||
+		run.Annotations[benchv1.AnnotationScheduledAt] != h.minute.Add(time.Minute).UTC().Format(time.RFC3339) {
+		t.Fatalf("runs %v; want one, %s, owned, annotated, without a baseline (no run has succeeded yet)", keys(runs), first)
+	}
+
+	// A restarted manager (a new reconciler) finds the run instead of making another.
+	h.r = h.reconciler()
+	h.at(75 * time.Second)
+	if len(h.runs()) != 1 {
+		t.Fatalf("runs after a restart %v", keys(h.runs()))
+	}
+
+	h.finish(first, benchv1.PhaseSucceeded, "")
+	_, got = h.at(2*time.Minute + 5*time.Second)
+	second := h.runs()[h.slotName(2)]
+	if second == nil || second.Spec.Baseline == nil || second.Spec.Baseline.Benchmark != first || second.Spec.Baseline.TolerancePercent != 5 {
+		t.Fatalf("second run %+v; want the first as its baseline", second)
+	}
+	if got.Status.LastSuccessfulRun != first || len(got.Status.Active) != 1 || got.Status.Active[0] != second.Name || len(got.Status.History) != 2 {
+		t.Errorf("status %+v", got.Status)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("Ready %+v", c)
+	}
+}
+
+// Forbid (the default): a start time that comes while a run is under way waits for it; only
+// the latest missed start time runs then.
+func TestForbidWaitsForTheRunningRun(t *testing.T) {
+	spec := everyMinute()
+	spec.ConcurrencyPolicy = benchv1.ConcurrencyForbid
+	h := newSchedule(t, spec)
+	h.at(65 * time.Second)
+	h.at(3*time.Minute + 5*time.Second)
+	if runs := h.runs(); len(runs) != 1 {
+		t.Fatalf("runs %v: a second run started while the first ran", keys(runs))
+	}
+	if evs := drainRecorder(h.recorder); !strings.Contains(evs, reasonSkippedSchedule) {
+		t.Errorf("events %s", evs)
+	}
+	h.finish(h.slotName(1), benchv1.PhaseFailed, "")
+	h.at(3*time.Minute + 10*time.Second)
+	runs := h.runs()
+	if len(runs) != 2 || runs[h.slotName(3)] == nil {
+		t.Fatalf("runs %v; want the latest missed start time (minute 3), not minute 2", keys(runs))
+	}
+	// No successful run: the new run has no baseline.
+	if runs[h.slotName(3)].Spec.Baseline != nil {
+		t.Errorf("baseline %+v after a failed run", runs[h.slotName(3)].Spec.Baseline)
+	}
+}
+
+func TestReplaceDeletesTheRunningRun(t *testing.T) {
+	spec := everyMinute()
+	spec.ConcurrencyPolicy = benchv1.ConcurrencyReplace
+	h := newSchedule(t, spec)
+	h.at(65 * time.Second)
+	h.at(2*time.Minute + 5*time.Second)
+	runs := h.runs()
+	if len(runs) != 1 || runs[h.slotName(2)] == nil {
+		t.Fatalf("runs %v; want the first replaced by the second", keys(runs))
+	}
+}
+
+// The history keeps successfulRunsHistoryLimit successful runs and failedRunsHistoryLimit
+// failed ones; never the latest successful (the next baseline) nor a run's baseline.
+func TestHistoryLimitsPruneOldRuns(t *testing.T) {
+	spec := everyMinute()
+	spec.SuccessfulRunsHistoryLimit = 2
+	spec.FailedRunsHistoryLimit = ptr.To[int32](0)
+	h := newSchedule(t, spec)
+	for m := 1; m <= 4; m++ {
+		h.at(time.Duration(m)*time.Minute + 5*time.Second)
+		phase := benchv1.PhaseSucceeded
+		if m == 3 {
+			phase = benchv1.PhaseFailed
+		}
+		h.finish(h.slotName(m), phase, benchv1.VerdictUnchanged)
+	}
+	_, got := h.at(4*time.Minute + 10*time.Second)
+	runs := h.runs()
+	if len(runs) != 2 || runs[h.slotName(2)] == nil || runs[h.slotName(4)] == nil {
+		t.Fatalf("runs %v; want the two newest successful ones (minutes 2 and 4)", keys(runs))
+	}
+	if got.Status.LastVerdict != benchv1.VerdictUnchanged || len(got.Status.History) != 2 || got.Status.History[0].Name != h.slotName(4) {
+		t.Errorf("status %+v", got.Status)
+	}
+}
+
+func TestScheduleVerdictIsACondition(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	h.at(65 * time.Second)
+	h.finish(h.slotName(1), benchv1.PhaseSucceeded, benchv1.VerdictRegressed)
+	_, got := h.at(70 * time.Second)
+	c := meta.FindStatusCondition(got.Status.Conditions, conditionRegressed)
+	if c == nil || c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "indexing -12%") || got.Status.LastVerdict != benchv1.VerdictRegressed {
+		t.Errorf("Regressed %+v, last verdict %q", c, got.Status.LastVerdict)
+	}
+	if got.Status.History[0].Verdict != benchv1.VerdictRegressed || got.Status.History[0].BestChangesPerSecond == nil {
+		t.Errorf("history %+v", got.Status.History)
+	}
+}
+
+func TestSuspendedAndInvalidSchedulesStartNothing(t *testing.T) {
+	spec := everyMinute()
+	spec.Suspend = true
+	h := newSchedule(t, spec)
+	_, got := h.at(5 * time.Minute)
+	if len(h.runs()) != 0 || got.Status.NextScheduleTime != nil {
+		t.Errorf("suspended: %d runs, next %v", len(h.runs()), got.Status.NextScheduleTime)
+	}
+
+	for _, bad := range []struct{ schedule, tz, want string }{
+		{"61 * * * *", "", "five fields"},
+		{"@daily", "Mars/Olympus", "IANA"},
+	} {
+		spec := everyMinute()
+		spec.Schedule, spec.TimeZone = bad.schedule, bad.tz
+		h := newSchedule(t, spec)
+		_, got := h.at(5 * time.Minute)
+		c := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+		if len(h.runs()) != 0 || c == nil || c.Reason != reasonInvalidSchedule || !strings.Contains(c.Message, bad.want) ||
+			!strings.Contains(c.Message, "spec.schedule") {
+			t.Errorf("%q %q: Stalled %+v", bad.schedule, bad.tz, c)
+		}
+	}
+}
+
+func TestImmediateRunsOnceAtCreation(t *testing.T) {
+	spec := everyMinute()
+	spec.Schedule = "0 2 * * *"
+	spec.Immediate = true
+	h := newSchedule(t, spec)
+	h.at(time.Second)
+	h.at(2 * time.Second)
+	runs := h.runs()
+	if len(runs) != 1 {
+		t.Fatalf("runs %v; want one immediate run", keys(runs))
+	}
+	for _, run := range runs {
+		if run.Labels[benchv1.LabelImmediate] != "true" {
+			t.Errorf("labels %v", run.Labels)
+		}
+	}
+}
+
+// A CouchBenchmark of the start time's name that is not the schedule's is never adopted.
+func TestForeignRunOfTheSameNameIsSkipped(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	foreign := existingBenchmark(h.schedule.Namespace)
+	foreign.Name = h.slotName(1)
+	create(t, foreign)
+	h.at(65 * time.Second)
+	got := h.runs()
+	if len(got) != 0 {
+		t.Errorf("runs %v: the foreign benchmark was adopted or labelled", keys(got))
+	}
+	if evs := drainRecorder(h.recorder); !strings.Contains(evs, reasonNameCollision) {
+		t.Errorf("events %s", evs)
+	}
+	var still benchv1.CouchBenchmark
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(foreign), &still); err != nil || metav1.GetControllerOf(&still) != nil {
+		t.Errorf("the foreign benchmark changed: %v", err)
+	}
+}
+
+// A template whose spec is not a valid CouchBenchmark, or that sets its own baseline, is
+// refused at admission.
+func TestScheduleTemplateIsValidatedAtAdmission(t *testing.T) {
+	ns := env.Namespace(t)
+	spec := everyMinute()
+	spec.Template.Spec = existingBenchmark(ns).Spec
+	spec.Template.Spec.Baseline = &benchv1.Baseline{Benchmark: "x"}
+	err := env.Client.Create(context.Background(), &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}, Spec: spec})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "template.spec.baseline is set by the schedule") {
+		t.Errorf("a template with a baseline: %v", err)
+	}
+	spec.Template.Spec.Baseline = nil
+	spec.Template.Spec.QueryServers = []benchv1.QueryServer{{Name: "erl", Language: "erlang"}}
+	err = env.Client.Create(context.Background(), &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "b"}, Spec: spec})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.template.spec.allowErlangViews") {
+		t.Errorf("a template that is not a valid CouchBenchmark: %v", err)
+	}
+	spec = everyMinute()
+	spec.Template.Spec = existingBenchmark(ns).Spec
+	spec.Baseline = benchv1.ScheduleBaseline{Policy: benchv1.BaselinePinned}
+	err = env.Client.Create(context.Background(), &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "c"}, Spec: spec})
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "baseline.benchmark names the pinned run") {
+		t.Errorf("a pinned baseline without a benchmark: %v", err)
+	}
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func drainRecorder(r *events.FakeRecorder) string {
+	var b strings.Builder
+	for len(r.Events) > 0 {
+		b.WriteString(<-r.Events + "\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,67 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/names"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+// probe asks the arm's CouchDB what runs its views: a view in the arm's language, over a
+// database of its own with one document, reports its interpreter (the JavaScript engine's
+// version comes from /_node/_local/_versions). A preset or a registered command can be
+// wrong about what runs; this cannot.
+func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
+	c := a.cfg.Client
+	db := names.Database(a.cfg.Bench.Name, a.cfg.RunID, a.qs.Name, "probe")
+	fail := func(err error) (*results.Runtime, error) {
+		return nil, fmt.Errorf("asking CouchDB what runs %s views (database %s): %w", a.language, db, err)
+	}
+	if err := c.DeleteDB(ctx, db); err != nil {
+		return fail(err)
+	}
+	if _, err := c.CreateDB(ctx, db, 1, 1); err != nil {
+		return fail(err)
+	}
+	defer func() { _ = c.DeleteDB(context.WithoutCancel(ctx), db) }()
+	if _, err := c.BulkDocs(ctx, db, []json.RawMessage{json.RawMessage(`{"_id":"probe"}`)}); err != nil {
+		return fail(err)
+	}
+	doc, err := ddoc.ProbeDoc(names.ProbeDesignDoc, a.language)
+	if err != nil {
+		return fail(err)
+	}
+	if err := c.PutDesignDoc(ctx, db, doc); err != nil {
+		return fail(err)
+	}
+	rows, err := c.QueryView(ctx, db, names.ProbeDesignDoc, ddoc.Probe, url.Values{})
+	if err != nil {
+		return fail(err)
+	}
+	if len(rows) != 1 {
+		return fail(fmt.Errorf("the probe view gave %d rows, want 1", len(rows)))
+	}
+	var engine string
+	var value struct {
+		Version string `json:"version"`
+		JSON    string `json:"json"`
+	}
+	if err := json.Unmarshal(rows[0].Key, &engine); err != nil {
+		return fail(fmt.Errorf("probe row key %s: %w", rows[0].Key, err))
+	}
+	if err := json.Unmarshal(rows[0].Value, &value); err != nil {
+		return fail(fmt.Errorf("probe row value %s: %w", rows[0].Value, err))
+	}
+	rt := &results.Runtime{Language: a.language, Engine: engine, Version: value.Version, JSONModule: value.JSON}
+	if rt.Version == "" {
+		if v, err := c.Versions(ctx); err == nil && strings.EqualFold(v.JavaScriptEngine.Name, engine) {
+			rt.Version = v.JavaScriptEngine.Version
+		}
+	}
+	return rt, nil
+}
