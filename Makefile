@@ -96,6 +96,11 @@ bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apac
 	COUCHDB_KIT="$(COUCHDB_KIT)" hack/with-couchdb.sh --no-cluster go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
 	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 
+.PHONY: report-check
+report-check: ## Render the HTML report of a realistic run and check it in headless Chromium (installs Debian's chromium if missing).
+	@command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y chromium; }
+	go test -tags browser -count=1 ./internal/report/
+
 .PHONY: test-e2e
 test-e2e: $(if $(HAS_DOCKER),$(KIND)) ## Run the e2e suite on a real cluster: kind with Docker, else ../shared/local-cluster.
 	KIND=$(KIND) hack/e2e.sh

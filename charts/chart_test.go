@@ -3,6 +3,7 @@
 package charts_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -104,9 +105,13 @@ func TestDefaultRender(t *testing.T) {
 
 func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a", "bench-b"}, "image": map[string]any{"tag": "dev"}, "logLevel": "debug"})
-	if len(docs["ClusterRole"]) != 0 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
-		t.Errorf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
+	// Per namespace: the manager's rules; cluster-wide only reading nodes, for the provenance.
+	if len(docs["ClusterRole"]) != 1 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
+		t.Fatalf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
 			len(docs["ClusterRole"]), len(docs["Role"]), len(docs["RoleBinding"]))
+	}
+	if rules, _ := yaml.Marshal(docs["ClusterRole"][0]["rules"]); string(rules) != "- apiGroups:\n  - \"\"\n  resources:\n  - nodes\n  verbs:\n  - get\n" {
+		t.Errorf("the cluster-wide role grants more than reading nodes:\n%s", rules)
 	}
 	dep, _ := yaml.Marshal(docs["Deployment"][0])
 	if !strings.Contains(string(dep), "--watch-namespaces=bench-a,bench-b") || !strings.Contains(string(dep), "couchbench/manager:dev") ||
@@ -115,17 +120,51 @@ func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	}
 }
 
-// The chart installs the same CRD as config/crd.
+// The chart installs the same CRDs as config/crd.
 func TestChartCRDIsTheGeneratedOne(t *testing.T) {
-	a, err := os.ReadFile(filepath.Join(chartDir, "crds", "bench.couchbench.io_couchbenchmarks.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	generated, err := filepath.Glob(filepath.Join("..", "config", "crd", "bases", "*.yaml"))
+	if err != nil || len(generated) != 2 {
+		t.Fatalf("generated CRDs %v, %v; want CouchBenchmark and CouchBenchmarkSchedule", generated, err)
 	}
-	b, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "bench.couchbench.io_couchbenchmarks.yaml"))
-	if err != nil {
-		t.Fatal(err)
+	for _, path := range generated {
+		a, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(path)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a) != string(b) {
+			t.Errorf("charts/couchbench-operator/crds/%s differs from config/crd/bases: run make manifests", filepath.Base(path))
+		}
 	}
-	if string(a) != string(b) {
-		t.Error("charts/couchbench-operator/crds differs from config/crd/bases: run make manifests")
+}
+
+// The ServiceMonitor and the Grafana dashboard are opt-in; enabled, they render for the
+// Prometheus Operator and Grafana's dashboard sidecar.
+func TestMonitoringIsOptIn(t *testing.T) {
+	if off := render(t, map[string]any{}); len(off["ServiceMonitor"]) != 0 || len(off["ConfigMap"]) != 0 {
+		t.Errorf("by default the chart renders %d ServiceMonitors and %d ConfigMaps", len(off["ServiceMonitor"]), len(off["ConfigMap"]))
+	}
+	on := render(t, map[string]any{
+		"metrics":          map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prometheus"}}},
+		"grafanaDashboard": map[string]any{"enabled": true, "namespace": "monitoring"},
+	})
+	if len(on["ServiceMonitor"]) != 1 || len(on["ConfigMap"]) != 1 {
+		t.Fatalf("rendered %d ServiceMonitors, %d ConfigMaps", len(on["ServiceMonitor"]), len(on["ConfigMap"]))
+	}
+	sm, _ := yaml.Marshal(on["ServiceMonitor"][0])
+	if !strings.Contains(string(sm), "release: prometheus") || !strings.Contains(string(sm), "port: metrics") {
+		t.Errorf("ServiceMonitor:\n%s", sm)
+	}
+	cm := on["ConfigMap"][0]
+	meta := cm["metadata"].(map[string]any)
+	if meta["namespace"] != "monitoring" || meta["labels"].(map[string]any)["grafana_dashboard"] != "1" {
+		t.Errorf("dashboard ConfigMap metadata %v", meta)
+	}
+	var dashboard map[string]any
+	if err := json.Unmarshal([]byte(cm["data"].(map[string]any)["couchbench.json"].(string)), &dashboard); err != nil || dashboard["uid"] != "couchbench" {
+		t.Errorf("the dashboard is not Grafana JSON: %v", err)
 	}
 }

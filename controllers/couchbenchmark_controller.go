@@ -56,6 +56,8 @@ type CouchBenchmarkReconciler struct {
 	Releases Releases
 	// Logs reads the logs of finished Jobs' pods, where they leave their results.
 	Logs PodLogs
+	// KubernetesVersion is the API server's version, for the results' provenance.
+	KubernetesVersion string
 	// RunnerImage is the image of the runner Jobs (the operator's own image carries the
 	// couchbench binary).
 	RunnerImage string

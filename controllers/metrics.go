@@ -27,13 +27,13 @@ var (
 	}, []string{"phase"})
 	resultValue = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_result",
-		Help: "A headline result of a benchmark (median over repetitions): metric names it with its unit " +
+		Help: "A headline result of a benchmark (median over repetitions; schedule is the schedule that made the run, if any): metric names it with its unit " +
 			"(changes_per_second, docs_per_second, seconds_per_read, requests_per_second, p50_ms, p95_ms, p99_ms, error_rate).",
-	}, []string{"namespace", "benchmark", "query_server", "profile", "workload", "variant", "metric"})
+	}, []string{"namespace", "benchmark", "schedule", "query_server", "profile", "workload", "variant", "metric"})
 	verdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_verdict",
 		Help: "A benchmark's verdict against its baseline: 1 for the verdict it has (Regressed, Improved, Unchanged, Inconclusive), 0 for the others.",
-	}, []string{"namespace", "benchmark", "verdict"})
+	}, []string{"namespace", "benchmark", "schedule", "verdict"})
 )
 
 func init() {
@@ -44,7 +44,7 @@ func init() {
 func recordResultMetrics(bench *benchv1.CouchBenchmark, docs []*results.Document) {
 	resultValue.DeletePartialMatch(prometheus.Labels{"namespace": bench.Namespace, "benchmark": bench.Name})
 	for _, m := range results.Metrics(docs...) {
-		resultValue.WithLabelValues(bench.Namespace, bench.Name, m.QueryServer, m.Profile, m.Workload, m.Variant, m.Name).Set(m.Value)
+		resultValue.WithLabelValues(bench.Namespace, bench.Name, bench.Labels[benchv1.LabelSchedule], m.QueryServer, m.Profile, m.Workload, m.Variant, m.Name).Set(m.Value)
 	}
 }
 
@@ -55,7 +55,7 @@ func recordVerdictMetric(bench *benchv1.CouchBenchmark, v compare.Verdict) {
 		if each == v {
 			value = 1
 		}
-		verdict.WithLabelValues(bench.Namespace, bench.Name, string(each)).Set(value)
+		verdict.WithLabelValues(bench.Namespace, bench.Name, bench.Labels[benchv1.LabelSchedule], string(each)).Set(value)
 	}
 }
 

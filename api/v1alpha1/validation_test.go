@@ -77,23 +77,41 @@ func TestSamplesAreAccepted(t *testing.T) {
 			if err := env.Client.Create(ctxT(t), u); err != nil {
 				t.Fatalf("the API server rejected the sample: %v", err)
 			}
-			// The runner reads the same file without an API server: it must come out the same.
-			var stored benchv1.CouchBenchmark
-			if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(u), &stored); err != nil {
-				t.Fatal(err)
+			// The runner reads the same benchmark without an API server (a schedule's runs are
+			// its template): it must come out the same.
+			var storedSpec benchv1.CouchBenchmarkSpec
+			if u.GetKind() == "CouchBenchmarkSchedule" {
+				var stored benchv1.CouchBenchmarkSchedule
+				if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(u), &stored); err != nil {
+					t.Fatal(err)
+				}
+				storedSpec = stored.Spec.Template.Spec
+				run, err := yaml.Marshal(map[string]any{"apiVersion": benchv1.GroupVersion.String(), "kind": "CouchBenchmark",
+					"metadata": map[string]any{"name": "run"}, "spec": u.Object["spec"].(map[string]any)["template"].(map[string]any)["spec"]})
+				if err != nil {
+					t.Fatal(err)
+				}
+				data = run
+			} else {
+				var stored benchv1.CouchBenchmark
+				if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(u), &stored); err != nil {
+					t.Fatal(err)
+				}
+				storedSpec = stored.Spec
 			}
 			parsed, err := benchspec.Parse(data)
 			if err != nil {
 				t.Fatalf("the runner's loader refused a sample the API server accepted: %v", err)
 			}
-			if !equality.Semantic.DeepEqual(parsed.Spec, stored.Spec) {
-				t.Errorf("the runner's loader and the API server default the sample differently:\nloader: %+v\nserver: %+v", parsed.Spec, stored.Spec)
+			if !equality.Semantic.DeepEqual(parsed.Spec, storedSpec) {
+				t.Errorf("the runner's loader and the API server default the sample differently:\nloader: %+v\nserver: %+v", parsed.Spec, storedSpec)
 			}
 		})
 	}
-	// One quick start and one sample per seed experiment (000-003), plus an existing-CouchDB one.
-	if samples < 6 {
-		t.Fatalf("found %d samples in %s, want at least 6", samples, dir)
+	// One quick start, one sample per seed experiment (000-003), an existing CouchDB, an A/B
+	// of CouchDB builds and a nightly regression schedule.
+	if samples < 8 {
+		t.Fatalf("found %d samples in %s, want at least 8", samples, dir)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -20,6 +21,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/controllers"
 	"github.com/couchbench/couchbench/internal/helmrelease"
+	"github.com/couchbench/couchbench/internal/version"
 )
 
 func main() {
@@ -67,20 +69,28 @@ func main() {
 		setupLog.Error(err, "setting up Helm")
 		os.Exit(1)
 	}
+	kubeVersion := "unknown"
+	if dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig()); err == nil {
+		if v, err := dc.ServerVersion(); err == nil {
+			kubeVersion = v.GitVersion
+		}
+	}
+	setupLog.Info("starting", "couchbench", version.String(), "kubernetes", kubeVersion)
 	logs, err := controllers.NewKubeLogs(mgr.GetConfig())
 	if err != nil {
 		setupLog.Error(err, "setting up the pod log reader")
 		os.Exit(1)
 	}
 	if err := (&controllers.CouchBenchmarkReconciler{
-		Client:      mgr.GetClient(),
-		APIReader:   mgr.GetAPIReader(),
-		Recorder:    mgr.GetEventRecorder("couchbench"),
-		Clock:       clock.RealClock{},
-		Releases:    releases,
-		Logs:        logs,
-		RunnerImage: runnerImage,
-		ServiceURL:  controllers.ClusterServiceURL,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder("couchbench"),
+		Clock:             clock.RealClock{},
+		Releases:          releases,
+		Logs:              logs,
+		KubernetesVersion: kubeVersion,
+		RunnerImage:       runnerImage,
+		ServiceURL:        controllers.ClusterServiceURL,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmark controller")
 		os.Exit(1)

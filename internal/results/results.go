@@ -79,8 +79,44 @@ type Arm struct {
 	QueryServer string `json:"queryServer"`
 	Language    string `json:"language"`
 	// Runtime is what ran the arm's views, as the arm's own CouchDB showed it.
-	Runtime  *Runtime  `json:"runtime,omitempty"`
+	Runtime *Runtime `json:"runtime,omitempty"`
+	// Cluster is where the arm ran in Kubernetes (operator runs only).
+	Cluster  *Cluster  `json:"cluster,omitempty"`
 	Profiles []Profile `json:"profiles"`
+}
+
+// Cluster is where an operator run's arm ran, as the operator saw it: the versions, the chart,
+// every pod that took part (the arm's CouchDB, its runner and k6 Jobs) with the image it
+// really ran (imageID, a digest) and its node, and those nodes.
+type Cluster struct {
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Operator is the couchbench build that ran the run: "version (commit)".
+	Operator string `json:"operator,omitempty"`
+	// Chart is the CouchDB Helm chart of a provisioned arm: "couchdb 4.6.2 from <source>".
+	Chart string    `json:"chart,omitempty"`
+	Pods  []PodRun  `json:"pods,omitempty"`
+	Nodes []NodeRun `json:"nodes,omitempty"`
+}
+
+// PodRun is one pod of a run: what it was for, the image it ran and where.
+type PodRun struct {
+	// Role is couchdb, runner or k6; Step the runner's or k6's step.
+	Role    string       `json:"role"`
+	Step    benchv1.Step `json:"step,omitempty"`
+	Pod     string       `json:"pod"`
+	Node    string       `json:"node,omitempty"`
+	Image   string       `json:"image"`
+	ImageID string       `json:"imageID,omitempty"`
+}
+
+// NodeRun is a node a run's pods ran on.
+type NodeRun struct {
+	Name string `json:"name"`
+	// CPU and Memory are the node's allocatable resources.
+	CPU     string `json:"cpu,omitempty"`
+	Memory  string `json:"memory,omitempty"`
+	Kernel  string `json:"kernel,omitempty"`
+	OSImage string `json:"osImage,omitempty"`
 }
 
 // Runtime is the query server that really runs an arm's views: asked of a view in the arm's

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -41,6 +42,9 @@ func Merge(into, step *Document) {
 		if sa.Runtime != nil {
 			a.Runtime = sa.Runtime
 		}
+		if sa.Cluster != nil {
+			a.Cluster = mergeCluster(a.Cluster, sa.Cluster)
+		}
 		for _, sp := range sa.Profiles {
 			p := profileOf(a, sp)
 			if sp.Seeding != nil {
@@ -71,6 +75,39 @@ func Merge(into, step *Document) {
 			into.Steps = append(into.Steps, rec)
 		}
 	}
+}
+
+// mergeCluster adds a step's pods and nodes to what the arm's earlier steps saw; a pod or a
+// node seen again replaces its entry.
+func mergeCluster(into, step *Cluster) *Cluster {
+	if into == nil {
+		into = &Cluster{}
+	}
+	for _, v := range []struct {
+		to   *string
+		from string
+	}{{&into.KubernetesVersion, step.KubernetesVersion}, {&into.Operator, step.Operator}, {&into.Chart, step.Chart}} {
+		if v.from != "" {
+			*v.to = v.from
+		}
+	}
+	for _, p := range step.Pods {
+		i := slices.IndexFunc(into.Pods, func(q PodRun) bool { return q.Pod == p.Pod })
+		if i < 0 {
+			into.Pods = append(into.Pods, p)
+		} else {
+			into.Pods[i] = p
+		}
+	}
+	for _, n := range step.Nodes {
+		i := slices.IndexFunc(into.Nodes, func(m NodeRun) bool { return m.Name == n.Name })
+		if i < 0 {
+			into.Nodes = append(into.Nodes, n)
+		} else {
+			into.Nodes[i] = n
+		}
+	}
+	return into
 }
 
 func armOf(d *Document, name string) *Arm {

@@ -29,12 +29,14 @@ type Report struct {
 	Results []benchv1.QueryServerResults
 	// PollInterval is the /_active_tasks poll interval of the builds (0: unknown).
 	PollInterval time.Duration
+	// provenance says what produced each arm's numbers.
+	provenance Table
 }
 
 // NewReport is the report of a run's documents.
 func NewReport(docs ...*Document) Report {
 	s := Aggregate(docs...)
-	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results}
+	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs)}
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
@@ -60,7 +62,7 @@ type Table struct {
 // left out.
 func (r Report) Tables() []Table {
 	var out []Table
-	for _, t := range []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.viewReadsTable(), r.writesTable(), r.readsTable()} {
+	for _, t := range []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.viewReadsTable(), r.writesTable(), r.readsTable(), r.provenance} {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
 		}

@@ -200,20 +200,47 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 // label names an arm's profile in progress lines.
 func (a *armRun) label(i int) string { return a.qs.Name + "/" + a.result.Profiles[i].Profile }
 
-// checkSeeded makes a step that needs the dataset fail early and clearly when it is not there.
+// seededWait bounds how long a step waits for the copies of a seeded database to show every
+// document. A write is acknowledged once a quorum of copies has it; a copy that is behind, or
+// that lost its data (a CouchDB pod restarted on an emptyDir), is filled by CouchDB's
+// internal replication, and until then a request it answers counts fewer documents.
+const seededWait = 3 * time.Minute
+
+// checkSeeded makes a step that needs the dataset fail early and clearly when it is not
+// there, and waits for the copies to agree when it is there but some copy is behind: building
+// or reading a view over a copy that lacks documents would give a wrong answer.
 func (a *armRun) checkSeeded(ctx context.Context) error {
 	docs := a.cfg.Bench.Spec.Dataset.Documents
 	for _, p := range a.result.Profiles {
-		info, err := a.cfg.Client.DBInfo(ctx, p.DB)
-		if couch.StatusOf(err) == 404 {
-			return fmt.Errorf("database %s does not exist: run the seed step first", p.DB)
-		}
-		if err != nil {
-			return err
-		}
-		// Design documents count in doc_count.
-		if info.DocCount < docs {
-			return fmt.Errorf("database %s has %d documents, the dataset %d: run the seed step first", p.DB, info.DocCount, docs)
+		deadline := time.Now().Add(seededWait)
+		for waited := false; ; waited = true {
+			info, err := a.cfg.Client.DBInfo(ctx, p.DB)
+			if couch.StatusOf(err) == 404 {
+				return fmt.Errorf("database %s does not exist: run the seed step first", p.DB)
+			}
+			if err != nil {
+				return err
+			}
+			// Design documents count in doc_count.
+			if info.DocCount >= docs {
+				if waited {
+					logf(a.cfg.Log, "%s: every copy has the %d documents now", p.DB, docs)
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("database %s shows %d of the dataset's %d documents after %s: a copy of its shards is behind "+
+					"or lost its data (a CouchDB node restarted without its volume?), or the seed step did not run", p.DB, info.DocCount, docs, seededWait)
+			}
+			if !waited {
+				logf(a.cfg.Log, "%s: shows %d of %d documents; waiting for CouchDB's internal replication to fill the copy that is behind",
+					p.DB, info.DocCount, docs)
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(2 * time.Second):
+			}
 		}
 	}
 	return nil

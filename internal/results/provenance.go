@@ -1,0 +1,98 @@
+package results
+
+import (
+	"fmt"
+	"strings"
+)
+
+// provenanceTable says what produced each arm's numbers: the CouchDB (version, git sha,
+// nodes, what ran its views, Erlang, collation), and for operator runs the images each pod
+// really ran (digests), their nodes and the versions of Kubernetes, the chart and the
+// operator.
+func provenanceTable(docs []*Document) Table {
+	t := Table{
+		Title:  "Provenance",
+		Header: []string{"Option", "CouchDB", "Views run on", "Erlang", "Collation", "Images (digest)", "Nodes", "Kubernetes, chart, operator"},
+		Note: "Views run on: what a view in the arm's language reported about its interpreter. Images: what each pod " +
+			"really ran (the kubelet's image ID). Nodes: allocatable CPU and memory, kernel.",
+	}
+	for _, d := range inSpecOrder(docs) {
+		for _, a := range d.Arms {
+			server := strings.TrimSpace(fmt.Sprintf("%s %s", d.Server.Version, shortSHA(d.Server.GitSHA)))
+			if server == "" {
+				continue
+			}
+			server = fmt.Sprintf("%s, %d node(s)", server, len(d.Server.Nodes))
+			views := "-"
+			if rt := a.Runtime; rt != nil {
+				views = strings.TrimSpace(rt.Engine + " " + rt.Version)
+				if rt.JSONModule != "" {
+					views += ", JSON " + rt.JSONModule
+				}
+			}
+			images, nodes, versions := "-", "-", "-"
+			if c := a.Cluster; c != nil {
+				var im []string
+				for _, p := range c.Pods {
+					im = append(im, fmt.Sprintf("%s: %s%s", roleOf(p), p.Image, digestOf(p.ImageID)))
+				}
+				images = orNA(strings.Join(unique(im), "; "))
+				var ns []string
+				for _, n := range c.Nodes {
+					ns = append(ns, fmt.Sprintf("%s (%s CPU, %s, %s)", n.Name, n.CPU, n.Memory, n.Kernel))
+				}
+				nodes = orNA(strings.Join(ns, "; "))
+				versions = orNA(strings.Join(nonEmpty(c.KubernetesVersion, c.Chart, "couchbench "+c.Operator), ", "))
+			}
+			t.Rows = append(t.Rows, []string{a.QueryServer, server, views, orNA(d.Server.ErlangVersion), orNA(d.Server.CollationDriver),
+				images, nodes, versions})
+		}
+	}
+	return t
+}
+
+func roleOf(p PodRun) string {
+	if p.Step != "" {
+		return p.Role + " (" + string(p.Step) + ")"
+	}
+	return p.Role
+}
+
+// digestOf is the short digest of an image ID ("docker.io/library/couchdb@sha256:abc..." or
+// "sha256:abc...").
+func digestOf(imageID string) string {
+	_, digest, ok := strings.Cut(imageID, "sha256:")
+	if !ok || len(digest) < 12 {
+		return ""
+	}
+	return " @sha256:" + digest[:12]
+}
+
+func shortSHA(sha string) string {
+	if sha == "" {
+		return ""
+	}
+	return "(" + sha + ")"
+}
+
+func unique(items []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range items {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func nonEmpty(items ...string) []string {
+	var out []string
+	for _, s := range items {
+		if s != "" && s != "couchbench " {
+			out = append(out, s)
+		}
+	}
+	return out
+}
