@@ -19,15 +19,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 target=${1:?usage: hack/images.sh kind|local TAG [KIND_CLUSTER]}
 tag=${2:?usage: hack/images.sh kind|local TAG [KIND_CLUSTER]}
 
+# The build's provenance, recorded in every result (internal/version).
+version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+commit=$(git rev-parse HEAD 2>/dev/null || true)
+ldflags="-s -w -X github.com/couchbench/couchbench/internal/version.Version=$version -X github.com/couchbench/couchbench/internal/version.Commit=$commit"
+
 case "$target" in
 kind)
   kind=${KIND:-kind}
   cluster=${3:-couchbench}
   load() { "$kind" load docker-image --name "$cluster" "$1"; }
-  for img in manager k6; do
-    docker build -q -t "couchbench/$img:$tag" -f "images/$img/Dockerfile" .
-    load "couchbench/$img:$tag"
-  done
+  docker build -q -t "couchbench/manager:$tag" --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" \
+    -f images/manager/Dockerfile .
+  load "couchbench/manager:$tag"
+  docker build -q -t "couchbench/k6:$tag" -f images/k6/Dockerfile .
+  load "couchbench/k6:$tag"
   docker pull -q couchdb:3.4.3
   for img in couchdb-python couchdb-pypy; do
     docker build -q -t "couchbench/$img:3.4.3" -f "images/$img/Dockerfile" .
@@ -39,8 +45,8 @@ local)
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
   mkdir -p "$work/manager" "$work/k6/usr/bin"
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/manager/manager" ./cmd/manager
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$work/manager/couchbench" ./cmd/couchbench
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/manager/manager" ./cmd/manager
+  CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/manager/couchbench" ./cmd/couchbench
   cp "$(hack/k6.sh bin)" "$work/k6/usr/bin/k6"
   "$lc/image-from-dir.sh" "couchbench/manager:$tag" "$work/manager" /manager >&2
   "$lc/image-from-dir.sh" "couchbench/k6:$tag" "$work/k6" k6 >&2

@@ -25,6 +25,11 @@ func specDifferences(base, cur *results.Document) (refused, listed []string, err
 		return nil, nil, err
 	}
 	for _, d := range diff("spec", b, c) {
+		// What a run is compared against says nothing about how it ran, and in a schedule's
+		// series each run names the one before: listing it would be noise in every summary.
+		if underPath(d, "spec.baseline") {
+			continue
+		}
 		// k6 thresholds judge the read load; they change no number, so they do not refuse.
 		if (underPath(d, "spec.dataset") || underPath(d, "spec.workloads")) && !underPath(d, "spec.workloads.reads.thresholds") {
 			refused = append(refused, d)

@@ -168,7 +168,7 @@ func installExistingCouchDB(ctx context.Context) error {
 // existingTarget is the existing CouchDB as a benchmark names it.
 func existingTarget() benchv1.CouchDBTarget {
 	return benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{
-		URL: fmt.Sprintf("http://%s-svc-couchdb.%s.svc:5984", existingRelease, namespace),
+		URL:               fmt.Sprintf("http://%s-svc-couchdb.%s.svc:5984", existingRelease, namespace),
 		CredentialsSecret: benchv1.SecretKeys{Name: existingSecret, UsernameKey: "adminUsername", PasswordKey: "adminPassword"},
 	}}
 }

@@ -27,12 +27,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -114,10 +116,8 @@ func setUp(dir string) error {
 	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm")); err != nil {
 		return err
 	}
-	st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: filepath.Join(root, "charts", "couchbench-operator")},
-		map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag}, "leaderElection": false, "logLevel": "debug"}, nil)
-	if err != nil {
-		return fmt.Errorf("installing the operator chart: %w (status %+v)", err, st)
+	if err := installOperator(ctx, filepath.Join(root, "charts", "couchbench-operator")); err != nil {
+		return err
 	}
 	if err := serveCharts(ctx); err != nil {
 		return err
@@ -129,6 +129,44 @@ func setUp(dir string) error {
 		return err
 	}
 	return waitAvailable(ctx, namespace, chartRepository)
+}
+
+// installOperator installs the operator chart afresh, so that a cluster kept from an earlier
+// run (kind's is) tests this checkout: Helm installs a chart's CRDs only when they are missing
+// and never updates them, so they are applied first; a release left by an earlier run is
+// uninstalled rather than kept.
+func installOperator(ctx context.Context, chartDir string) error {
+	crds, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, file := range crds {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		crd := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
+			return fmt.Errorf("%s: %w", file, err)
+		}
+		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner("couchbench-e2e"), client.ForceOwnership); err != nil {
+			return fmt.Errorf("applying %s: %w", file, err)
+		}
+	}
+	if err := releases.Uninstall(ctx, operatorNamespace, "couchbench"); err != nil {
+		return err
+	}
+	if err := poll(ctx, 2*time.Minute, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "couchbench-couchbench"}, &appsv1.Deployment{})
+		return apierrors.IsNotFound(err), "the earlier operator deployment is still there"
+	}); err != nil {
+		return err
+	}
+	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag}, "leaderElection": false, "logLevel": "debug"}
+	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: chartDir}, values, nil); err != nil {
+		return fmt.Errorf("installing the operator chart: %w (status %+v)", err, st)
+	}
+	return nil
 }
 
 func waitAvailable(ctx context.Context, ns, name string) error {

@@ -1,0 +1,124 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// An every-minute schedule against the existing CouchDB fires at least twice; the second
+// run is compared with the first, and the schedule's status keeps both with their numbers.
+func TestEveryMinuteScheduleComparesEachRunWithThePrevious(t *testing.T) {
+	ctx := context.Background()
+	s := &benchv1.CouchBenchmarkSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "every-minute"},
+		Spec: benchv1.CouchBenchmarkScheduleSpec{
+			Schedule: "* * * * *", ConcurrencyPolicy: benchv1.ConcurrencyForbid, SuccessfulRunsHistoryLimit: 3,
+			Baseline: benchv1.ScheduleBaseline{Policy: benchv1.BaselinePreviousSuccessful, TolerancePercent: 5},
+			Template: benchv1.BenchmarkTemplate{Spec: benchv1.CouchBenchmarkSpec{
+				CouchDB:      existingTarget(),
+				QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}},
+				Dataset:      benchv1.Dataset{Documents: 3000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2},
+				Workloads: benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin},
+					Repetitions: 3}},
+				Timeout: "20m",
+			}},
+		},
+	}
+	remove := func() {
+		_ = c.Delete(ctx, s.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))
+		_ = poll(ctx, 3*time.Minute, func() (bool, string) {
+			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(s), &benchv1.CouchBenchmarkSchedule{})), "schedule still there"
+		})
+	}
+	remove()
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(remove)
+
+	var got benchv1.CouchBenchmarkSchedule
+	if err := poll(ctx, 8*time.Minute, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+			return false, err.Error()
+		}
+		succeeded := 0
+		for _, h := range got.Status.History {
+			if h.Phase == benchv1.PhaseFailed {
+				t.Fatalf("run %s failed: %+v", h.Name, got.Status)
+			}
+			if h.Phase == benchv1.PhaseSucceeded {
+				succeeded++
+			}
+		}
+		return succeeded >= 2, fmt.Sprintf("history %+v", got.Status.History)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	newest, previous := got.Status.History[0], got.Status.History[1]
+	if newest.Phase != benchv1.PhaseSucceeded {
+		newest, previous = got.Status.History[1], got.Status.History[2]
+	}
+	var run benchv1.CouchBenchmark
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: newest.Name}, &run); err != nil {
+		t.Fatal(err)
+	}
+	cmp := run.Status.Comparison
+	if run.Spec.Baseline == nil || run.Spec.Baseline.Benchmark != previous.Name || cmp == nil || cmp.Verdict == "" || newest.Verdict != cmp.Verdict {
+		t.Fatalf("run %s: baseline %+v, comparison %+v, history entry %+v", run.Name, run.Spec.Baseline, cmp, newest)
+	}
+	if r := meta.FindStatusCondition(run.Status.Conditions, "Regressed"); r == nil {
+		t.Errorf("run %s has no Regressed condition: %+v", run.Name, run.Status.Conditions)
+	}
+	if got.Status.LastSuccessfulRun == "" || got.Status.NextScheduleTime == nil {
+		t.Errorf("schedule status %+v", got.Status)
+	}
+	t.Logf("run %s against %s: %s (%s)", run.Name, previous.Name, cmp.Verdict, cmp.Summary)
+	for _, h := range got.Status.History {
+		t.Logf("history: %s %s best %v c/s, verdict %q", h.Name, h.Phase, deref(h.BestChangesPerSecond), h.Verdict)
+	}
+}
+
+func deref(v *int64) int64 {
+	if v == nil {
+		return 0
+	}
+	return *v
+}
+
+// A/B of CouchDB builds in one run: arms that differ only by the CouchDB image, 3.4.3 and
+// 3.5.1 (both built from the Apache releases), each on a CouchDB of its own.
+func TestABOfCouchDBBuilds(t *testing.T) {
+	b := provisioned("ab", configMapChart(), 1,
+		benchv1.QueryServer{Name: "v343", Preset: benchv1.PresetSpiderMonkey},
+		benchv1.QueryServer{Name: "v351", Preset: benchv1.PresetSpiderMonkey, Image: "couchdb:3.5.1"})
+	b.Spec.Dataset = benchv1.Dataset{Documents: 5000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2}
+	b.Spec.Workloads = benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin}, Repetitions: 2}}
+	start(t, b)
+	mustSucceed(t, b, 20*time.Minute)
+	md, docs := report(t, b, "markdown")
+	t.Logf("A/B 3.4.3 vs 3.5.1:\n%s", md)
+	versions := map[string]string{}
+	for _, d := range docs {
+		arm := d.Arms[0]
+		versions[arm.QueryServer] = d.Server.Version
+		// Where it ran: the operator's build, and the node read with the chart's RBAC.
+		if cl := arm.Cluster; cl == nil || len(cl.Nodes) == 0 || cl.Nodes[0].CPU == "" || cl.Operator == "unknown" {
+			t.Errorf("arm %s: provenance %+v lacks the node or the operator's build", arm.QueryServer, cl)
+		}
+	}
+	if versions["v343"] != "3.4.3" || versions["v351"] != "3.5.1" {
+		t.Errorf("server versions %v: each arm's results must name its own CouchDB", versions)
+	}
+	contains(t, "report", md, "### Provenance", "3.5.1 (44f6a43)", "3.4.3 (e12b967)")
+}
