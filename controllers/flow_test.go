@@ -314,27 +314,30 @@ func provisionedBenchmark(t *testing.T, namespace string) *benchv1.CouchBenchmar
 	}
 }
 
-// adminSecretFor pre-creates the admin Secret with the password the test server expects;
-// the operator keeps an existing Secret, as after a restart.
-func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark, arm, password string) {
+// fakeAdminPassword is the admin password of the in-repo fake CouchDB these tests talk to.
+const fakeAdminPassword = "pw"
+
+// adminSecretFor pre-creates the admin Secret of the benchmark's one query server with the
+// password the fake expects; the operator keeps an existing Secret, as after a restart.
+func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark) {
 	t.Helper()
-	s, err := builders.AdminSecret(bench, arm, builders.Random)
+	s, err := builders.AdminSecret(bench, bench.Spec.QueryServers[0].Name, builders.Random)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.OwnerReferences = nil
-	s.Data[builders.AdminPasswordKey] = []byte(password)
+	s.Data[builders.AdminPasswordKey] = []byte(fakeAdminPassword)
 	create(t, s)
 }
 
 func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(t, ns)
 	create(t, bench)
-	adminSecretFor(t, bench, "js", "pw")
+	adminSecretFor(t, bench)
 
 	// The first reconcile adds the finalizer, the next installs the release.
 	h.reconcile(bench)
@@ -446,11 +449,11 @@ func TestChartConfigMapProblemsSayWhatToFix(t *testing.T) {
 func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a")) // 1 of 3 nodes joined
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a")) // 1 of 3 nodes joined
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(t, ns)
 	create(t, bench)
-	adminSecretFor(t, bench, "js", "pw")
+	adminSecretFor(t, bench)
 	for range 5 {
 		_, got := h.reconcile(bench)
 		h.playKubelet(got)
@@ -511,11 +514,11 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(t, ns)
 	create(t, bench)
-	adminSecretFor(t, bench, "js", "pw")
+	adminSecretFor(t, bench)
 	h.reconcile(bench) // finalizer
 	h.reconcile(bench) // provision
 	_, got := h.reconcile(bench)
@@ -525,7 +528,7 @@ func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
 	release := builders.ReleaseName(got, "js")
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-0",
-			Labels: map[string]string{"app": "couchdb", "release": release}},
+			Labels: builders.CouchDBPodLabels(release)},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
 	}
 	create(t, pod)
@@ -578,13 +581,13 @@ func (f *failingUninstall) Uninstall(ctx context.Context, namespace, release str
 func TestReconcileErrorsAreReported(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
 	broken := &failingUninstall{Releases: h.r.Releases, err: errors.New(`secrets "x" is forbidden: cannot delete`)}
 	h.r.Releases = broken
 	bench := provisionedBenchmark(t, ns)
 	create(t, bench)
-	adminSecretFor(t, bench, "js", "pw")
+	adminSecretFor(t, bench)
 
 	var got *benchv1.CouchBenchmark
 	var err error

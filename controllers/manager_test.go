@@ -44,7 +44,7 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	// The harness plays kubelet; its clock only dates the pods and Jobs it finishes.
 	h := &harness{t: t, document: okDocument, clock: clocktesting.NewFakePassiveClock(time.Now()), logs: &podLogs{}}
 	r := &CouchBenchmarkReconciler{
@@ -67,7 +67,7 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 
 	bench := provisionedBenchmark(t, ns)
 	create(t, bench)
-	adminSecretFor(t, bench, "js", "pw")
+	adminSecretFor(t, bench)
 	var got benchv1.CouchBenchmark
 	waitFor(t, "the benchmark to succeed", func() bool {
 		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(bench), &got); err != nil {

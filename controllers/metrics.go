@@ -9,6 +9,12 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
+// The labels that name a benchmark on its result and verdict gauges.
+const (
+	labelNamespace = "namespace"
+	labelBenchmark = "benchmark"
+)
+
 // Metrics on the manager's metrics endpoint. The result and verdict gauges are views of the
 // stored results, like status; they are deleted with their benchmark.
 var (
@@ -29,11 +35,11 @@ var (
 		Name: "couchbench_result",
 		Help: "A headline result of a benchmark (median over repetitions; schedule is the schedule that made the run, if any): metric names it with its unit " +
 			"(changes_per_second, docs_per_second, seconds_per_read, requests_per_second, p50_ms, p95_ms, p99_ms, error_rate).",
-	}, []string{"namespace", "benchmark", "schedule", "query_server", "profile", "workload", "variant", "metric"})
+	}, []string{labelNamespace, labelBenchmark, "schedule", "query_server", "profile", "workload", "variant", "metric"})
 	verdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_verdict",
 		Help: "A benchmark's verdict against its baseline: 1 for the verdict it has (Regressed, Improved, Unchanged, Inconclusive), 0 for the others.",
-	}, []string{"namespace", "benchmark", "schedule", "verdict"})
+	}, []string{labelNamespace, labelBenchmark, "schedule", "verdict"})
 )
 
 func init() {
@@ -42,9 +48,10 @@ func init() {
 
 // recordResultMetrics makes a benchmark's result gauges its documents' headline metrics.
 func recordResultMetrics(bench *benchv1.CouchBenchmark, docs []*results.Document) {
-	resultValue.DeletePartialMatch(prometheus.Labels{"namespace": bench.Namespace, "benchmark": bench.Name})
+	resultValue.DeletePartialMatch(prometheus.Labels{labelNamespace: bench.Namespace, labelBenchmark: bench.Name})
 	for _, m := range results.Metrics(docs...) {
-		resultValue.WithLabelValues(bench.Namespace, bench.Name, bench.Labels[benchv1.LabelSchedule], m.QueryServer, m.Profile, m.Workload, m.Variant, m.Name).Set(m.Value)
+		resultValue.WithLabelValues(bench.Namespace, bench.Name, bench.Labels[benchv1.LabelSchedule],
+			m.QueryServer, m.Profile, m.Workload, m.Variant, m.Name).Set(m.Value)
 	}
 }
 
@@ -61,7 +68,7 @@ func recordVerdictMetric(bench *benchv1.CouchBenchmark, v compare.Verdict) {
 
 // forgetResultMetrics deletes a deleted benchmark's gauges.
 func forgetResultMetrics(namespace, name string) {
-	labels := prometheus.Labels{"namespace": namespace, "benchmark": name}
+	labels := prometheus.Labels{labelNamespace: namespace, labelBenchmark: name}
 	resultValue.DeletePartialMatch(labels)
 	verdict.DeletePartialMatch(labels)
 }

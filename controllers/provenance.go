@@ -37,7 +37,7 @@ func (r *CouchBenchmarkReconciler) provenance(ctx context.Context, bench *benchv
 		c.Chart = chartName(bench)
 		var pods corev1.PodList
 		release := builders.ReleaseName(bench, arm)
-		if err := r.APIReader.List(ctx, &pods, client.InNamespace(bench.Namespace), client.MatchingLabels{"app": "couchdb", "release": release}); err == nil {
+		if err := r.APIReader.List(ctx, &pods, client.InNamespace(bench.Namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err == nil {
 			for i := range pods.Items {
 				c.Pods = append(c.Pods, podRuns(&pods.Items[i], roleCouchDB, "")...)
 			}
@@ -73,7 +73,7 @@ func (r *CouchBenchmarkReconciler) provenance(ctx context.Context, bench *benchv
 
 // podRuns are a pod's containers as the provenance lists them.
 func podRuns(pod *corev1.Pod, role string, step benchv1.Step) []results.PodRun {
-	var out []results.PodRun
+	out := make([]results.PodRun, 0, len(pod.Status.ContainerStatuses))
 	for _, cs := range pod.Status.ContainerStatuses {
 		out = append(out, results.PodRun{Role: role, Step: step, Pod: pod.Name, Node: pod.Spec.NodeName, Image: cs.Image, ImageID: cs.ImageID})
 	}

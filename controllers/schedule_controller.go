@@ -80,7 +80,7 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 		return ctrl.Result{}, nil
 	}
 	if s.Spec.Immediate && !hasImmediate(runs) {
-		slot := s.CreationTimestamp.Time.Truncate(time.Minute)
+		slot := s.CreationTimestamp.Truncate(time.Minute)
 		if runs, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
 			return ctrl.Result{}, err
 		}

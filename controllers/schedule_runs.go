@@ -40,10 +40,10 @@ func classify(runs []benchv1.CouchBenchmark) scheduledRuns {
 	}
 	sort.SliceStable(s.all, func(i, j int) bool { return scheduledAt(s.all[i]).After(scheduledAt(s.all[j])) })
 	for _, run := range s.all {
-		switch {
-		case run.Status.Phase == benchv1.PhaseSucceeded:
+		switch run.Status.Phase {
+		case benchv1.PhaseSucceeded:
 			s.succeeded = append(s.succeeded, run)
-		case run.Status.Phase == benchv1.PhaseFailed:
+		case benchv1.PhaseFailed:
 			s.failed = append(s.failed, run)
 		default:
 			s.active = append(s.active, run)

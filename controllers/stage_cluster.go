@@ -76,7 +76,7 @@ var (
 func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, namespace, release string) (*stepFailure, error) {
 	// Read past the cache: the operator keeps no watch on every pod of the cluster.
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{"app": "couchdb", "release": release}); err != nil {
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err != nil {
 		return nil, err
 	}
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })

@@ -81,7 +81,7 @@ func spanOf(from, to time.Time, o observedJob) (time.Time, time.Time) {
 	if s := o.job.Status.StartTime; s != nil && (from.IsZero() || s.Time.Before(from)) {
 		from = s.Time
 	}
-	if c := o.job.Status.CompletionTime; c != nil && c.Time.After(to) {
+	if c := o.job.Status.CompletionTime; c != nil && c.After(to) {
 		to = c.Time
 	}
 	return from, to

@@ -56,7 +56,8 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 }
 
 // startStep creates the spec ConfigMap (once) and the step's Job.
-func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
+func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark,
+	qs benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
 	spec, err := builders.SpecConfigMap(bench)
 	if err != nil {
 		return stepOutcome{}, err

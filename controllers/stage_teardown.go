@@ -31,7 +31,7 @@ func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *ben
 		return err
 	}
 	err := r.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(bench.Namespace),
-		client.MatchingLabels{"app": "couchdb", "release": release})
+		client.MatchingLabels(builders.CouchDBPodLabels(release)))
 	if err != nil {
 		return err
 	}
@@ -53,7 +53,8 @@ func (r *CouchBenchmarkReconciler) cleanUpAfterFailure(ctx context.Context, benc
 
 func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *benchv1.CouchBenchmark) error {
 	var jobs batchv1.JobList
-	if err := r.List(ctx, &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: builders.LabelValue(bench.Name)}); err != nil {
+	ofBenchmark := client.MatchingLabels{builders.LabelBenchmark: builders.LabelValue(bench.Name)}
+	if err := r.List(ctx, &jobs, client.InNamespace(bench.Namespace), ofBenchmark); err != nil {
 		return err
 	}
 	for i := range jobs.Items {

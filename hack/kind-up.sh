@@ -22,5 +22,5 @@ echo "demo: installing the operator" >&2
 "$helm" upgrade --install couchbench charts/couchbench-operator --namespace couchbench-system --create-namespace \
   --set image.repository=couchbench/manager --set image.tag="$tag" --wait --timeout 5m
 
-echo "demo: running config/samples/bench.yaml (pulls couchdb:3.4.3, busybox and grafana/k6 from Docker Hub)" >&2
+echo "demo: running config/samples/bench.yaml (pulls couchdb:3.4.3 and grafana/k6:1.8.1 from Docker Hub, the chart from apache.github.io)" >&2
 go run ./hack/demo config/samples/bench.yaml

@@ -42,6 +42,12 @@ func ServiceName(release string) string {
 	return strings.TrimSuffix(truncate(release+"-svc-couchdb", maxObjectName), "-")
 }
 
+// CouchDBPodLabels select what the Apache chart makes for a release: its pods,
+// StatefulSet and PersistentVolumeClaims.
+func CouchDBPodLabels(release string) map[string]string {
+	return map[string]string{"app": "couchdb", "release": release}
+}
+
 // StatefulSetName is the chart's StatefulSet ("<release>-couchdb", cut to 63).
 func StatefulSetName(release string) string {
 	return strings.TrimSuffix(truncate(release+"-couchdb", maxObjectName), "-")

@@ -27,7 +27,7 @@ const (
 func BenchmarkK6VersusWrk(b *testing.B) {
 	wrk, err := exec.LookPath("wrk")
 	if err != nil {
-		b.Skip("wrk is not installed (apt-get install wrk)")
+		b.Fatal("wrk is not installed: make bench installs it (apt-get install wrk)")
 	}
 	srv := seededServer(b)
 	spec := readsSpec(benchv1.ScenarioGetDocument)

@@ -76,11 +76,11 @@ func seed(t testing.TB, c *couch.Client, db string, n int) {
 		for i := lo; i < min(n, lo+1000); i++ {
 			batch = append(batch, gen.JSON(int64(i)))
 		}
-		results, err := c.BulkDocs(context.Background(), db, batch)
+		saved, err := c.BulkDocs(context.Background(), db, batch)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, r := range results {
+		for _, r := range saved {
 			if r.Error != "" {
 				t.Fatalf("seeding %s: %+v", db, r)
 			}

@@ -131,7 +131,10 @@ func TestMergeStepByStepIsIdempotent(t *testing.T) {
 		return Profile{}
 	}
 	steps := []*Document{
-		step(func(p *Profile) { f := profile(p); p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = f.Seeding, f.SeedingDocsPerSecond, f.SeedingMBPerSecond }, benchv1.StepSeed, 0),
+		step(func(p *Profile) {
+			f := profile(p)
+			p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = f.Seeding, f.SeedingDocsPerSecond, f.SeedingMBPerSecond
+		}, benchv1.StepSeed, 0),
 		step(func(p *Profile) { p.Indexing = profile(p).Indexing }, benchv1.StepIndex, 2),
 		step(func(p *Profile) { p.ViewReads = profile(p).ViewReads }, benchv1.StepViews, 4),
 		step(func(p *Profile) { p.Writes = profile(p).Writes }, benchv1.StepWrites, 6),

@@ -32,12 +32,12 @@ func provenanceTable(docs []*Document) Table {
 			}
 			images, nodes, versions := "-", "-", "-"
 			if c := a.Cluster; c != nil {
-				var im []string
+				im := make([]string, 0, len(c.Pods))
 				for _, p := range c.Pods {
 					im = append(im, fmt.Sprintf("%s: %s%s", roleOf(p), p.Image, digestOf(p.ImageID)))
 				}
 				images = orNA(strings.Join(unique(im), "; "))
-				var ns []string
+				ns := make([]string, 0, len(c.Nodes))
 				for _, n := range c.Nodes {
 					ns = append(ns, fmt.Sprintf("%s (%s CPU, %s, %s)", n.Name, n.CPU, n.Memory, n.Kernel))
 				}

@@ -109,15 +109,15 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 }
 
 // selectArms picks the named query servers (all without names), presets applied.
-func selectArms(all []benchv1.QueryServer, names []string) ([]benchv1.QueryServer, error) {
+func selectArms(all []benchv1.QueryServer, wanted []string) ([]benchv1.QueryServer, error) {
 	var out []benchv1.QueryServer
-	if len(names) == 0 {
+	if len(wanted) == 0 {
 		for _, q := range all {
 			out = append(out, q.Resolved())
 		}
 		return out, nil
 	}
-	for _, n := range names {
+	for _, n := range wanted {
 		i := slices.IndexFunc(all, func(q benchv1.QueryServer) bool { return q.Name == n })
 		if i < 0 {
 			known := make([]string, len(all))

@@ -149,7 +149,7 @@ func installOperator(ctx context.Context, chartDir string) error {
 		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
 			return fmt.Errorf("%s: %w", file, err)
 		}
-		if err := c.Patch(ctx, crd, client.Apply, client.FieldOwner("couchbench-e2e"), client.ForceOwnership); err != nil {
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("couchbench-e2e"), client.ForceOwnership); err != nil {
 			return fmt.Errorf("applying %s: %w", file, err)
 		}
 	}

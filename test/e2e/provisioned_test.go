@@ -114,7 +114,7 @@ func TestSeed000EveryPresetOnOneNode(t *testing.T) {
 	}
 	// Teardown Always: every arm's CouchDB and admin Secret are gone, the results stay.
 	for _, qs := range b.Spec.QueryServers {
-		gone(t, "StatefulSets of "+qs.Name, &appsv1.StatefulSetList{}, map[string]string{"app": "couchdb", "release": builders.ReleaseName(got, qs.Name)})
+		gone(t, "StatefulSets of "+qs.Name, &appsv1.StatefulSetList{}, builders.CouchDBPodLabels(builders.ReleaseName(got, qs.Name)))
 	}
 	gone(t, "admin Secrets", &corev1.SecretList{}, map[string]string{builders.LabelBenchmark: b.Name})
 }
@@ -223,7 +223,7 @@ func TestDeletedMidRunLeavesNothing(t *testing.T) {
 	got := waitForStep(t, b, benchv1.StepIndex)
 	release := builders.ReleaseName(got, "js")
 	var pvcs corev1.PersistentVolumeClaimList
-	if err := c.List(ctx, &pvcs, client.InNamespace(namespace), client.MatchingLabels{"app": "couchdb", "release": release}); err != nil || len(pvcs.Items) != 1 {
+	if err := c.List(ctx, &pvcs, client.InNamespace(namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err != nil || len(pvcs.Items) != 1 {
 		t.Fatalf("%d PVCs of %s (%v): the run must have claimed its volume", len(pvcs.Items), release, err)
 	}
 	if err := c.Delete(ctx, got); err != nil {
@@ -235,8 +235,8 @@ func TestDeletedMidRunLeavesNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	gone(t, "StatefulSets", &appsv1.StatefulSetList{}, map[string]string{"app": "couchdb", "release": release})
-	gone(t, "PVCs", &corev1.PersistentVolumeClaimList{}, map[string]string{"app": "couchdb", "release": release})
+	gone(t, "StatefulSets", &appsv1.StatefulSetList{}, builders.CouchDBPodLabels(release))
+	gone(t, "PVCs", &corev1.PersistentVolumeClaimList{}, builders.CouchDBPodLabels(release))
 	gone(t, "Helm release records", &corev1.SecretList{}, map[string]string{"owner": "helm", "name": release})
 	gone(t, "Secrets", &corev1.SecretList{}, map[string]string{builders.LabelBenchmark: b.Name})
 	gone(t, "Jobs", &batchv1.JobList{}, map[string]string{builders.LabelBenchmark: b.Name})
