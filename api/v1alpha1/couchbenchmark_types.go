@@ -66,6 +66,15 @@ type CouchBenchmarkSpec struct {
 	// +optional
 	Baseline *Baseline `json:"baseline,omitempty"`
 
+	// NoiseThresholdPercent: a result whose repetitions' coefficient of variation exceeds
+	// this is flagged Noisy in the tables and status. Its median is still reported, but a
+	// machine or cluster that disturbs runs that much cannot tell small changes apart.
+	// +optional
+	// +kubebuilder:default=10
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=100
+	NoiseThresholdPercent int32 `json:"noiseThresholdPercent,omitempty"`
+
 	// Timeout bounds the whole run, from the first step to the results; a run that takes
 	// longer ends Failed with reason Timeout, keeping the results gathered so far.
 	// A Go duration between 1m and 168h, e.g. "90m".

@@ -182,6 +182,30 @@ type SeedingResult struct {
 	Retries int64 `json:"retries,omitempty"`
 }
 
+// ResultFlag marks a result whose conditions make it less than a clean measurement.
+// +kubebuilder:validation:Enum=Noisy;Imprecise
+type ResultFlag string
+
+const (
+	// FlagNoisy: the repetitions' coefficient of variation exceeds spec.noiseThresholdPercent.
+	FlagNoisy ResultFlag = "Noisy"
+	// FlagImprecise: a build was too short to be timed within 5%.
+	FlagImprecise ResultFlag = "Imprecise"
+)
+
+// Spread is how the repetitions of one result varied, and what marks them.
+type Spread struct {
+	// Runs is the number of repetitions measured.
+	Runs int32 `json:"runs"`
+	// CV is the coefficient of variation of the repetitions, e.g. "4.1%".
+	// +optional
+	CV string `json:"cv,omitempty"`
+	// Flags mark conditions that make the result less than a clean measurement.
+	// +optional
+	// +listType=set
+	Flags []ResultFlag `json:"flags,omitempty"`
+}
+
 // IndexingResult is the builds of one profile and reducer.
 type IndexingResult struct {
 	// Profile is the document profile, e.g. "small" or "large-300000".
@@ -203,11 +227,14 @@ type IndexingResult struct {
 	// ShardChangesPerSecond sums the work over all shard copies, median.
 	// +optional
 	ShardChangesPerSecond int64 `json:"shardChangesPerSecond,omitempty"`
-	// Runs is the number of builds measured.
-	Runs int32 `json:"runs"`
-	// CV is the coefficient of variation of the builds' rates, e.g. "4.1%".
+	// Spread is over the builds' rates.
+	Spread `json:",inline"`
+	// Uncertainty of the median build's rate from timing the build's end, e.g. "±1.2%":
+	// "±0%" where the view request answers only once every shard copy is built (n=1), else
+	// half the gap between the last /_active_tasks poll that showed a build task and the
+	// first that did not. Above 5% the result is flagged Imprecise.
 	// +optional
-	CV string `json:"cv,omitempty"`
+	Uncertainty string `json:"uncertainty,omitempty"`
 	// BuiltSeconds is the median time to a fully built view, e.g. "14.39".
 	// +optional
 	BuiltSeconds string `json:"builtSeconds,omitempty"`
@@ -231,6 +258,8 @@ type ViewReadResult struct {
 	RowsPerSecond int64  `json:"rowsPerSecond"`
 	// SecondsPerRead as a duration, e.g. "4.5s".
 	Duration string `json:"duration"`
+	// Spread is over the reads' times.
+	Spread `json:",inline"`
 }
 
 // WriteResult is the rate of one insert mode.

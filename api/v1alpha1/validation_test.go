@@ -216,6 +216,7 @@ workloads:
 		{"k6.parallelism", s.K6.Parallelism, int32(1)},
 		{"teardown", s.Teardown, benchv1.TeardownAlways},
 		{"timeout", s.TimeoutDuration(), 2 * time.Hour},
+		{"noiseThresholdPercent", s.NoiseThresholdPercent, int32(10)},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

@@ -2,6 +2,7 @@ package indexing
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -196,5 +197,47 @@ func TestAnalyzeSkipsFailedPollsAndOtherDatabases(t *testing.T) {
 	// Across the failed poll the rate spans both intervals: 50 changes in 0.5 s.
 	if a.PeakShardChangesPerSecond != 100 {
 		t.Errorf("peak %.0f, want 100", a.PeakShardChangesPerSecond)
+	}
+}
+
+// Where a build's end is taken from, and how far off it can be.
+func TestBuiltTime(t *testing.T) {
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	task := []couch.Task{{Type: taskIndexer}}
+	samples := []Sample{{At: ms(0), Tasks: task}, {At: ms(900), Err: errors.New("refused")}, {At: ms(1100)}, {At: ms(1300)}}
+	for _, tc := range []struct {
+		name               string
+		a                  Analysis
+		queryable          time.Duration
+		replicas           int
+		built, uncertainty time.Duration
+		from               string
+	}{
+		{"n=1: the view's answer", Analysis{TasksObserved: true, LastSeen: ms(800), BuildEnd: ms(1100)}, ms(1000), 1, ms(1000), 0, BuiltFromViewResponse},
+		{"n=1, but a task outlived the answer", Analysis{TasksObserved: true, LastSeen: ms(1100), BuildEnd: ms(1300)}, ms(1000), 1, ms(1200), ms(100), BuiltFromActiveTasks},
+		{"n=3: between the last poll with a task and the next", Analysis{TasksObserved: true, LastSeen: ms(1100), BuildEnd: ms(1300)}, ms(1000), 3, ms(1200), ms(100), BuiltFromActiveTasks},
+		{"n=3: not before the answer", Analysis{TasksObserved: true, LastSeen: ms(800), BuildEnd: ms(1100)}, ms(1000), 3, ms(1050), ms(50), BuiltFromActiveTasks},
+		{"n=3, no task seen: by the first answered poll after the view's answer", Analysis{}, ms(850), 3, ms(975), ms(125), BuiltFromActiveTasks},
+	} {
+		built, uncertainty, from := builtTime(samples, tc.a, tc.queryable, tc.replicas)
+		if built != tc.built || uncertainty != tc.uncertainty || from != tc.from {
+			t.Errorf("%s: %v ±%v from %q, want %v ±%v from %q", tc.name, built, uncertainty, from, tc.built, tc.uncertainty, tc.from)
+		}
+	}
+}
+
+// Polls start every 50 ms and slow to a twentieth of the time elapsed, up to the longest.
+func TestPollInterval(t *testing.T) {
+	for _, tc := range []struct{ elapsed, longest, want time.Duration }{
+		{-time.Second, 250 * time.Millisecond, 50 * time.Millisecond},
+		{time.Second, 250 * time.Millisecond, 50 * time.Millisecond},
+		{2 * time.Second, 250 * time.Millisecond, 100 * time.Millisecond},
+		{time.Minute, 250 * time.Millisecond, 250 * time.Millisecond},
+		{time.Minute, 20 * time.Millisecond, 20 * time.Millisecond},
+		{0, 20 * time.Millisecond, 20 * time.Millisecond},
+	} {
+		if got := pollInterval(tc.elapsed, tc.longest); got != tc.want {
+			t.Errorf("pollInterval(%v, %v) = %v, want %v", tc.elapsed, tc.longest, got, tc.want)
+		}
 	}
 }

@@ -26,9 +26,25 @@ import (
 	"github.com/couchbench/couchbench/internal/names"
 )
 
-// DefaultPollInterval is the /_active_tasks poll interval: CouchDB refreshes a task's
-// counters about every 500 ms, and 250 ms puts the build's end within a quarter second.
+// DefaultPollInterval is the longest /_active_tasks poll interval: CouchDB refreshes a
+// task's counters about every 500 ms, and 250 ms puts a long build's end within a quarter
+// second.
 const DefaultPollInterval = 250 * time.Millisecond
+
+// MinPollInterval is the shortest: polls start this often and slow down as the build goes
+// on (a twentieth of the time elapsed), so that a short build's end is bracketed as tightly,
+// relative to its length, as a long one's.
+const MinPollInterval = 50 * time.Millisecond
+
+// How Run.Built was taken.
+const (
+	// BuiltFromViewResponse: with one copy of each shard range (n=1) the blocking view
+	// request answers only once every copy is built, so its answer is the build's end.
+	BuiltFromViewResponse = "view response (n=1)"
+	// BuiltFromActiveTasks: the middle of the bracket between the last poll that showed a
+	// build task and the first after it that did not.
+	BuiltFromActiveTasks = "active tasks"
+)
 
 // quietPolls is how many consecutive polls without a build task end the wait, so that a
 // single poll that raced a task's start is not taken for the end.
@@ -54,12 +70,13 @@ type Options struct {
 type Run struct {
 	DesignDoc string `json:"designDoc"`
 	Documents int64  `json:"documents"`
-	// Queryable is when the view request answered 200; Built when no build task was left
-	// (the first poll after the last that showed one). Without observed tasks, Built is
-	// Queryable.
-	Queryable     time.Duration `json:"queryableNs"`
-	Built         time.Duration `json:"builtNs"`
-	TasksObserved bool          `json:"tasksObserved"`
+	// Queryable is when the view request answered 200; Built when the last shard copy was
+	// built, BuiltFrom says how that was taken and BuiltUncertainty how far off it can be.
+	Queryable        time.Duration `json:"queryableNs"`
+	Built            time.Duration `json:"builtNs"`
+	BuiltUncertainty time.Duration `json:"builtUncertaintyNs"`
+	BuiltFrom        string        `json:"builtFrom"`
+	TasksObserved    bool          `json:"tasksObserved"`
 	// ViewTimeouts counts 500 timeout answers to the view request ridden through.
 	ViewTimeouts int `json:"viewTimeouts"`
 	// DocsPerSecond is documents / Built; QueryableDocsPerSecond documents / Queryable.
@@ -116,10 +133,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	samples := poller.waitQuiet(ctx, opts.DB, ddocID, quietPolls, run.Queryable)
 	a := Analyze(samples, opts.DB, ddocID)
 	run.TasksObserved = a.TasksObserved
-	run.Built = run.Queryable
-	if a.TasksObserved {
-		run.Built = max(a.BuildEnd, run.Queryable)
-	}
+	run.Built, run.BuiltUncertainty, run.BuiltFrom = builtTime(samples, a, run.Queryable, opts.Replicas)
 	run.CopiesObserved, run.ReindexTasks = a.CopiesObserved, a.ReindexTasks
 	run.CompactionTasks, run.FailedPolls = a.CompactionTasks, a.FailedPolls
 	run.PeakShardChangesPerSecond = a.PeakShardChangesPerSecond
@@ -142,6 +156,29 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		return run, err
 	}
 	return run, ctx.Err()
+}
+
+// builtTime says when the last shard copy was built, and to within how much.
+func builtTime(samples []Sample, a Analysis, queryable time.Duration, replicas int) (built, uncertainty time.Duration, from string) {
+	// A build task seen after the answer (a catch-up reindex) means the answer was not the
+	// end after all: then the polls decide.
+	if replicas <= 1 && (!a.TasksObserved || a.LastSeen < queryable) {
+		return queryable, 0, BuiltFromViewResponse
+	}
+	// The last copy finished after the last poll that showed a task, and not before the
+	// view answered; it had finished by the first poll after that which showed none.
+	lo, hi := queryable, queryable
+	if a.TasksObserved {
+		lo, hi = max(a.LastSeen, queryable), max(a.BuildEnd, queryable)
+	} else {
+		for _, s := range samples {
+			if s.Err == nil && s.At >= queryable {
+				hi = s.At
+				break
+			}
+		}
+	}
+	return (lo + hi) / 2, (hi - lo) / 2, BuiltFromActiveTasks
 }
 
 // nodeReading is what a build reads of one node before and after it.

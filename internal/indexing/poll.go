@@ -8,7 +8,9 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 )
 
-// poller polls /_active_tasks on a fixed grid in the background and keeps every sample.
+// poller polls /_active_tasks in the background and keeps every sample: every
+// MinPollInterval at first, then every twentieth of the time since the origin, up to the
+// given interval.
 type poller struct {
 	mu      sync.Mutex
 	samples []Sample
@@ -19,15 +21,13 @@ type poller struct {
 	done   chan struct{}
 }
 
-// startPolling takes a first sample at once, then one per interval. The first sample comes
-// before the build is triggered, so that a task already running shows.
+// startPolling takes a first sample at once, then one per poll interval. The first sample
+// comes before the build is triggered, so that a task already running shows.
 func startPolling(ctx context.Context, c *couch.Client, interval time.Duration) *poller {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &poller{origin: time.Now(), notify: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		ticker := time.NewTicker(interval)
-		defer ticker.Stop()
 		for {
 			sent := time.Now()
 			tasks, err := c.ActiveTasks(ctx)
@@ -37,7 +37,8 @@ func startPolling(ctx context.Context, c *couch.Client, interval time.Duration) 
 			p.mu.Lock()
 			// The sample is dated when it was sent: what it shows was true by then at the
 			// latest, which keeps BuildEnd an upper bound.
-			p.samples = append(p.samples, Sample{At: sent.Sub(p.origin), Tasks: tasks, Err: err})
+			at := sent.Sub(p.origin)
+			p.samples = append(p.samples, Sample{At: at, Tasks: tasks, Err: err})
 			p.mu.Unlock()
 			select {
 			case p.notify <- struct{}{}:
@@ -46,7 +47,7 @@ func startPolling(ctx context.Context, c *couch.Client, interval time.Duration) 
 			select {
 			case <-ctx.Done():
 				return
-			case <-ticker.C:
+			case <-time.After(time.Until(sent.Add(pollInterval(at, interval)))):
 			}
 		}
 	}()
@@ -118,4 +119,11 @@ func quietTail(samples []Sample, db, ddocID string, quiet int, since time.Durati
 		count++
 	}
 	return count == quiet
+}
+
+// pollInterval is the wait after a poll taken `elapsed` after the origin: a twentieth of
+// it, so that the end of a build is bracketed to within about 5% of its length, between
+// MinPollInterval (or longest, if shorter) and longest.
+func pollInterval(elapsed, longest time.Duration) time.Duration {
+	return min(max(elapsed/20, min(MinPollInterval, longest)), longest)
 }

@@ -42,7 +42,7 @@ func Aggregate(docs ...*Document) Summary {
 	var worstP95 time.Duration
 	for _, d := range docs {
 		for _, a := range d.Arms {
-			q := compactArm(a)
+			q := compactArm(a, noiseThreshold(d.Spec))
 			s.Results = append(s.Results, q)
 			for _, ix := range q.Indexing {
 				if s.BestChangesPerSecond == nil || ix.ChangesPerSecond > *s.BestChangesPerSecond {
@@ -100,8 +100,33 @@ func (p Provenance) Short() string {
 	return fmt.Sprintf("%s %s, %d node(s)", p.Vendor, p.Version, len(p.Nodes))
 }
 
+// impreciseAbove is the timing uncertainty, in percent of a build's time, above which its
+// rate is flagged Imprecise.
+const impreciseAbove = 5.0
+
+// noiseThreshold is the spec's CV limit in percent; documents from before the field have
+// its default.
+func noiseThreshold(spec benchv1.CouchBenchmarkSpec) float64 {
+	if spec.NoiseThresholdPercent > 0 {
+		return float64(spec.NoiseThresholdPercent)
+	}
+	return 10
+}
+
+// spread is the API's Spread of st, flagged Noisy above the threshold.
+func spread(st Stats, noisyAbove float64) benchv1.Spread {
+	s := benchv1.Spread{Runs: int32(st.N)}
+	if st.N > 1 {
+		s.CV = fmt.Sprintf("%.1f%%", st.CV)
+		if st.CV > noisyAbove {
+			s.Flags = append(s.Flags, benchv1.FlagNoisy)
+		}
+	}
+	return s
+}
+
 // compactArm is one arm in the API's compact shapes.
-func compactArm(a Arm) benchv1.QueryServerResults {
+func compactArm(a Arm, noisyAbove float64) benchv1.QueryServerResults {
 	r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
 	for _, p := range a.Profiles {
 		if p.Seeding != nil {
@@ -112,17 +137,18 @@ func compactArm(a Arm) benchv1.QueryServerResults {
 		}
 		for _, ix := range p.Indexing {
 			if len(ix.Runs) > 0 {
-				r.Indexing = append(r.Indexing, compactIndexing(p.Profile, ix))
+				r.Indexing = append(r.Indexing, compactIndexing(p.Profile, ix, noisyAbove))
 			}
 		}
 		for _, vr := range p.ViewReads {
 			if len(vr.Reads) == 0 {
 				continue
 			}
-			secs := ViewReadSeconds(vr).Median
+			secs := ViewReadSeconds(vr)
 			r.ViewReads = append(r.ViewReads, benchv1.ViewReadResult{
 				View: vr.View, Profile: p.Profile, RowsPerSecond: round(RowsPerSecond(vr)),
-				Duration: time.Duration(secs * float64(time.Second)).Round(time.Millisecond).String(),
+				Duration: time.Duration(secs.Median * float64(time.Second)).Round(time.Millisecond).String(),
+				Spread:   spread(secs, noisyAbove),
 			})
 		}
 		for _, w := range p.Writes {
@@ -138,14 +164,22 @@ func compactArm(a Arm) benchv1.QueryServerResults {
 	return r
 }
 
-func compactIndexing(profile string, ix IndexingSeries) benchv1.IndexingResult {
+func compactIndexing(profile string, ix IndexingSeries, noisyAbove float64) benchv1.IndexingResult {
 	st := ix.DocsPerSecond()
 	n := len(ix.Runs)
 	queryable, built, ratios := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	var timeouts int32
+	// The least precise build bounds them all: its rate is off by at most this much.
+	// Documents from before builds were bracketed do not say.
+	var uncertainty float64
+	bracketed := true
 	for _, run := range ix.Runs {
+		bracketed = bracketed && run.BuiltFrom != ""
 		queryable = append(queryable, run.QueryableDocsPerSecond)
 		built = append(built, run.Built.Seconds())
+		if run.Built > 0 {
+			uncertainty = max(uncertainty, 100*run.BuiltUncertainty.Seconds()/run.Built.Seconds())
+		}
 		timeouts += int32(run.ViewTimeouts)
 		if run.MapDocs >= 0 && run.MapDocsExpected > 0 {
 			ratios = append(ratios, float64(run.MapDocs)/float64(run.MapDocsExpected))
@@ -156,9 +190,15 @@ func compactIndexing(profile string, ix IndexingSeries) benchv1.IndexingResult {
 		ChangesPerSecond: round(st.Median), MinChangesPerSecond: round(st.Min), MaxChangesPerSecond: round(st.Max),
 		QueryableChangesPerSecond: round(Summarize(queryable).Median),
 		ShardChangesPerSecond:     round(ix.ShardChangesPerSecond().Median),
-		Runs:                      int32(st.N), CV: fmt.Sprintf("%.1f%%", st.CV),
-		BuiltSeconds:   fmt.Sprintf("%.2f", Summarize(built).Median),
-		ViewCompaction: ix.ViewCompaction, ViewTimeouts: timeouts,
+		Spread:                    spread(st, noisyAbove),
+		BuiltSeconds:              fmt.Sprintf("%.2f", Summarize(built).Median),
+		ViewCompaction:            ix.ViewCompaction, ViewTimeouts: timeouts,
+	}
+	if bracketed {
+		res.Uncertainty = fmt.Sprintf("±%.1f%%", uncertainty)
+	}
+	if uncertainty > impreciseAbove {
+		res.Flags = append(res.Flags, benchv1.FlagImprecise)
 	}
 	if len(ratios) > 0 {
 		res.MapDocsPerDoc = fmt.Sprintf("%.2f", Summarize(ratios).Median)

@@ -110,3 +110,54 @@ func TestDecodeRefusesOtherSchemaVersions(t *testing.T) {
 		t.Errorf("Decode of a version 99 document: %v", err)
 	}
 }
+
+// A result is flagged Noisy when its repetitions' CV exceeds the spec's threshold, and
+// Imprecise when a build's end was bracketed to worse than 5% of its time; documents from
+// before builds were bracketed state no uncertainty.
+func TestSpreadFlagsNoisyAndImpreciseResults(t *testing.T) {
+	build := func(rate float64, built, uncertainty time.Duration) indexing.Run {
+		return indexing.Run{Documents: 1000, DocsPerSecond: rate, Built: built, BuiltUncertainty: uncertainty, BuiltFrom: indexing.BuiltFromActiveTasks}
+	}
+	doc := func(threshold int32, runs ...indexing.Run) *Document {
+		d := &Document{SchemaVersion: SchemaVersion, Spec: benchv1.CouchBenchmarkSpec{NoiseThresholdPercent: threshold}}
+		reads := viewreads.Result{View: benchv1.ViewEmitNull}
+		for _, secs := range []float64{1, 2, 3} { // CV 50%
+			reads.Reads = append(reads.Reads, viewreads.Read{Rows: 10, Elapsed: time.Duration(secs * float64(time.Second))})
+		}
+		d.Arms = []Arm{{QueryServer: "js", Profiles: []Profile{{Profile: "small",
+			Indexing: []IndexingSeries{{Reducer: "builtin", Runs: runs}}, ViewReads: []viewreads.Result{reads}}}}}
+		return d
+	}
+	steady := []indexing.Run{build(1000, time.Second, 10*time.Millisecond), build(1050, time.Second, 0), build(950, time.Second, 0)} // CV 5%
+	for _, tc := range []struct {
+		name            string
+		doc             *Document
+		wantCV, wantUnc string
+		wantFlags       []benchv1.ResultFlag
+	}{
+		{"steady, precise", doc(10, steady...), "5.0%", "±1.0%", nil},
+		{"steady under a 4% threshold", doc(4, steady...), "5.0%", "±1.0%", []benchv1.ResultFlag{benchv1.FlagNoisy}},
+		{"default threshold (10%) for documents without one", doc(0, build(1000, time.Second, 0), build(1300, time.Second, 0)), "18.4%", "±0.0%",
+			[]benchv1.ResultFlag{benchv1.FlagNoisy}},
+		{"one build timed to ±6%", doc(10, build(1000, time.Second, 60*time.Millisecond)), "", "±6.0%", []benchv1.ResultFlag{benchv1.FlagImprecise}},
+		{"a document from before bracketing", doc(10, indexing.Run{Documents: 1000, DocsPerSecond: 1000, Built: time.Second}), "", "", nil},
+	} {
+		ix := Aggregate(tc.doc).Results[0].Indexing[0]
+		if ix.CV != tc.wantCV || ix.Uncertainty != tc.wantUnc || fmt.Sprint(ix.Flags) != fmt.Sprint(tc.wantFlags) {
+			t.Errorf("%s: CV %q, uncertainty %q, flags %v; want %q, %q, %v", tc.name, ix.CV, ix.Uncertainty, ix.Flags, tc.wantCV, tc.wantUnc, tc.wantFlags)
+		}
+	}
+	vr := Aggregate(doc(10, steady...)).Results[0].ViewReads[0]
+	if vr.Runs != 3 || vr.CV != "50.0%" || len(vr.Flags) != 1 || vr.Flags[0] != benchv1.FlagNoisy {
+		t.Errorf("view reads of 1, 2 and 3 s: %+v, want 3 runs, CV 50.0%%, Noisy", vr.Spread)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, NewReport(doc(4, steady...)).Tables()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"1,000 (n=3, CV 5.0%) Noisy", "2s (n=3, CV 50.0%) Noisy", "| ±1.0%  |"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, buf.String())
+		}
+	}
+}

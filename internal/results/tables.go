@@ -10,6 +10,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/indexing"
 )
 
 // Column names shared by several tables.
@@ -95,8 +96,9 @@ func (r Report) profileNames() []string {
 func (r Report) indexingTable() Table {
 	profiles := r.profileNames()
 	t := Table{
-		Title:  "Indexing: changes/s (documents / time to a fully built view; median of runs, CV)",
-		Note:   "Fully built: no shard copy's indexer left, from /_active_tasks" + pollNote(r.PollInterval) + ".",
+		Title: "Indexing: changes/s (documents / time to a fully built view; median of runs, CV)",
+		Note: "Fully built: with n=1 the view request's answer; otherwise no shard copy's indexer left, from /_active_tasks" +
+			pollNote(r.PollInterval) + ". Noisy: CV above the spec's noiseThresholdPercent; Imprecise: a build timed to worse than 5%.",
 		Header: append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...),
 	}
 	for _, q := range r.Results {
@@ -109,7 +111,7 @@ func (r Report) indexingTable() Table {
 			}
 			for i, p := range profiles {
 				if p == ix.Profile {
-					cells[ix.Reducer][i] = fmt.Sprintf("%s (n=%d, CV %s)", whole(ix.ChangesPerSecond), ix.Runs, ix.CV)
+					cells[ix.Reducer][i] = whole(ix.ChangesPerSecond) + spreadNote(ix.Spread)
 				}
 			}
 		}
@@ -126,11 +128,12 @@ func (r Report) indexingDetailTable() Table {
 		Note: "Queryable: the view request answered (first copy of every shard range built). Shard c/s: changes over all " +
 			"shard copies / time to fully built. map/doc: map_doc counter growth / (documents x n); 1.00 = every " +
 			"document mapped once per copy.",
-		Header: []string{colOption, colProfile, "Reducer", "Compaction", "Built s", "Min-max c/s", "Queryable c/s", "Shard c/s", "map/doc", "Timeouts"},
+		Header: []string{colOption, colProfile, "Reducer", "Compaction", "Built s", "Timing", "Min-max c/s", "Queryable c/s", "Shard c/s", "map/doc",
+			"Timeouts"},
 	}
 	for _, q := range r.Results {
 		for _, ix := range q.Indexing {
-			t.Rows = append(t.Rows, []string{option(q), ix.Profile, string(ix.Reducer), ix.ViewCompaction, ix.BuiltSeconds,
+			t.Rows = append(t.Rows, []string{option(q), ix.Profile, string(ix.Reducer), ix.ViewCompaction, ix.BuiltSeconds, orNA(ix.Uncertainty),
 				whole(ix.MinChangesPerSecond) + "-" + whole(ix.MaxChangesPerSecond), whole(ix.QueryableChangesPerSecond),
 				whole(ix.ShardChangesPerSecond), orNA(ix.MapDocsPerDoc), strconv.Itoa(int(ix.ViewTimeouts))})
 		}
@@ -151,12 +154,12 @@ func (r Report) seedingTable() Table {
 
 func (r Report) viewReadsTable() Table {
 	t := Table{
-		Title:  "View reads: time per full read (median) and rows/s",
+		Title:  "View reads: time per full read (median of runs, CV) and rows/s",
 		Header: []string{colOption, colProfile, "View", "Time", "Rows/s"},
 	}
 	for _, q := range r.Results {
 		for _, v := range q.ViewReads {
-			t.Rows = append(t.Rows, []string{option(q), v.Profile, string(v.View), v.Duration, whole(v.RowsPerSecond)})
+			t.Rows = append(t.Rows, []string{option(q), v.Profile, string(v.View), v.Duration + spreadNote(v.Spread), whole(v.RowsPerSecond)})
 		}
 	}
 	return t
@@ -293,11 +296,23 @@ func WriteCSV(w io.Writer, reports []Report) error {
 	return cw.Error()
 }
 
-func pollNote(interval time.Duration) string {
-	if interval <= 0 {
+// spreadNote is what a cell says after a median: " (n=3, CV 4.1%) Noisy".
+func spreadNote(s benchv1.Spread) string {
+	note := fmt.Sprintf(" (n=%d)", s.Runs)
+	if s.CV != "" {
+		note = fmt.Sprintf(" (n=%d, CV %s)", s.Runs, s.CV)
+	}
+	for _, f := range s.Flags {
+		note += " " + string(f)
+	}
+	return note
+}
+
+func pollNote(longest time.Duration) string {
+	if longest <= 0 {
 		return ""
 	}
-	return " polled every " + interval.String()
+	return fmt.Sprintf(" polled every %s rising to %s (a twentieth of the time elapsed)", min(indexing.MinPollInterval, longest), longest)
 }
 
 func prefixed(prefix string, names []string) []string {

@@ -21,6 +21,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 )
@@ -178,6 +179,24 @@ func checkBuilt(t *testing.T, p results.Profile, reducers []string, runs int, co
 			if r.Documents == 0 || r.Queryable <= 0 || r.Built < r.Queryable || r.DocsPerSecond <= 0 {
 				t.Errorf("%s/%s run %s: documents %d, queryable %v, built %v, %.0f docs/s",
 					p.DB, s.Reducer, r.DesignDoc, r.Documents, r.Queryable, r.Built, r.DocsPerSecond)
+			}
+			// With n=1 the view's answer is the build's end: no build task outlives it.
+			// Otherwise the end lies in a bracket after every poll that showed a task.
+			lastLive := time.Duration(-1)
+			for _, pt := range r.Series {
+				if pt.LiveTasks > 0 {
+					lastLive = time.Duration(pt.AtMs) * time.Millisecond
+				}
+			}
+			switch {
+			case p.Replicas == 1 && (r.BuiltFrom != indexing.BuiltFromViewResponse || r.Built != r.Queryable || r.BuiltUncertainty != 0 ||
+				lastLive > r.Queryable):
+				t.Errorf("%s/%s run %s (n=1): built %v from %q ±%v, queryable %v, a task live at %v: want the view's answer, exact",
+					p.DB, s.Reducer, r.DesignDoc, r.Built, r.BuiltFrom, r.BuiltUncertainty, r.Queryable, lastLive)
+			case p.Replicas > 1 && (r.BuiltFrom != indexing.BuiltFromActiveTasks || r.Built-r.BuiltUncertainty < r.Queryable ||
+				r.Built-r.BuiltUncertainty < lastLive.Truncate(time.Millisecond)):
+				t.Errorf("%s/%s run %s (n=%d): built %v from %q ±%v, queryable %v, a task live at %v: want a bracket after both",
+					p.DB, s.Reducer, r.DesignDoc, p.Replicas, r.Built, r.BuiltFrom, r.BuiltUncertainty, r.Queryable, lastLive)
 			}
 			if compaction == "paused" && (r.MapDocs != r.MapDocsExpected || r.MapDocsExpected != r.Documents*int64(p.Replicas)) {
 				t.Errorf("%s/%s run %s: map_doc grew by %d, want exactly %d (documents x n=%d): one map call per document and copy",
