@@ -20,6 +20,8 @@ const (
 	// False, or Unknown (inconclusive, not comparable, no baseline), with the reason.
 	conditionRegressed = "Regressed"
 	conditionImproved  = "Improved"
+	// conditionLoadIsolated says whether the load generators kept off the CouchDB nodes.
+	conditionLoadIsolated = "LoadIsolated"
 )
 
 // Condition and event reasons.
@@ -44,6 +46,8 @@ const (
 	reasonNameCollision         = "NameCollision"
 	reasonCleanUpFailed         = "CleanUpFailed"
 	reasonThresholdsMet         = "ThresholdsMet"
+	reasonSeparateNodes         = "SeparateNodes"
+	reasonSharedNode            = "SharedNode"
 	reasonNoBaseline            = "NoBaseline"
 	reasonBaselineNotFound      = "BaselineNotFound"
 	reasonNotComparable         = "NotComparable"

@@ -16,13 +16,6 @@ import (
 	"github.com/couchbench/couchbench/internal/version"
 )
 
-// Pod roles in the provenance.
-const (
-	roleCouchDB = "couchdb"
-	roleRunner  = "runner"
-	roleK6      = "k6"
-)
-
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get
 
 // provenance is where a step of an arm ran: the step's pods and, for a provisioned arm, its
@@ -39,7 +32,7 @@ func (r *CouchBenchmarkReconciler) provenance(ctx context.Context, bench *benchv
 		release := builders.ReleaseName(bench, arm)
 		if err := r.APIReader.List(ctx, &pods, client.InNamespace(bench.Namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err == nil {
 			for i := range pods.Items {
-				c.Pods = append(c.Pods, podRuns(&pods.Items[i], roleCouchDB, "")...)
+				c.Pods = append(c.Pods, podRuns(&pods.Items[i], results.RoleCouchDB, "")...)
 			}
 		}
 	}

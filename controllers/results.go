@@ -109,6 +109,7 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 	st := &bench.Status
 	st.Results, st.BestChangesPerSecond, st.ReadP95, st.Server = s.Results, s.BestChangesPerSecond, s.ReadP95, s.Server
 	r.recordThresholds(bench, s.Thresholds)
+	r.recordIsolation(bench, s.Isolation)
 	recordResultMetrics(bench, docs)
 
 	files, err := render(docs, c)
@@ -169,6 +170,26 @@ func (r *CouchBenchmarkReconciler) recordThresholds(bench *benchv1.CouchBenchmar
 			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonThresholdsFailed, "Reads", "%s", message)
 		}
 		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionFalse, reasonThresholdsFailed, message)
+	}
+}
+
+// recordIsolation sets the LoadIsolated condition from where the load generators ran so far,
+// with an event when one shared a node with the CouchDB it measured.
+func (r *CouchBenchmarkReconciler) recordIsolation(bench *benchv1.CouchBenchmark, v *results.IsolationVerdict) {
+	st := &bench.Status
+	switch {
+	case v == nil:
+		return
+	case v.Isolated:
+		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionLoadIsolated, metav1.ConditionTrue, reasonSeparateNodes,
+			"every load generator ran on a node without the CouchDB it measured")
+	default:
+		message := "load generators ran beside the CouchDB they measured and took CPU from it (results flagged SharedNode; " +
+			"give the cluster a node for them, see spec.isolation): " + strings.Join(v.Shared, "; ")
+		if c := meta.FindStatusCondition(st.Conditions, conditionLoadIsolated); c == nil || c.Message != message {
+			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonSharedNode, "Placement", "%s", message)
+		}
+		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionLoadIsolated, metav1.ConditionFalse, reasonSharedNode, message)
 	}
 }
 

@@ -66,7 +66,7 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 	doc := &results.Document{
 		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
 		RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed, StartedAt: record.StartedAt, FinishedAt: record.FinishedAt,
-		Arms: []results.Arm{{QueryServer: qs.Name, Cluster: r.provenance(ctx, bench, qs.Name, benchv1.StepReads, roleK6, jobs),
+		Arms: []results.Arm{{QueryServer: qs.Name, Cluster: r.provenance(ctx, bench, qs.Name, benchv1.StepReads, results.RoleK6, jobs),
 			Profiles: []results.Profile{{Profile: dataset.ProfileName(profile), DB: cfg.DB, Reads: reads}}}},
 		Steps: []results.StepRecord{record},
 	}

@@ -41,7 +41,7 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	if err != nil {
 		return failed(reasonStepFailed, "query server %s, step %s: Job %s: %v", qs.Name, step, job.name, err), nil
 	}
-	withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, roleRunner, jobs))
+	withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, results.RoleRunner, jobs))
 	// What the step measured is kept whether it then failed or not.
 	if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
 		return stepOutcome{}, err

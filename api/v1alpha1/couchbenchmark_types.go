@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -51,6 +52,20 @@ type CouchBenchmarkSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	K6 K6Settings `json:"k6"`
+
+	// Runner configures the runner Jobs (seed, index, views, writes).
+	// +optional
+	// +kubebuilder:default={}
+	Runner RunnerSettings `json:"runner"`
+
+	// Isolation keeps the load generators (runner and k6 pods) off the nodes of the CouchDB
+	// they measure: Preferred (default) asks the scheduler to, and runs anyway where it
+	// cannot (a one-node cluster), flagging the results SharedNode and setting the
+	// LoadIsolated condition False; None leaves placement to the scheduler, and still
+	// reports a shared node. Where each pod ran is recorded with the results.
+	// +optional
+	// +kubebuilder:default=Preferred
+	Isolation IsolationPolicy `json:"isolation,omitempty"`
 
 	// Teardown says when a provisioned CouchDB is uninstalled, always after the results
 	// are stored: Always, OnSuccess (keep a failed run's CouchDB to look at), or Never.
@@ -141,6 +156,13 @@ type K6Settings struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=32
 	Parallelism int32 `json:"parallelism,omitempty"`
+
+	// Resources of each k6 pod; Guaranteed by default (requests equal to limits).
+	// +optional
+	// +kubebuilder:default={requests: {cpu: "1", memory: "1Gi"}, limits: {cpu: "1", memory: "1Gi"}}
+	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
+
+	Scheduling `json:",inline"`
 }
 
 // +kubebuilder:object:root=true

@@ -51,12 +51,16 @@ type ProvisionedCouchDB struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Values are extra Helm values, merged over the values the operator sets (the
-	// chart's own names, e.g. couchdbConfig, erlangFlags, affinity).
+	// chart's own names, e.g. couchdbConfig, erlangFlags).
 	// +optional
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields
 	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// Scheduling places the CouchDB pods: the chart's nodeSelector, tolerations and
+	// affinity (values can still override them).
+	Scheduling `json:",inline"`
 }
 
 // ChartSource locates a Helm chart: a Helm repository (https://, or http:// inside the

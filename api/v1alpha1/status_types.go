@@ -180,10 +180,12 @@ type SeedingResult struct {
 	MBPerSecond string `json:"mbPerSecond"`
 	// +optional
 	Retries int64 `json:"retries,omitempty"`
+	// Spread is over the repetitions (one, for now).
+	Spread `json:",inline"`
 }
 
 // ResultFlag marks a result whose conditions make it less than a clean measurement.
-// +kubebuilder:validation:Enum=Noisy;Imprecise
+// +kubebuilder:validation:Enum=Noisy;Imprecise;SharedNode;GeneratorBound
 type ResultFlag string
 
 const (
@@ -191,6 +193,12 @@ const (
 	FlagNoisy ResultFlag = "Noisy"
 	// FlagImprecise: a build was too short to be timed within 5%.
 	FlagImprecise ResultFlag = "Imprecise"
+	// FlagSharedNode: a load generator of the step ran on a node of the CouchDB it measured,
+	// and took CPU from it.
+	FlagSharedNode ResultFlag = "SharedNode"
+	// FlagGeneratorBound: the load generator was the bottleneck: the runner used 90% or more
+	// of its CPU allowance during the step, or k6 dropped iterations it could not start.
+	FlagGeneratorBound ResultFlag = "GeneratorBound"
 )
 
 // Spread is how the repetitions of one result varied, and what marks them.
@@ -280,6 +288,8 @@ type WriteResult struct {
 	Stored int64 `json:"stored,omitempty"`
 	// +optional
 	Errors int64 `json:"errors,omitempty"`
+	// Spread is over the repetitions (one, for now).
+	Spread `json:",inline"`
 }
 
 // ReadResult is the summary of one arm's k6 read load.
@@ -301,6 +311,8 @@ type ReadResult struct {
 	// +optional
 	// +listType=atomic
 	Runners []RunnerLatencies `json:"runners,omitempty"`
+	// Spread is over the repetitions (one, for now).
+	Spread `json:",inline"`
 }
 
 // RunnerLatencies are one k6 runner's percentiles.

@@ -78,7 +78,9 @@ func (r RunnerJob) Job() *batchv1.Job {
 			},
 		}}},
 	}
-	return oneShotJob(r.Bench, JobName(r.Bench, r.Arm, r.Step), labels, r.Deadline, runnerUID, container, volumes)
+	job := oneShotJob(r.Bench, JobName(r.Bench, r.Arm, r.Step), labels, r.Deadline, runnerUID, container, volumes)
+	placeLoadGenerator(job, r.Bench, r.Arm, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
+	return job
 }
 
 // oneShotJob is a Job of the benchmark that runs its pod once: never retried (a repeated

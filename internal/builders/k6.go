@@ -91,5 +91,7 @@ func (k K6Job) Job() *batchv1.Job {
 	volumes := []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
 	}}}}
-	return oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Index), labels, k.Deadline, k6UID, container, volumes)
+	job := oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Index), labels, k.Deadline, k6UID, container, volumes)
+	placeLoadGenerator(job, k.Bench, k.Arm, k.Bench.Spec.K6.Resources, k.Bench.Spec.K6.Scheduling)
+	return job
 }

@@ -97,6 +97,16 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 		}
 		values["resources"] = r
 	}
+	// The chart's names for pod placement are Kubernetes' own.
+	for key, set := range map[string]any{"nodeSelector": p.NodeSelector, "tolerations": p.Tolerations, "affinity": p.Affinity} {
+		v, err := toValue(set)
+		if err != nil {
+			return nil, err
+		}
+		if v != nil {
+			values[key] = v
+		}
+	}
 	// Then the user's: the benchmark's values, the arm's ini settings, the arm's values.
 	values = runtime.DeepCopyJSON(values)
 	if err := mergeJSON(values, p.Values, "spec.couchdb.provision.values"); err != nil {

@@ -125,7 +125,8 @@ func StatusOf(err error) int {
 
 // Transient reports whether a failure may go away when the same request is sent again:
 // no answer at all (a dropped or refused connection, but not the caller's own cancel or
-// deadline), or any 5xx. Whether sending again is safe is the caller's call.
+// deadline), or a 5xx other than those that say the request itself cannot work (a view
+// language the server does not have). Whether sending again is safe is the caller's call.
 func Transient(err error) bool {
 	var ce *Error
 	if !errors.As(err, &ce) {
@@ -134,7 +135,7 @@ func Transient(err error) bool {
 	if ce.Status == 0 {
 		return !errors.Is(ce.Err, context.Canceled) && !errors.Is(ce.Err, context.DeadlineExceeded)
 	}
-	return ce.Status >= 500
+	return ce.Status >= 500 && ce.Name != "unknown_query_language"
 }
 
 // request is one HTTP exchange; path is already escaped.

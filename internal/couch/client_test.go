@@ -90,3 +90,24 @@ func TestErrorsCarryCouchDBsReason(t *testing.T) {
 		t.Errorf("CreateDB of an existing database: created=%v err=%v; want false, nil", created, err)
 	}
 }
+
+// A 5xx may pass when sent again, except the answers that say the request itself cannot
+// work; the caller's own cancel is never transient.
+func TestTransient(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Status: 500, Name: "internal_server_error", Reason: "No DB shards could be opened."}, true},
+		{&Error{Status: 503}, true},
+		{&Error{Err: errors.New("connection refused")}, true},
+		{&Error{Status: 500, Name: "unknown_query_language", Reason: "python_nosuch"}, false},
+		{&Error{Status: 404, Name: "not_found"}, false},
+		{&Error{Err: context.Canceled}, false},
+		{errors.New("not a CouchDB answer"), false},
+	} {
+		if got := Transient(tc.err); got != tc.want {
+			t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}

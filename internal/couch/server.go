@@ -133,6 +133,36 @@ func (c *Client) Uptime(ctx context.Context, node string) (time.Duration, error)
 	return time.Duration(*system.Uptime) * time.Second, nil
 }
 
+// System is what GET /_node/{node}/_system says about a node's load.
+type System struct {
+	RunQueue      int `json:"run_queue"`
+	DirtyRunQueue int `json:"run_queue_dirty_cpu"`
+	ProcessCount  int `json:"process_count"`
+	// OSProcCount counts the query server processes.
+	OSProcCount int `json:"os_proc_count"`
+	// Reductions is the Erlang VM's work done since start, a counter.
+	Reductions              int64            `json:"reductions"`
+	InternalReplicationJobs int              `json:"internal_replication_jobs"`
+	Memory                  map[string]int64 `json:"memory"`
+}
+
+// MemoryBytes is the VM's memory in use: processes, binaries, ETS tables, code, atoms and
+// the rest (the *_used entries are parts of these).
+func (s System) MemoryBytes() int64 {
+	var total int64
+	for _, k := range []string{"processes", "binary", "ets", "code", "atom", "other"} {
+		total += s.Memory[k]
+	}
+	return total
+}
+
+// System reads a node's load.
+func (c *Client) System(ctx context.Context, node string) (System, error) {
+	var s System
+	_, err := c.call(ctx, request{method: http.MethodGet, path: nodePath(node) + "/_system", accept: []int{http.StatusOK}}, &s)
+	return s, err
+}
+
 func configPath(node, section, key string) string {
 	return nodePath(node) + "/_config/" + escape(section) + "/" + escape(key)
 }

@@ -20,6 +20,7 @@ import (
 //	by_month   emit([YYYY, MM], doc.score) for docs with metadata.createdAt "YYYY-MM-DD"
 //	emit_doc   emit(doc._id, doc)
 //	emit_null  emit(doc._id, null)
+//	runtime    the probe: emit("couchtest", {}), for this server runs no view code at all
 //
 // A query on any other view name fails with 500. A view's reduce, builtin _sum or custom
 // code, sums the values; _count counts the rows; other builtin reduces fail with 500.
@@ -27,6 +28,7 @@ var knownViews = map[string]func(id string, doc *document) []emitted{
 	"by_month":  emitByMonth,
 	"emit_doc":  func(id string, doc *document) []emitted { return []emitted{{rawJSON(id), marshal(doc.json(id))}} },
 	"emit_null": func(id string, _ *document) []emitted { return []emitted{{rawJSON(id), json.RawMessage("null")}} },
+	"runtime":   func(string, *document) []emitted { return []emitted{{rawJSON("couchtest"), json.RawMessage("{}")}} },
 }
 
 type emitted struct{ key, value json.RawMessage }
@@ -421,8 +423,8 @@ func (s *Server) checkView(dbName, ddocID, view string, q *viewQuery) (reply, bo
 	}
 	if _, known := knownViews[view]; !known {
 		return errorReply(http.StatusInternalServerError, "couchtest_unknown_view", fmt.Sprintf(
-			"couchtest is not CouchDB and cannot run view code: it evaluates views by name and knows only by_month, emit_doc "+
-				"and emit_null, not %q", view)), false
+			"couchtest is not CouchDB and cannot run view code: it evaluates views by name and knows only by_month, emit_doc, "+
+				"emit_null and runtime, not %q", view)), false
 	}
 	if reduce != "" && reduce != sumReduce && reduce != countReduce && strings.HasPrefix(reduce, "_") {
 		return errorReply(http.StatusInternalServerError, "couchtest_unknown_reduce",

@@ -3,6 +3,7 @@ package results
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -24,6 +25,16 @@ type Summary struct {
 	Thresholds *ThresholdVerdict
 	// Server is a short provenance: vendor, version and size of the arms' CouchDB.
 	Server string
+	// Isolation says whether load generators kept off their CouchDB's nodes; nil when no
+	// arm's CouchDB pods are known (an existing CouchDB, or before the first step).
+	Isolation *IsolationVerdict
+}
+
+// IsolationVerdict says whether every load generator ran apart from the CouchDB it measured.
+type IsolationVerdict struct {
+	Isolated bool
+	// Shared lists "query server <arm>: <step> on <node>" for every step that shared a node.
+	Shared []string
 }
 
 // ThresholdVerdict says whether every k6 threshold passed, and which failed where.
@@ -42,8 +53,19 @@ func Aggregate(docs ...*Document) Summary {
 	var worstP95 time.Duration
 	for _, d := range docs {
 		for _, a := range d.Arms {
-			q := compactArm(a, noiseThreshold(d.Spec))
+			q := compactArm(a, noiseThreshold(d.Spec), stepFlags(d, a))
 			s.Results = append(s.Results, q)
+			if shared, known := sharedNodes(a.Cluster); known {
+				if s.Isolation == nil {
+					s.Isolation = &IsolationVerdict{Isolated: true}
+				}
+				for _, step := range loadSteps {
+					if node, ok := shared[step]; ok {
+						s.Isolation.Isolated = false
+						s.Isolation.Shared = append(s.Isolation.Shared, fmt.Sprintf("query server %s: %s on %s", a.QueryServer, step, node))
+					}
+				}
+			}
 			for _, ix := range q.Indexing {
 				if s.BestChangesPerSecond == nil || ix.ChangesPerSecond > *s.BestChangesPerSecond {
 					best := ix.ChangesPerSecond
@@ -113,6 +135,12 @@ func noiseThreshold(spec benchv1.CouchBenchmarkSpec) float64 {
 	return 10
 }
 
+// withStepFlags adds the step's flags to s.
+func withStepFlags(s benchv1.Spread, flags map[benchv1.Step][]benchv1.ResultFlag, step benchv1.Step) benchv1.Spread {
+	s.Flags = append(s.Flags, flags[step]...)
+	return s
+}
+
 // spread is the API's Spread of st, flagged Noisy above the threshold.
 func spread(st Stats, noisyAbove float64) benchv1.Spread {
 	s := benchv1.Spread{Runs: int32(st.N)}
@@ -125,19 +153,86 @@ func spread(st Stats, noisyAbove float64) benchv1.Spread {
 	return s
 }
 
-// compactArm is one arm in the API's compact shapes.
-func compactArm(a Arm, noisyAbove float64) benchv1.QueryServerResults {
+// loadSteps are the steps a load generator carries out, in order.
+var loadSteps = append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads)
+
+// sharedNodes maps each step whose load generator ran on a node of the arm's CouchDB pods to
+// that node; known is false when the arm's CouchDB pods are not recorded.
+func sharedNodes(c *Cluster) (shared map[benchv1.Step]string, known bool) {
+	if c == nil {
+		return nil, false
+	}
+	couchdb := map[string]bool{}
+	for _, p := range c.Pods {
+		if p.Role == RoleCouchDB && p.Node != "" {
+			couchdb[p.Node] = true
+		}
+	}
+	shared = map[benchv1.Step]string{}
+	for _, p := range c.Pods {
+		if p.Role != RoleCouchDB && couchdb[p.Node] {
+			shared[p.Step] = p.Node
+		}
+	}
+	return shared, len(couchdb) > 0
+}
+
+// stepFlags are the flags each step's results get from how the step ran: its load generator
+// on a node of the arm's CouchDB (SharedNode), or out of CPU or of virtual users
+// (GeneratorBound).
+func stepFlags(d *Document, a Arm) map[benchv1.Step][]benchv1.ResultFlag {
+	out := map[benchv1.Step][]benchv1.ResultFlag{}
+	flag := func(step benchv1.Step, f benchv1.ResultFlag) {
+		if !slices.Contains(out[step], f) {
+			out[step] = append(out[step], f)
+		}
+	}
+	shared, _ := sharedNodes(a.Cluster)
+	for step := range shared {
+		flag(step, benchv1.FlagSharedNode)
+	}
+	for _, rec := range d.Steps {
+		if rec.QueryServer == a.QueryServer && rec.LoadGenerator != nil && rec.LoadGenerator.Saturated() {
+			flag(rec.Step, benchv1.FlagGeneratorBound)
+		}
+	}
+	for _, p := range a.Profiles {
+		for _, run := range readsRunners(p.Reads) {
+			if run.DroppedIterations > 0 {
+				flag(benchv1.StepReads, benchv1.FlagGeneratorBound)
+			}
+		}
+	}
+	return out
+}
+
+func readsRunners(r *Reads) []ReadsRunner {
+	if r == nil {
+		return nil
+	}
+	return r.Runners
+}
+
+// compactArm is one arm in the API's compact shapes; flags are stepFlags.
+func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.ResultFlag) benchv1.QueryServerResults {
 	r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
+	// once is the spread of a step measured once, with the step's flags.
+	once := func(step benchv1.Step) benchv1.Spread {
+		return withStepFlags(benchv1.Spread{Runs: 1}, flags, step)
+	}
 	for _, p := range a.Profiles {
 		if p.Seeding != nil {
 			r.Seeding = append(r.Seeding, benchv1.SeedingResult{
 				Profile: p.Profile, Documents: p.Seeding.Stored, DocsPerSecond: round(p.Seeding.DocsPerSecond()),
 				MBPerSecond: fmt.Sprintf("%.2f", p.Seeding.MBPerSecond()), Retries: p.Seeding.Retries,
+				Spread: once(benchv1.StepSeed),
 			})
 		}
 		for _, ix := range p.Indexing {
 			if len(ix.Runs) > 0 {
-				r.Indexing = append(r.Indexing, compactIndexing(p.Profile, ix, noisyAbove))
+				res := compactIndexing(p.Profile, ix, noisyAbove)
+				res.Spread = withStepFlags(res.Spread, flags, benchv1.StepIndex)
+				r.Indexing = append(r.Indexing, res)
 			}
 		}
 		for _, vr := range p.ViewReads {
@@ -148,17 +243,19 @@ func compactArm(a Arm, noisyAbove float64) benchv1.QueryServerResults {
 			r.ViewReads = append(r.ViewReads, benchv1.ViewReadResult{
 				View: vr.View, Profile: p.Profile, RowsPerSecond: round(RowsPerSecond(vr)),
 				Duration: time.Duration(secs.Median * float64(time.Second)).Round(time.Millisecond).String(),
-				Spread:   spread(secs, noisyAbove),
+				Spread:   withStepFlags(spread(secs, noisyAbove), flags, benchv1.StepViews),
 			})
 		}
 		for _, w := range p.Writes {
 			r.Writes = append(r.Writes, benchv1.WriteResult{
 				Mode: w.Mode, Profile: p.Profile, DocsPerSecond: round(w.DocsPerSecond()),
 				Created: w.Created, Accepted: w.Accepted, Errors: w.Errors, Stored: w.Stored,
+				Spread: once(benchv1.StepWrites),
 			})
 		}
 		if p.Reads != nil && len(p.Reads.Runners) > 0 {
 			r.Reads = compactReads(*p.Reads)
+			r.Reads.Spread = once(benchv1.StepReads)
 		}
 	}
 	return r

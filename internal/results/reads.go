@@ -28,6 +28,9 @@ type ReadsRunner struct {
 	SetupMs      float64   `json:"setupMs"`
 	BytesRead    float64   `json:"bytesReceived"`
 	Milliseconds Latencies `json:"ms"`
+	// DroppedIterations counts iterations an open model (arrivalRate) could not start for
+	// want of a free virtual user: the generator could not send the load asked for.
+	DroppedIterations int64 `json:"droppedIterations,omitempty"`
 	// Thresholds are the spec's thresholds, "metric: expression" -> passed.
 	Thresholds map[string]bool `json:"thresholds,omitempty"`
 }
@@ -76,9 +79,10 @@ func ParseK6Summary(data []byte, segment string, userThresholds []string) (Reads
 		Segment:  segment,
 		Requests: int64(reqs.Values["count"]),
 		// k6 counts a request that failed as a "pass" of the http_req_failed rate.
-		Failed:     int64(s.Metrics["http_req_failed{"+names.K6LoadTag+"}"].Values["passes"]),
-		DurationMs: s.State.TestRunDurationMs,
-		BytesRead:  s.Metrics["data_received"].Values["count"],
+		Failed:            int64(s.Metrics["http_req_failed{"+names.K6LoadTag+"}"].Values["passes"]),
+		DurationMs:        s.State.TestRunDurationMs,
+		DroppedIterations: int64(s.Metrics["dropped_iterations"].Values["count"]),
+		BytesRead:         s.Metrics["data_received"].Values["count"],
 		Milliseconds: Latencies{Avg: d["avg"], Min: d["min"], P50: d["p(50)"], P90: d["p(90)"], P95: d["p(95)"], P99: d["p(99)"],
 			Max: d["max"]},
 	}

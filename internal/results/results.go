@@ -12,8 +12,10 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/serverload"
 	"github.com/couchbench/couchbench/internal/viewreads"
 	"github.com/couchbench/couchbench/internal/writes"
 )
@@ -58,6 +60,11 @@ type StepRecord struct {
 	StartedAt   time.Time    `json:"startedAt"`
 	FinishedAt  time.Time    `json:"finishedAt"`
 	Error       string       `json:"error,omitempty"`
+	// LoadGenerator is what the step cost the runner of its CPU allowance: at BoundAbove
+	// percent or more, the generator may have been the bottleneck.
+	LoadGenerator *cpuuse.Use `json:"loadGenerator,omitempty"`
+	// CouchDBLoad is every node's load during the step, as CouchDB reported it.
+	CouchDBLoad []serverload.Node `json:"couchdbLoad,omitempty"`
 }
 
 // Provenance says which server produced the numbers, as the server itself reports it.
@@ -98,9 +105,16 @@ type Cluster struct {
 	Nodes []NodeRun `json:"nodes,omitempty"`
 }
 
+// Pod roles in the provenance: the CouchDB measured, and the load generators.
+const (
+	RoleCouchDB = "couchdb"
+	RoleRunner  = "runner"
+	RoleK6      = "k6"
+)
+
 // PodRun is one pod of a run: what it was for, the image it ran and where.
 type PodRun struct {
-	// Role is couchdb, runner or k6; Step the runner's or k6's step.
+	// Role is RoleCouchDB, RoleRunner or RoleK6; Step the runner's or k6's step.
 	Role    string       `json:"role"`
 	Step    benchv1.Step `json:"step,omitempty"`
 	Pod     string       `json:"pod"`

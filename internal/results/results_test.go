@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/seeding"
 	"github.com/couchbench/couchbench/internal/viewreads"
@@ -156,6 +158,63 @@ func TestSpreadFlagsNoisyAndImpreciseResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"1,000 (n=3, CV 5.0%) Noisy", "2s (n=3, CV 50.0%) Noisy", "| ±1.0%  |"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("tables lack %q:\n%s", want, buf.String())
+		}
+	}
+}
+
+// A step whose load generator ran on a node of the arm's CouchDB pods is flagged
+// SharedNode, and the summary lists it; an arm without recorded CouchDB pods says nothing.
+func TestSharedNodesAreFlagged(t *testing.T) {
+	d := sampleDocument(1)
+	d.Arms[0].Cluster = &Cluster{Pods: []PodRun{
+		{Role: RoleCouchDB, Pod: "c-0", Node: "node-a"},
+		{Role: RoleRunner, Step: benchv1.StepSeed, Pod: "seed", Node: "node-a"},
+		{Role: RoleRunner, Step: benchv1.StepIndex, Pod: "index", Node: "node-b"},
+		{Role: RoleRunner, Step: benchv1.StepWrites, Pod: "writes", Node: "node-a"},
+	}}
+	s := Aggregate(d)
+	q := s.Results[0]
+	shared := func(flags []benchv1.ResultFlag) bool { return slices.Contains(flags, benchv1.FlagSharedNode) }
+	if !shared(q.Seeding[0].Flags) || shared(q.Indexing[0].Flags) || shared(q.ViewReads[0].Flags) || !shared(q.Writes[0].Flags) {
+		t.Errorf("flags: seeding %v, indexing %v, view reads %v, writes %v; want seeding and writes SharedNode",
+			q.Seeding[0].Flags, q.Indexing[0].Flags, q.ViewReads[0].Flags, q.Writes[0].Flags)
+	}
+	want := []string{"query server arm0: seed on node-a", "query server arm0: writes on node-a"}
+	if s.Isolation == nil || s.Isolation.Isolated || !slices.Equal(s.Isolation.Shared, want) {
+		t.Errorf("isolation %+v, want not isolated: %v", s.Isolation, want)
+	}
+	d.Arms[0].Cluster.Pods[0].Node = "node-c"
+	if s := Aggregate(d); s.Isolation == nil || !s.Isolation.Isolated || len(s.Isolation.Shared) != 0 {
+		t.Errorf("every load generator apart from CouchDB: isolation %+v", s.Isolation)
+	}
+	if s := Aggregate(sampleDocument(1)); s.Isolation != nil {
+		t.Errorf("no CouchDB pods recorded (an existing CouchDB): isolation %+v, want none", s.Isolation)
+	}
+}
+
+// A step whose runner used its CPU allowance, or a k6 load that dropped iterations, is
+// flagged GeneratorBound; a runner with CPU to spare is not.
+func TestGeneratorBoundStepsAreFlagged(t *testing.T) {
+	d := sampleDocument(1)
+	d.Steps = []StepRecord{
+		{QueryServer: "arm0", Step: benchv1.StepSeed, LoadGenerator: &cpuuse.Use{CPUSeconds: 9.5, LimitCores: 1, BusyPercent: 95}},
+		{QueryServer: "arm0", Step: benchv1.StepIndex, LoadGenerator: &cpuuse.Use{CPUSeconds: 0.4, LimitCores: 1, BusyPercent: 4}},
+		{QueryServer: "other", Step: benchv1.StepWrites, LoadGenerator: &cpuuse.Use{BusyPercent: 99}},
+	}
+	d.Arms[0].Profiles[0].Reads = &Reads{Runners: []ReadsRunner{{Segment: "0:1", Requests: 100, DurationMs: 1000, DroppedIterations: 7}}}
+	q := Aggregate(d).Results[0]
+	bound := func(flags []benchv1.ResultFlag) bool { return slices.Contains(flags, benchv1.FlagGeneratorBound) }
+	if !bound(q.Seeding[0].Flags) || bound(q.Indexing[0].Flags) || bound(q.Writes[0].Flags) || q.Reads == nil || !bound(q.Reads.Flags) {
+		t.Errorf("flags: seeding %v, indexing %v, writes %v, reads %+v; want seeding and reads GeneratorBound",
+			q.Seeding[0].Flags, q.Indexing[0].Flags, q.Writes[0].Flags, q.Reads)
+	}
+	var buf bytes.Buffer
+	if err := WriteMarkdown(&buf, NewReport(d).Tables()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Load during the steps", "| 95% of 1 (", "| 4% of 1 ("} {
 		if !strings.Contains(buf.String(), want) {
 			t.Errorf("tables lack %q:\n%s", want, buf.String())
 		}

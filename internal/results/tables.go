@@ -10,6 +10,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
 )
 
@@ -30,14 +31,15 @@ type Report struct {
 	Results []benchv1.QueryServerResults
 	// PollInterval is the /_active_tasks poll interval of the builds (0: unknown).
 	PollInterval time.Duration
-	// provenance says what produced each arm's numbers.
-	provenance Table
+	// provenance says what produced each arm's numbers; load how busy the generator and
+	// CouchDB were during each step.
+	provenance, load Table
 }
 
 // NewReport is the report of a run's documents.
 func NewReport(docs ...*Document) Report {
 	s := Aggregate(docs...)
-	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs)}
+	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs), load: loadTable(docs)}
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
@@ -63,7 +65,9 @@ type Table struct {
 // left out.
 func (r Report) Tables() []Table {
 	var out []Table
-	for _, t := range []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.viewReadsTable(), r.writesTable(), r.readsTable(), r.provenance} {
+	tables := []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.viewReadsTable(), r.writesTable(), r.readsTable(),
+		r.load, r.provenance}
+	for _, t := range tables {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
 		}
@@ -98,7 +102,9 @@ func (r Report) indexingTable() Table {
 	t := Table{
 		Title: "Indexing: changes/s (documents / time to a fully built view; median of runs, CV)",
 		Note: "Fully built: with n=1 the view request's answer; otherwise no shard copy's indexer left, from /_active_tasks" +
-			pollNote(r.PollInterval) + ". Noisy: CV above the spec's noiseThresholdPercent; Imprecise: a build timed to worse than 5%.",
+			pollNote(r.PollInterval) + ". Noisy: CV above the spec's noiseThresholdPercent; Imprecise: a build timed to worse than 5%; " +
+			"SharedNode: the load generator ran on a node of the CouchDB it measured; GeneratorBound: it used its whole CPU allowance " +
+			"(or k6 dropped iterations), so the number may be its own.",
 		Header: append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...),
 	}
 	for _, q := range r.Results {
@@ -145,7 +151,7 @@ func (r Report) seedingTable() Table {
 	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", "docs/s", "MB/s", "Retries"}}
 	for _, q := range r.Results {
 		for _, s := range q.Seeding {
-			t.Rows = append(t.Rows, []string{option(q), s.Profile, strconv.FormatInt(s.Documents, 10), whole(s.DocsPerSecond),
+			t.Rows = append(t.Rows, []string{option(q), s.Profile, strconv.FormatInt(s.Documents, 10), whole(s.DocsPerSecond) + flagNote(s.Flags),
 				s.MBPerSecond, strconv.FormatInt(s.Retries, 10)})
 		}
 	}
@@ -174,7 +180,7 @@ func (r Report) writesTable() Table {
 	}
 	for _, q := range r.Results {
 		for _, w := range q.Writes {
-			t.Rows = append(t.Rows, []string{option(q), w.Profile, w.Mode, whole(w.DocsPerSecond), strconv.FormatInt(w.Created, 10),
+			t.Rows = append(t.Rows, []string{option(q), w.Profile, w.Mode, whole(w.DocsPerSecond) + flagNote(w.Flags), strconv.FormatInt(w.Created, 10),
 				strconv.FormatInt(w.Accepted, 10), strconv.FormatInt(w.Errors, 10), strconv.FormatInt(w.Stored, 10)})
 		}
 	}
@@ -196,7 +202,7 @@ func (r Report) readsTable() Table {
 			if rd.ThresholdsPassed != nil {
 				thresholds = map[bool]string{true: "passed", false: "FAILED"}[*rd.ThresholdsPassed]
 			}
-			t.Rows = append(t.Rows, []string{option(q), strconv.FormatInt(rd.Requests, 10), whole(rd.RequestsPerSecond), rd.ErrorRate,
+			t.Rows = append(t.Rows, []string{option(q), strconv.FormatInt(rd.Requests, 10), whole(rd.RequestsPerSecond) + flagNote(rd.Flags), rd.ErrorRate,
 				rd.P50, p95, rd.P99, thresholds})
 		}
 	}
@@ -302,7 +308,13 @@ func spreadNote(s benchv1.Spread) string {
 	if s.CV != "" {
 		note = fmt.Sprintf(" (n=%d, CV %s)", s.Runs, s.CV)
 	}
-	for _, f := range s.Flags {
+	return note + flagNote(s.Flags)
+}
+
+// flagNote lists a result's flags after its number: " Noisy SharedNode".
+func flagNote(flags []benchv1.ResultFlag) string {
+	var note string
+	for _, f := range flags {
 		note += " " + string(f)
 	}
 	return note
@@ -354,4 +366,39 @@ func whole[T int64 | float64](v T) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// loadTable shows how busy each step kept the runner (its CPU allowance) and CouchDB (from
+// every node's /_node/_system during the step), so that a number taken under load can be
+// told from a clean one.
+func loadTable(docs []*Document) Table {
+	t := Table{
+		Title: "Load during the steps",
+		Note: "Runner CPU: CPU time / (wall time x allowance), GeneratorBound from " + strconv.Itoa(int(cpuuse.BoundAbove)) + "%. " +
+			"CouchDB, over its nodes: the highest scheduler run queue, the highest count of internal replication jobs " +
+			"(a copy being refilled), and the Erlang VM's work in reductions per second.",
+		Header: []string{colOption, "Step", "Runner CPU", "Run queue max", "Replication jobs max", "Reductions/s"},
+	}
+	for _, d := range inSpecOrder(docs) {
+		for _, rec := range d.Steps {
+			cpu := "-"
+			if u := rec.LoadGenerator; u != nil {
+				cpu = fmt.Sprintf("%.0f%% of %.2g (%s)", u.BusyPercent, u.LimitCores, u.LimitFrom)
+			}
+			queue, replications, reductions := "-", "-", "-"
+			if len(rec.CouchDBLoad) > 0 {
+				var q, j int
+				var red float64
+				for _, n := range rec.CouchDBLoad {
+					q, j, red = max(q, n.MaxRunQueue), max(j, n.MaxInternalReplications), red+n.ReductionsPerSecond
+				}
+				queue, replications, reductions = strconv.Itoa(q), strconv.Itoa(j), whole(red)
+			}
+			if cpu == "-" && queue == "-" {
+				continue
+			}
+			t.Rows = append(t.Rows, []string{rec.QueryServer, string(rec.Step), cpu, queue, replications, reductions})
+		}
+	}
+	return t
 }

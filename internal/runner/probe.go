@@ -10,41 +10,53 @@ import (
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/seeding"
 )
 
 // probe asks the arm's CouchDB what runs its views: a view in the arm's language, over a
 // database of its own with one document, reports its interpreter (the JavaScript engine's
 // version comes from /_node/_local/_versions). A preset or a registered command can be
-// wrong about what runs; this cannot.
+// wrong about what runs; this cannot. It is the first thing an arm asks of its CouchDB, so
+// it rides out a node's restart as seeding does: a one-copy database is unusable while its
+// node is away ("No DB shards could be opened"), and the probe starts over.
 func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
-	c := a.cfg.Client
 	db := names.Database(a.cfg.Bench.Name, a.cfg.RunID, a.qs.Name, "probe")
-	fail := func(err error) (*results.Runtime, error) {
-		return nil, fmt.Errorf("asking CouchDB what runs %s views (database %s): %w", a.language, db, err)
+	var rt *results.Runtime
+	retries, err := seeding.DefaultBackoff.Do(ctx, func() (err error) {
+		rt, err = a.probeOnce(ctx, db)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("asking CouchDB what runs %s views (database %s, %d tries): %w", a.language, db, retries+1, err)
 	}
+	return rt, nil
+}
+
+func (a *armRun) probeOnce(ctx context.Context, db string) (*results.Runtime, error) {
+	c := a.cfg.Client
 	if err := c.DeleteDB(ctx, db); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if _, err := c.CreateDB(ctx, db, 1, 1); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	defer func() { _ = c.DeleteDB(context.WithoutCancel(ctx), db) }()
 	if _, err := c.BulkDocs(ctx, db, []json.RawMessage{json.RawMessage(`{"_id":"probe"}`)}); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	doc, err := ddoc.ProbeDoc(names.ProbeDesignDoc, a.language)
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if err := c.PutDesignDoc(ctx, db, doc); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	rows, err := c.QueryView(ctx, db, names.ProbeDesignDoc, ddoc.Probe, url.Values{})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	if len(rows) != 1 {
-		return fail(fmt.Errorf("the probe view gave %d rows, want 1", len(rows)))
+		return nil, fmt.Errorf("the probe view gave %d rows, want 1", len(rows))
 	}
 	var engine string
 	var value struct {
@@ -52,10 +64,10 @@ func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
 		JSON    string `json:"json"`
 	}
 	if err := json.Unmarshal(rows[0].Key, &engine); err != nil {
-		return fail(fmt.Errorf("probe row key %s: %w", rows[0].Key, err))
+		return nil, fmt.Errorf("probe row key %s: %w", rows[0].Key, err)
 	}
 	if err := json.Unmarshal(rows[0].Value, &value); err != nil {
-		return fail(fmt.Errorf("probe row value %s: %w", rows[0].Value, err))
+		return nil, fmt.Errorf("probe row value %s: %w", rows[0].Value, err)
 	}
 	rt := &results.Runtime{Language: a.language, Engine: engine, Version: value.Version, JSONModule: value.JSON}
 	if rt.Version == "" {

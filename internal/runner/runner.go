@@ -21,10 +21,12 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/serverload"
 )
 
 // Config is one invocation of the runner.
@@ -184,8 +186,13 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 			continue
 		}
 		rec := results.StepRecord{QueryServer: a.qs.Name, Step: step, StartedAt: time.Now().UTC()}
+		// What the step cost the runner itself, and CouchDB's own view of its load meanwhile.
+		watch := serverload.Watch(ctx, a.cfg.Client, a.nodes, serverload.Interval)
+		before := cpuuse.Read()
 		err := s.run(a, ctx)
+		use := cpuuse.Between(before, cpuuse.Read())
 		rec.FinishedAt = time.Now().UTC()
+		rec.LoadGenerator, rec.CouchDBLoad = &use, watch.Stop()
 		if err != nil {
 			rec.Error = err.Error()
 		}

@@ -44,6 +44,25 @@ type Backoff struct {
 // (internal/runner's TestNodeStoppedMidSeedOnRealCouchDB).
 var DefaultBackoff = Backoff{Attempts: 12, Initial: 200 * time.Millisecond, Max: 10 * time.Second}
 
+// Do calls f until it succeeds, fails with an error that is not transient, or has been tried
+// Attempts times, and returns how many times it was retried and f's last error.
+func (b Backoff) Do(ctx context.Context, f func() error) (retries int64, err error) {
+	wait := b.Initial
+	for attempt := 1; ; attempt++ {
+		err = f()
+		if err == nil || !couch.Transient(err) || attempt >= b.Attempts {
+			return retries, err
+		}
+		retries++
+		select {
+		case <-ctx.Done():
+			return retries, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, b.Max)
+	}
+}
+
 // Result is what a load did. Stored counts documents known to be in the database at the
 // end: Created by this load plus AlreadyPresent (conflicts: written by an earlier attempt
 // whose answer was lost, or before the load).
@@ -143,30 +162,23 @@ func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opt
 		docs = append(docs, d)
 	}
 	var r Result
-	wait := opts.Retry.Initial
-	for attempt := 1; ; attempt++ {
-		results, err := c.BulkDocs(ctx, opts.DB, docs)
-		if err == nil {
-			r.count(results, docs)
-			r.Bytes = bytes
-			return r, nil
-		}
-		if !couch.Transient(err) || attempt >= opts.Retry.Attempts {
-			if couch.Transient(err) {
-				err = fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", dataset.ID(lo), dataset.ID(hi-1), attempt, err)
-			} else {
-				err = fmt.Errorf("documents %s-%s: %w", dataset.ID(lo), dataset.ID(hi-1), err)
-			}
-			return r, err
-		}
-		r.Retries++
-		select {
-		case <-ctx.Done():
-			return r, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, opts.Retry.Max)
+	var results []couch.BulkResult
+	retries, err := opts.Retry.Do(ctx, func() (err error) {
+		results, err = c.BulkDocs(ctx, opts.DB, docs)
+		return err
+	})
+	r.Retries = retries
+	switch {
+	case ctx.Err() != nil:
+		return r, ctx.Err()
+	case couch.Transient(err):
+		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", dataset.ID(lo), dataset.ID(hi-1), retries+1, err)
+	case err != nil:
+		return r, fmt.Errorf("documents %s-%s: %w", dataset.ID(lo), dataset.ID(hi-1), err)
 	}
+	r.count(results, docs)
+	r.Bytes = bytes
+	return r, nil
 }
 
 // count classifies per-document results.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,8 +32,9 @@ func provisioned(name string, chart *benchv1.ChartSource, nodes int32, arms ...b
 		Spec: benchv1.CouchBenchmarkSpec{
 			CouchDB:      benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{Chart: chart, ClusterSize: nodes}},
 			QueryServers: arms,
-			K6:           benchv1.K6Settings{Image: "couchbench/k6:" + tag, Parallelism: 1},
-			Timeout:      "90m",
+			// Half a CPU per k6 pod, so that two fit beside CouchDB on a two-core node.
+			K6:      benchv1.K6Settings{Image: "couchbench/k6:" + tag, Parallelism: 1, Resources: guaranteed("500m", "512Mi")},
+			Timeout: "90m",
 		},
 	}
 }
@@ -110,6 +112,29 @@ func TestSeed000EveryPresetOnOneNode(t *testing.T) {
 	for step, n := range jobsPerStep(t, b.Name) {
 		if n != 1 {
 			t.Errorf("%d Jobs for %s", n, step)
+		}
+	}
+	// One node: the runners had to share it with CouchDB, and the run says so; their pods
+	// were Guaranteed (requests equal to limits).
+	if c := meta.FindStatusCondition(got.Status.Conditions, "LoadIsolated"); c == nil || c.Status != metav1.ConditionFalse || c.Reason != "SharedNode" {
+		t.Errorf("LoadIsolated %+v, want False with reason SharedNode on a one-node cluster", c)
+	} else {
+		t.Logf("LoadIsolated: %s", c.Message)
+	}
+	for _, q := range got.Status.Results {
+		for _, ix := range q.Indexing {
+			if !slices.Contains(ix.Flags, benchv1.FlagSharedNode) {
+				t.Errorf("%s %s %s: flags %v, want SharedNode", q.QueryServer, ix.Profile, ix.Reducer, ix.Flags)
+			}
+		}
+	}
+	var pods corev1.PodList
+	if err := c.List(context.Background(), &pods, client.InNamespace(namespace), client.MatchingLabels{builders.LabelBenchmark: b.Name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, pod := range pods.Items {
+		if pod.Labels[builders.LabelStep] != "" && pod.Status.QOSClass != corev1.PodQOSGuaranteed {
+			t.Errorf("runner pod %s: QoS class %s, want Guaranteed", pod.Name, pod.Status.QOSClass)
 		}
 	}
 	// Teardown Always: every arm's CouchDB and admin Secret are gone, the results stay.
@@ -325,4 +350,10 @@ func TestMissingImageIsReportedAtOnce(t *testing.T) {
 		t.Errorf("Stalled %+v; want ImagePullFailed naming the image, the run still waiting", stalled)
 	}
 	t.Logf("Stalled: %s", stalled.Message)
+}
+
+// guaranteed are resources with requests equal to limits.
+func guaranteed(cpu, memory string) corev1.ResourceRequirements {
+	l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	return corev1.ResourceRequirements{Requests: l, Limits: l}
 }

@@ -1,0 +1,46 @@
+package v1alpha1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Scheduling places pods on nodes, with the Kubernetes fields of the same names.
+type Scheduling struct {
+	// NodeSelector the pods' nodes must match.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Tolerations of the pods.
+	// +optional
+	// +listType=atomic
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+
+	// Affinity of the pods. For load generators the operator adds its own rule to it (kept
+	// off the nodes of the CouchDB they measure, see spec.isolation).
+	// +optional
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+}
+
+// RunnerSettings configures the runner Jobs: the steps seed, index, views and writes.
+type RunnerSettings struct {
+	// Resources of each runner pod. The default makes them Guaranteed (requests equal to
+	// limits), so that the kubelet neither starves nor evicts them first, and what they
+	// may take from a node they share is bounded.
+	// +optional
+	// +kubebuilder:default={requests: {cpu: "1", memory: "512Mi"}, limits: {cpu: "1", memory: "512Mi"}}
+	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
+
+	Scheduling `json:",inline"`
+}
+
+// IsolationPolicy says whether load generators (runner and k6 pods) are kept apart from the
+// CouchDB they measure.
+// +kubebuilder:validation:Enum=Preferred;None
+type IsolationPolicy string
+
+const (
+	// IsolationPreferred asks the scheduler to keep load generators off the nodes of the
+	// arm's CouchDB pods (provisioned CouchDB). Where the cluster cannot (one node), they
+	// run anyway, and the results (flag SharedNode) and the LoadIsolated condition say so.
+	IsolationPreferred IsolationPolicy = "Preferred"
+	// IsolationNone leaves placement to the scheduler; a shared node is still reported.
+	IsolationNone IsolationPolicy = "None"
+)

@@ -1,0 +1,37 @@
+package builders
+
+import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// placeLoadGenerator sizes and places the pod of a load generator (a runner or k6 Job) of
+// an arm: the resources and scheduling of the spec, and unless isolation is None, a soft
+// rule that keeps it off the nodes of the arm's CouchDB pods, whose CPU it would otherwise
+// take. Soft, so that a one-node cluster still runs the benchmark; the operator reports a
+// shared node from where the pods really ran.
+func placeLoadGenerator(job *batchv1.Job, bench *benchv1.CouchBenchmark, arm string, resources corev1.ResourceRequirements, s benchv1.Scheduling) {
+	pod := &job.Spec.Template.Spec
+	pod.Containers[0].Resources = resources
+	pod.NodeSelector = s.NodeSelector
+	pod.Tolerations = s.Tolerations
+	pod.Affinity = s.Affinity.DeepCopy()
+	if bench.Spec.Isolation == benchv1.IsolationNone || bench.Spec.CouchDB.Provision == nil {
+		return
+	}
+	if pod.Affinity == nil {
+		pod.Affinity = &corev1.Affinity{}
+	}
+	if pod.Affinity.PodAntiAffinity == nil {
+		pod.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
+	}
+	anti := pod.Affinity.PodAntiAffinity
+	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: CouchDBPodLabels(ReleaseName(bench, arm))},
+			TopologyKey:   corev1.LabelHostname,
+		}})
+}

@@ -1,0 +1,95 @@
+// Package cpuuse measures how much of its CPU allowance the runner itself used during a
+// step. A load generator that used (nearly) all it may use was the bottleneck: the rate it
+// measured may be its own, not CouchDB's.
+package cpuuse
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// BoundAbove is the share of its allowance, in percent, above which a generator counts as
+// saturated: the scheduler's accounting and the sampling leave a little slack below 100%.
+const BoundAbove = 90.0
+
+// Reading is the process's CPU time at one moment and the CPU it may use.
+type Reading struct {
+	At  time.Time
+	CPU time.Duration
+	// LimitCores is the CPU the process may use: its cgroup's cpu.max quota, else the
+	// machine's CPUs. LimitFrom says which.
+	LimitCores float64
+	LimitFrom  string
+}
+
+// Where a limit came from.
+const (
+	FromCgroup = "cgroup cpu.max"
+	FromCPUs   = "CPUs"
+)
+
+// Read takes a reading of this process, its limit from the cgroup v2 file system mounted at
+// /sys/fs/cgroup (a container's own, in Kubernetes).
+func Read() Reading {
+	return read(os.DirFS("/sys/fs/cgroup"))
+}
+
+func read(cgroup fs.FS) Reading {
+	r := Reading{At: time.Now(), LimitCores: float64(runtime.NumCPU()), LimitFrom: FromCPUs}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		r.CPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	if cores, err := quota(cgroup); err == nil && cores > 0 && cores < r.LimitCores {
+		r.LimitCores, r.LimitFrom = cores, FromCgroup
+	}
+	return r
+}
+
+// quota is the cgroup's CPU quota in cores; 0 when it has none ("max").
+func quota(cgroup fs.FS) (float64, error) {
+	data, err := fs.ReadFile(cgroup, "cpu.max")
+	if err != nil {
+		return 0, err
+	}
+	fields := strings.Fields(string(data))
+	if len(fields) != 2 {
+		return 0, fmt.Errorf("cpu.max %q: want \"QUOTA PERIOD\"", data)
+	}
+	if fields[0] == "max" {
+		return 0, nil
+	}
+	q, err1 := strconv.ParseFloat(fields[0], 64)
+	p, err2 := strconv.ParseFloat(fields[1], 64)
+	if err := errors.Join(err1, err2); err != nil || p <= 0 {
+		return 0, fmt.Errorf("cpu.max %q: %w", data, err)
+	}
+	return q / p, nil
+}
+
+// Use is what a process used of its allowance between two readings.
+type Use struct {
+	CPUSeconds  float64 `json:"cpuSeconds"`
+	LimitCores  float64 `json:"limitCores"`
+	LimitFrom   string  `json:"limitFrom"`
+	BusyPercent float64 `json:"busyPercent"`
+}
+
+// Between is the use from a to b.
+func Between(a, b Reading) Use {
+	u := Use{CPUSeconds: (b.CPU - a.CPU).Seconds(), LimitCores: b.LimitCores, LimitFrom: b.LimitFrom}
+	if wall := b.At.Sub(a.At).Seconds(); wall > 0 && b.LimitCores > 0 {
+		u.BusyPercent = 100 * u.CPUSeconds / (wall * b.LimitCores)
+	}
+	return u
+}
+
+// Saturated tells whether the generator used its allowance.
+func (u Use) Saturated() bool { return u.BusyPercent >= BoundAbove }
