@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "k8s.io/apimachinery/pkg/api/resource"
+
 // Dataset is the data every arm is seeded with. The generator is deterministic: the same
 // seed, documents and profile give the same documents, ids and expected view results.
 type Dataset struct {
@@ -33,6 +35,15 @@ type Dataset struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	BatchSize int32 `json:"batchSize,omitempty"`
+
+	// MaxBatchBytes bounds a seeding request's documents in bytes: large documents make
+	// smaller batches, so that the runner's memory stays near (concurrency+1) x this
+	// whatever the profile, and no request meets CouchDB's [chttpd] max_http_request_size
+	// (64 MiB by default). Between 64Ki and 1Gi.
+	// +optional
+	// +kubebuilder:default="16Mi"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('64Ki')) >= 0 && quantity(string(self)).compareTo(quantity('1Gi')) <= 0",message="dataset.maxBatchBytes must be between 64Ki and 1Gi, e.g. 16Mi"
+	MaxBatchBytes *resource.Quantity `json:"maxBatchBytes,omitempty"`
 
 	// Concurrency is the number of _bulk_docs requests in flight while seeding.
 	// +optional

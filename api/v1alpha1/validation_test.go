@@ -217,6 +217,10 @@ workloads:
 		{"teardown", s.Teardown, benchv1.TeardownAlways},
 		{"timeout", s.TimeoutDuration(), 2 * time.Hour},
 		{"noiseThresholdPercent", s.NoiseThresholdPercent, int32(10)},
+		{"dataset.maxBatchBytes", s.Dataset.MaxBatchBytes.String(), "16Mi"},
+		{"runner.resources", s.Runner.Resources.Limits.Cpu().String() + "/" + s.Runner.Resources.Requests.Memory().String(), "1/512Mi"},
+		{"k6.resources", s.K6.Resources.Limits.Cpu().String() + "/" + s.K6.Resources.Requests.Memory().String(), "1/1Gi"},
+		{"isolation", s.Isolation, benchv1.IsolationPreferred},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

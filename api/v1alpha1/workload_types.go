@@ -167,7 +167,8 @@ type BatchOKWrites struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.arrivalRate) || has(self.duration)",fieldPath=".arrivalRate",message="reads.arrivalRate needs reads.duration: the open model starts arrivalRate requests per second for that long"
 type ReadsWorkload struct {
 	// Scenario is what each request reads: getDocument (a random seeded document by id),
-	// viewByKey, viewRange, viewRangeIncludeDocs, or mixed (reads with some writes).
+	// getSameDocument (always the first seeded document, like siege on one URL), viewByKey,
+	// viewRange, viewRangeIncludeDocs, or mixed (reads with some writes).
 	// +optional
 	// +kubebuilder:default=getDocument
 	Scenario ReadScenario `json:"scenario,omitempty"`
@@ -209,11 +210,12 @@ type ReadsWorkload struct {
 }
 
 // ReadScenario is a k6 read scenario.
-// +kubebuilder:validation:Enum=getDocument;viewByKey;viewRange;viewRangeIncludeDocs;mixed
+// +kubebuilder:validation:Enum=getDocument;getSameDocument;viewByKey;viewRange;viewRangeIncludeDocs;mixed
 type ReadScenario string
 
 const (
 	ScenarioGetDocument          ReadScenario = "getDocument"
+	ScenarioGetSameDocument      ReadScenario = "getSameDocument"
 	ScenarioViewByKey            ReadScenario = "viewByKey"
 	ScenarioViewRange            ReadScenario = "viewRange"
 	ScenarioViewRangeIncludeDocs ReadScenario = "viewRangeIncludeDocs"

@@ -442,6 +442,11 @@ func (in *Dataset) DeepCopyInto(out *Dataset) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.MaxBatchBytes != nil {
+		in, out := &in.MaxBatchBytes, &out.MaxBatchBytes
+		x := (*in).DeepCopy()
+		*out = &x
+	}
 	if in.Replicas != nil {
 		in, out := &in.Replicas, &out.Replicas
 		*out = new(int32)

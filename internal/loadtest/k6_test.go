@@ -195,7 +195,7 @@ var jsArm = benchv1.QueryServer{Name: "js", Language: "javascript"}
 func TestEveryScenarioOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	db := seededDB(t, srv, docs)
-	for _, scenario := range []benchv1.ReadScenario{benchv1.ScenarioGetDocument, benchv1.ScenarioViewByKey, benchv1.ScenarioViewRange,
+	for _, scenario := range []benchv1.ReadScenario{benchv1.ScenarioGetDocument, benchv1.ScenarioGetSameDocument, benchv1.ScenarioViewByKey, benchv1.ScenarioViewRange,
 		benchv1.ScenarioViewRangeIncludeDocs, benchv1.ScenarioMixed} {
 		t.Run(string(scenario), func(t *testing.T) {
 			cfg, err := NewConfig(readsSpec(scenario), jsArm, srv.URL(), db)

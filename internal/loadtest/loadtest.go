@@ -44,7 +44,7 @@ func NewConfig(spec *benchv1.CouchBenchmarkSpec, qs benchv1.QueryServer, url, db
 		return Config{}, fmt.Errorf("the benchmark has no reads workload")
 	}
 	cfg := Config{URL: url, DB: db, Documents: spec.Dataset.Documents, Scenario: string(r.Scenario), UserThresholds: []string{}}
-	if r.Scenario != benchv1.ScenarioGetDocument && r.Scenario != benchv1.ScenarioMixed {
+	if r.Scenario != benchv1.ScenarioGetDocument && r.Scenario != benchv1.ScenarioGetSameDocument && r.Scenario != benchv1.ScenarioMixed {
 		d, err := ddoc.ViewReads(names.ViewReadsDesignDoc, ddoc.Language(qs))
 		if err != nil {
 			return Config{}, err

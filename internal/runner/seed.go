@@ -12,6 +12,10 @@ import (
 // runs its views (the seed step is the one every benchmark that builds views has).
 func (a *armRun) seed(ctx context.Context) error {
 	c, ds := a.cfg.Client, a.cfg.Bench.Spec.Dataset
+	var maxBatchBytes int64
+	if ds.MaxBatchBytes != nil {
+		maxBatchBytes = ds.MaxBatchBytes.Value()
+	}
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
 		if err := c.DeleteDB(ctx, p.DB); err != nil {
@@ -21,7 +25,7 @@ func (a *armRun) seed(ctx context.Context) error {
 			return fmt.Errorf("creating database %s: %w", p.DB, err)
 		}
 		res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
-			DB: p.DB, Documents: ds.Documents, BatchSize: int(ds.BatchSize), Concurrency: int(ds.Concurrency),
+			DB: p.DB, Documents: ds.Documents, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),
 			Retry: seeding.DefaultBackoff,
 		})
 		p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()

@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
@@ -21,11 +20,15 @@ import (
 
 // Options say what to load and how.
 type Options struct {
-	DB          string
-	Documents   int64
-	BatchSize   int
-	Concurrency int
-	Retry       Backoff
+	DB        string
+	Documents int64
+	BatchSize int
+	// MaxBatchBytes bounds a request's documents in bytes (0: no bound), so that large
+	// documents make smaller batches and the loader's memory stays near
+	// (Concurrency+1) x MaxBatchBytes. A document larger than that goes alone.
+	MaxBatchBytes int64
+	Concurrency   int
+	Retry         Backoff
 }
 
 // Backoff is the retry schedule for transient failures: Attempts tries in all, waiting
@@ -98,9 +101,7 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 	if opts.BatchSize < 1 || opts.Concurrency < 1 {
 		return Result{}, fmt.Errorf("seeding: batch size %d and concurrency %d must be positive", opts.BatchSize, opts.Concurrency)
 	}
-	batches := (opts.Documents + int64(opts.BatchSize) - 1) / int64(opts.BatchSize)
 	var (
-		next  atomic.Int64
 		mu    sync.Mutex
 		total Result
 		first error
@@ -109,17 +110,13 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 	defer cancel()
 	start := time.Now()
 
+	batches := make(chan batch)
+	go cut(ctx, gen, opts, batches)
 	var wg sync.WaitGroup
 	for range opts.Concurrency {
 		wg.Go(func() {
-			for {
-				b := next.Add(1) - 1
-				if b >= batches || ctx.Err() != nil {
-					return
-				}
-				lo := b * int64(opts.BatchSize)
-				hi := min(lo+int64(opts.BatchSize), opts.Documents)
-				r, err := loadBatch(ctx, c, gen, opts, lo, hi)
+			for b := range batches {
+				r, err := loadBatch(ctx, c, opts, b)
 				mu.Lock()
 				total.add(r)
 				if err != nil && first == nil {
@@ -153,14 +150,46 @@ func (r *Result) add(o Result) {
 }
 
 // loadBatch writes documents lo..hi-1, retrying transient failures.
-func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, lo, hi int64) (Result, error) {
-	docs := make([]json.RawMessage, 0, hi-lo)
-	var bytes int64
-	for i := lo; i < hi; i++ {
-		d := gen.JSON(i)
-		bytes += int64(len(d))
-		docs = append(docs, d)
+// batch is documents lo..hi-1, generated.
+type batch struct {
+	lo, hi int64
+	docs   []json.RawMessage
+	bytes  int64
+}
+
+// cut generates the documents in order and sends them in batches of at most BatchSize
+// documents and MaxBatchBytes bytes; it closes out when done or when ctx ends. Unbuffered,
+// out holds no batch that a worker has not taken.
+func cut(ctx context.Context, gen *dataset.Generator, opts Options, out chan<- batch) {
+	defer close(out)
+	var b batch
+	send := func() bool {
+		select {
+		case out <- b:
+			b = batch{lo: b.hi, hi: b.hi}
+			return true
+		case <-ctx.Done():
+			return false
+		}
 	}
+	for i := int64(0); i < opts.Documents; i++ {
+		d := gen.JSON(i)
+		// The request's size: the documents and a comma between each two.
+		request := b.bytes + int64(len(b.docs)) + int64(len(d))
+		if len(b.docs) > 0 && (len(b.docs) >= opts.BatchSize || (opts.MaxBatchBytes > 0 && request > opts.MaxBatchBytes)) {
+			if !send() {
+				return
+			}
+		}
+		b.docs, b.bytes, b.hi = append(b.docs, d), b.bytes+int64(len(d)), i+1
+	}
+	if len(b.docs) > 0 {
+		send()
+	}
+}
+
+func loadBatch(ctx context.Context, c *couch.Client, opts Options, b batch) (Result, error) {
+	lo, hi, docs, bytes := b.lo, b.hi, b.docs, b.bytes
 	var r Result
 	var results []couch.BulkResult
 	retries, err := opts.Retry.Do(ctx, func() (err error) {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/utils/ptr"
+
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchtest"
@@ -149,5 +151,40 @@ func TestInterruptKeepsTheCount(t *testing.T) {
 	}
 	if int64(srv.DocCount("db")) < res.Stored {
 		t.Errorf("server holds %d, the result claims %d", srv.DocCount("db"), res.Stored)
+	}
+}
+
+// Batches are cut at BatchSize documents or MaxBatchBytes bytes, whichever comes first, in
+// order and without gaps; a document larger than the bound goes alone.
+func TestBatchesAreBoundedInBytes(t *testing.T) {
+	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentLarge, TargetBytes: ptr.To[int64](20000)})
+	const docs, maxBytes = 300, 100000
+	out := make(chan batch)
+	go cut(context.Background(), gen, Options{Documents: docs, BatchSize: 50, MaxBatchBytes: maxBytes}, out)
+	var next int64
+	var alone, batches int
+	for b := range out {
+		batches++
+		request := b.bytes + int64(len(b.docs)-1)
+		switch {
+		case b.lo != next || b.hi <= b.lo || int64(len(b.docs)) != b.hi-b.lo || len(b.docs) > 50:
+			t.Fatalf("batch %d-%d of %d documents after %d", b.lo, b.hi, len(b.docs), next)
+		case len(b.docs) == 1 && request > maxBytes:
+			alone++
+		case request > maxBytes:
+			t.Errorf("batch %d-%d: %d bytes, above %d", b.lo, b.hi, request, maxBytes)
+		}
+		next = b.hi
+	}
+	if next != docs || batches < docs*20000/maxBytes {
+		t.Errorf("%d documents in %d batches, want all %d in at least %d", next, batches, docs, docs*20000/maxBytes)
+	}
+	t.Logf("%d documents of about 20 kB: %d batches, %d documents larger than the bound alone", docs, batches, alone)
+
+	_, c := setup(t, "pw")
+	res, err := Load(context.Background(), c, gen, Options{DB: "db", Documents: docs, BatchSize: 50, MaxBatchBytes: maxBytes,
+		Concurrency: 3, Retry: fast})
+	if err != nil || res.Stored != docs {
+		t.Errorf("load: %+v, %v; want all %d stored", res, err, docs)
 	}
 }

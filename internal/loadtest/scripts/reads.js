@@ -67,6 +67,10 @@ const scenarios = {
   getDocument() {
     http.get(`${base}/${docId(randomIndex(cfg.documents))}`, load);
   },
+  // getSameDocument: seed 001's siege read one URL over and over.
+  getSameDocument() {
+    http.get(`${base}/${docId(0)}`, load);
+  },
   viewByKey() {
     http.get(`${viewPath}emit_doc?key=${jsonKey(docId(randomIndex(cfg.documents)))}`, load);
   },
