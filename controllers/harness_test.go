@@ -56,7 +56,7 @@ func TestMain(m *testing.M) {
 
 // harness is one reconciler with a fake clock and recorder, and what the tests play.
 type harness struct {
-	t *testing.T
+	t testing.TB
 	r *CouchBenchmarkReconciler
 	// operator is a client with the operator's own permissions.
 	operator client.Client
@@ -303,7 +303,7 @@ func okDocument(arm string, step benchv1.Step) *results.Document {
 }
 
 // jobsOf counts the benchmark's Jobs per step.
-func jobsOf(t *testing.T, bench *benchv1.CouchBenchmark) map[string]int {
+func jobsOf(t testing.TB, bench *benchv1.CouchBenchmark) map[string]int {
 	t.Helper()
 	var jobs batchv1.JobList
 	if err := env.Client.List(context.Background(), &jobs, client.InNamespace(bench.Namespace), client.MatchingLabels{builders.LabelBenchmark: bench.Name}); err != nil {
@@ -339,7 +339,7 @@ func chartConfigMap(t *testing.T, namespace string) *benchv1.ChartSource {
 	return &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "couchdb-chart"}}
 }
 
-func create(t *testing.T, obj client.Object) {
+func create(t testing.TB, obj client.Object) {
 	t.Helper()
 	if err := env.Client.Create(context.Background(), obj); err != nil {
 		t.Fatal(err)

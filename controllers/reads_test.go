@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -73,7 +74,7 @@ func TestReadsRunParallelK6JobsAndMergeThem(t *testing.T) {
 		t.Fatalf("jobs %v, want 2 k6 runners started together", jobs)
 	}
 	var job batchv1.Job
-	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6JobName(got, "js", 1)}, &job); err != nil {
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6JobName(got, "js", 0, 1)}, &job); err != nil {
 		t.Fatal(err)
 	}
 	c := job.Spec.Template.Spec.Containers[0]
@@ -131,5 +132,50 @@ func TestFailedThresholdIsAConditionNotAFailure(t *testing.T) {
 	}
 	if tp := got.Status.Results[0].Reads.ThresholdsPassed; tp == nil || *tp {
 		t.Errorf("thresholdsPassed %v", tp)
+	}
+}
+
+// Seed 001's protocol: the whole load again, by Jobs of its own, a pause after the last one
+// ended; each repetition is stored as soon as it has ended, and requests/s is the median over
+// the repetitions, the elapsed time their sum. The kubelet is the harness's.
+func TestReadRepetitionsRunApartAndAddUp(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
+	create(t, credentials(ns))
+	bench := readsBenchmark(ns)
+	bench.Spec.Workloads.Reads.Repetitions = 2
+	bench.Spec.Workloads.Reads.Pause = "90s"
+	create(t, bench)
+
+	_, got := h.reconcile(bench)
+	h.playKubelet(got) // seed
+	h.reconcile(bench)
+	_, got = h.reconcile(bench)
+	if jobs := jobsOf(t, got); jobs["js/reads"] != 2 {
+		t.Fatalf("jobs %v, want the first repetition's 2 runners", jobs)
+	}
+	h.playKubelet(got)
+	res, got := h.reconcile(bench)
+	if jobs := jobsOf(t, got); jobs["js/reads"] != 2 || res.RequeueAfter < 80*time.Second || res.RequeueAfter > 90*time.Second {
+		t.Fatalf("jobs %v, requeue after %v: want the second repetition held back for the 90 s pause", jobs, res.RequeueAfter)
+	}
+	if reads := got.Status.Results[0].Reads; reads == nil || reads.Runs != 1 || reads.Requests != 401 {
+		t.Fatalf("after the first repetition: reads %+v, want it stored", reads)
+	}
+	h.clock.SetTime(h.clock.Now().Add(90 * time.Second))
+	_, got = h.reconcile(bench)
+	if jobs := jobsOf(t, got); jobs["js/reads"] != 4 {
+		t.Fatalf("jobs %v, want the second repetition's runners after the pause", jobs)
+	}
+	var job batchv1.Job
+	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6JobName(got, "js", 1, 0)}, &job); err != nil {
+		t.Fatal(err)
+	}
+	got = h.drive(bench, 10)
+	reads := got.Status.Results[0].Reads
+	if got.Status.Phase != benchv1.PhaseSucceeded || reads == nil || reads.Runs != 2 || reads.Requests != 802 || reads.Elapsed == "" ||
+		len(reads.Runners) != 4 || !strings.HasPrefix(reads.Runners[2].Segment, "#2 ") {
+		t.Fatalf("phase %s, reads %+v: want 2 repetitions of 2 runners, 802 requests", got.Status.Phase, reads)
 	}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -13,67 +14,125 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// runReads runs an arm's read load: spec.k6.parallelism k6 Jobs, created together, each
-// running its execution segment of the load, against the first document profile's
-// database. When all have finished, their k6 summaries become the arm's reads in its
-// results document, like every other step's results.
+// runReads runs an arm's read load: for each repetition, spec.k6.parallelism k6 Jobs,
+// created together, each running its execution segment of the load, against the first
+// document profile's database; the next repetition starts reads.pause after the last ended.
+// Whenever a repetition has ended, the summaries of all that have become the arm's reads in
+// its results document, so that a failure later keeps them.
 func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (stepOutcome, error) {
 	n := int(bench.Spec.K6.Parallelism)
-	jobNames := make([]string, n)
-	for i := range n {
-		jobNames[i] = builders.K6JobName(bench, qs.Name, i)
+	reads := bench.Spec.Workloads.Reads
+	var ended []jobSet
+	for rep := range int(max(reads.Repetitions, 1)) {
+		jobNames := make([]string, n)
+		for i := range n {
+			jobNames[i] = builders.K6JobName(bench, qs.Name, rep, i)
+		}
+		jobs, err := r.observeJobs(ctx, bench, jobNames)
+		switch {
+		case err != nil:
+			return stepOutcome{}, err
+		case jobs.missing() && rep > 0:
+			if out, err := r.storeReads(ctx, bench, qs, ended); err != nil || out.failure != nil {
+				return out, err
+			}
+			_, lastEnd := spansOf(ended[len(ended)-1])
+			if wait := lastEnd.Add(reads.PauseDuration()).Sub(r.Clock.Now()); wait > 0 {
+				return stepOutcome{requeueAfter: wait}, nil
+			}
+			return r.startReads(ctx, bench, qs, rep, n)
+		case jobs.missing():
+			return r.startReads(ctx, bench, qs, rep, n)
+		case jobs.foreign() != nil:
+			return notOurs(jobs.foreign().owner, jobs.foreign().job), nil
+		case jobs.recheck():
+			return stepOutcome{requeueAfter: recheckAfter}, nil
+		case !jobs.finished():
+			return stepOutcome{}, nil
+		}
+		ended = append(ended, jobs)
 	}
-	jobs, err := r.observeJobs(ctx, bench, jobNames)
-	switch {
-	case err != nil:
-		return stepOutcome{}, err
-	case jobs.missing():
-		return r.startReads(ctx, bench, qs, n)
-	case jobs.foreign() != nil:
-		return notOurs(jobs.foreign().owner, jobs.foreign().job), nil
-	case jobs.recheck():
-		return stepOutcome{requeueAfter: recheckAfter}, nil
-	case !jobs.finished():
-		return stepOutcome{}, nil
+	if out, err := r.storeReads(ctx, bench, qs, ended); err != nil || out.failure != nil {
+		return out, err
 	}
+	return stepOutcome{done: true}, nil
+}
 
+// storeReads turns the k6 summaries of the repetitions that have ended into the arm's reads.
+// A failed runner fails the step after the repetitions before its own are stored.
+func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer,
+	ended []jobSet) (stepOutcome, error) {
 	cfg, err := r.readsConfig(bench, qs)
 	if err != nil {
 		return stepOutcome{}, err
 	}
+	n := int(bench.Spec.K6.Parallelism)
 	segments, _ := loadtest.Segments(n)
 	reads := &results.Reads{Scenario: cfg.Scenario}
 	record := results.StepRecord{QueryServer: qs.Name, Step: benchv1.StepReads}
-	for i, job := range jobs {
-		if job.phase == jobFailed {
-			return failed(reasonStepFailed, "query server %s, reads: k6 runner %d of %d failed: %s", qs.Name, i+1, n, job.detail), nil
+	var all jobSet
+	var failure stepOutcome
+	for rep, jobs := range ended {
+		var runners []results.ReadsRunner
+		for i, job := range jobs {
+			if failure.failure == nil {
+				if failure, err = r.readsRunner(ctx, qs, job, rep, i, n, loadtest.SegmentName(segments[i]), cfg.UserThresholds, &runners); err != nil {
+					return stepOutcome{}, err
+				}
+			}
 		}
-		_, data, problem, err := r.payload(ctx, job, builders.K6Container)
-		if err != nil {
+		if failure.failure != nil {
+			break
+		}
+		reads.Runners = append(reads.Runners, runners...)
+		all = append(all, jobs...)
+	}
+	if len(all) > 0 {
+		record.StartedAt, record.FinishedAt = spansOf(all)
+		profile := bench.Spec.Dataset.Profiles[0]
+		doc := &results.Document{
+			SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
+			RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed, StartedAt: record.StartedAt, FinishedAt: record.FinishedAt,
+			Arms: []results.Arm{{QueryServer: qs.Name, Cluster: r.provenance(ctx, bench, qs.Name, benchv1.StepReads, results.RoleK6, all),
+				Profiles: []results.Profile{{Profile: dataset.ProfileName(profile), DB: cfg.DB, Reads: reads}}}},
+			Steps: []results.StepRecord{record},
+		}
+		if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
 			return stepOutcome{}, err
 		}
-		if problem != "" {
-			return failed(reasonStepFailed, "query server %s, reads: k6 runner %d of %d: %s", qs.Name, i+1, n, problem), nil
-		}
-		runner, err := results.ParseK6Summary(data, loadtest.SegmentName(segments[i]), cfg.UserThresholds)
-		if err != nil {
-			return failed(reasonStepFailed, "query server %s, reads: k6 runner %d of %d: %v", qs.Name, i+1, n, err), nil
-		}
-		reads.Runners = append(reads.Runners, runner)
-		record.StartedAt, record.FinishedAt = spanOf(record.StartedAt, record.FinishedAt, job)
 	}
-	profile := bench.Spec.Dataset.Profiles[0]
-	doc := &results.Document{
-		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
-		RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed, StartedAt: record.StartedAt, FinishedAt: record.FinishedAt,
-		Arms: []results.Arm{{QueryServer: qs.Name, Cluster: r.provenance(ctx, bench, qs.Name, benchv1.StepReads, results.RoleK6, jobs),
-			Profiles: []results.Profile{{Profile: dataset.ProfileName(profile), DB: cfg.DB, Reads: reads}}}},
-		Steps: []results.StepRecord{record},
+	return failure, nil
+}
+
+// readsRunner reads one k6 Job's summary into runners, or says why the step fails.
+func (r *CouchBenchmarkReconciler) readsRunner(ctx context.Context, qs benchv1.QueryServer, job observedJob, rep, i, n int,
+	segment string, thresholds []string, runners *[]results.ReadsRunner) (stepOutcome, error) {
+	which := fmt.Sprintf("query server %s, reads, repetition %d: k6 runner %d of %d", qs.Name, rep+1, i+1, n)
+	if job.phase == jobFailed {
+		return failed(reasonStepFailed, "%s failed: %s", which, job.detail), nil
 	}
-	if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
+	_, data, problem, err := r.payload(ctx, job, builders.K6Container)
+	switch {
+	case err != nil:
 		return stepOutcome{}, err
+	case problem != "":
+		return failed(reasonStepFailed, "%s: %s", which, problem), nil
 	}
-	return stepOutcome{done: true}, nil
+	runner, err := results.ParseK6Summary(data, segment, thresholds)
+	if err != nil {
+		return failed(reasonStepFailed, "%s: %v", which, err), nil
+	}
+	runner.Repetition = rep
+	*runners = append(*runners, runner)
+	return stepOutcome{}, nil
+}
+
+// spansOf is when the Jobs ran, from the first start to the last completion.
+func spansOf(jobs jobSet) (from, to time.Time) {
+	for _, job := range jobs {
+		from, to = spanOf(from, to, job)
+	}
+	return from, to
 }
 
 // spanOf widens [from, to] to the Job's run.
@@ -95,9 +154,10 @@ func (r *CouchBenchmarkReconciler) readsConfig(bench *benchv1.CouchBenchmark, qs
 	return loadtest.NewConfig(&bench.Spec, qs, url, db)
 }
 
-// startReads creates the script's ConfigMap (once) and every runner's Job that does not
-// exist yet, in one pass, so that the runners start together.
-func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, n int) (stepOutcome, error) {
+// startReads creates the script's ConfigMap (once) and every runner's Job of a repetition
+// that does not exist yet, in one pass, so that the runners start together.
+func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer,
+	rep, n int) (stepOutcome, error) {
 	if out, ok, err := r.createOwned(ctx, bench, builders.K6ConfigMap(bench, loadtest.ScriptName, loadtest.Script)); !ok {
 		return out, err
 	}
@@ -113,7 +173,7 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 	segments, sequence := loadtest.Segments(n)
 	for i := range n {
 		job := builders.K6Job{
-			Bench: bench, Arm: qs.Name, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
+			Bench: bench, Arm: qs.Name, Repetition: rep, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
 			Script: loadtest.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {

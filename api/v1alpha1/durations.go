@@ -22,3 +22,6 @@ func (w *WritesWorkload) ModeDuration() time.Duration { return parseDuration(w.D
 
 // RunDuration is the length of a time-bound read run; zero for the closed model.
 func (r *ReadsWorkload) RunDuration() time.Duration { return parseDuration(r.Duration) }
+
+// PauseDuration is the pause between read repetitions.
+func (r *ReadsWorkload) PauseDuration() time.Duration { return parseDuration(r.Pause) }

@@ -275,8 +275,10 @@ type WriteResult struct {
 	// Mode is bulk-<size>, parallelBulk-<clients>x<size>, batchOk-<clients> or serial.
 	Mode string `json:"mode"`
 	// +optional
-	Profile       string `json:"profile,omitempty"`
-	DocsPerSecond int64  `json:"docsPerSecond"`
+	Profile string `json:"profile,omitempty"`
+	// DocsPerSecond is the median over the mode's repetitions.
+	DocsPerSecond int64 `json:"docsPerSecond"`
+	// Created, Accepted, Errors and Stored add up the repetitions.
 	// Created counts 201 answers (on disk).
 	// +optional
 	Created int64 `json:"created,omitempty"`
@@ -288,14 +290,19 @@ type WriteResult struct {
 	Stored int64 `json:"stored,omitempty"`
 	// +optional
 	Errors int64 `json:"errors,omitempty"`
-	// Spread is over the repetitions (one, for now).
+	// Spread is over the repetitions' docs/s.
 	Spread `json:",inline"`
 }
 
 // ReadResult is the summary of one arm's k6 read load.
 type ReadResult struct {
+	// RequestsPerSecond is the median over the repetitions of all runners' requests over the
+	// repetition's time; Requests is every repetition's.
 	RequestsPerSecond int64 `json:"requestsPerSecond"`
 	Requests          int64 `json:"requests"`
+	// Elapsed is the load's time summed over the repetitions (seed 001's SUM), e.g. "39.6s".
+	// +optional
+	Elapsed string `json:"elapsed,omitempty"`
 	// ErrorRate of failed requests, e.g. "0.02%".
 	ErrorRate string `json:"errorRate"`
 	P50       string `json:"p50"`
@@ -311,7 +318,7 @@ type ReadResult struct {
 	// +optional
 	// +listType=atomic
 	Runners []RunnerLatencies `json:"runners,omitempty"`
-	// Spread is over the repetitions (one, for now).
+	// Spread is over the repetitions' requests/s.
 	Spread `json:",inline"`
 }
 

@@ -110,6 +110,15 @@ type WritesWorkload struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s') && duration(self) <= duration('1h')",message="writes.duration must be between 1s and 1h"
 	Duration string `json:"duration,omitempty"`
 
+	// Repetitions runs every mode this many times, the modes in turn (A B C A B C), so that
+	// a drift of the server over the run favours none; each mode's docs/s is then the median
+	// over its repetitions, with their spread.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	Repetitions int32 `json:"repetitions,omitempty"`
+
 	// BulkBatchSizes runs one sequential _bulk_docs writer per size, as seed 003 does with
 	// 100, 1000, 5000 and 10000; at most 10000.
 	// +optional
@@ -199,6 +208,22 @@ type ReadsWorkload struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000000
 	ArrivalRate *int32 `json:"arrivalRate,omitempty"`
+
+	// Repetitions runs the whole load this many times, each by k6 Jobs of its own, Pause
+	// apart: seed 001's protocol (ten siege runs, 90 s apart, compared by their summed
+	// time). Requests/s is then the median over the repetitions, with their spread.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=50
+	Repetitions int32 `json:"repetitions,omitempty"`
+
+	// Pause between repetitions, a Go duration up to 1h (default none).
+	// +optional
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) <= duration('1h')",message="reads.pause must be at most 1h"
+	Pause string `json:"pause,omitempty"`
 
 	// Thresholds become k6 thresholds; a failed threshold marks the benchmark with a
 	// condition, it does not stop the run. With k6.parallelism above 1 every runner judges

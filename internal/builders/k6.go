@@ -45,6 +45,8 @@ func K6ConfigMap(bench *benchv1.CouchBenchmark, name, script string) *corev1.Con
 type K6Job struct {
 	Bench *benchv1.CouchBenchmark
 	Arm   string
+	// Repetition of the reads workload this runner belongs to, from 0.
+	Repetition int
 	// Index of this runner among Runners; Segment and Sequence split the load between them
 	// (empty with one runner).
 	Index, Runners    int
@@ -56,9 +58,9 @@ type K6Job struct {
 	Deadline    time.Duration
 }
 
-// K6JobName is the Job of one runner.
-func K6JobName(bench *benchv1.CouchBenchmark, arm string, index int) string {
-	return name(maxObjectName, bench.Name, arm, string(benchv1.StepReads), strconv.Itoa(index))
+// K6JobName is the Job of one runner of one repetition.
+func K6JobName(bench *benchv1.CouchBenchmark, arm string, repetition, index int) string {
+	return name(maxObjectName, bench.Name, arm, string(benchv1.StepReads), strconv.Itoa(repetition), strconv.Itoa(index))
 }
 
 // Job builds the runner's Job: the credentials from the Secret as environment (k6 reads
@@ -91,7 +93,7 @@ func (k K6Job) Job() *batchv1.Job {
 	volumes := []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
 	}}}}
-	job := oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Index), labels, k.Deadline, k6UID, container, volumes)
+	job := oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Repetition, k.Index), labels, k.Deadline, k6UID, container, volumes)
 	placeLoadGenerator(job, k.Bench, k.Arm, k.Bench.Spec.K6.Resources, k.Bench.Spec.K6.Scheduling)
 	return job
 }

@@ -55,6 +55,15 @@ func (c *Client) DBInfo(ctx context.Context, db string) (DBInfo, error) {
 	return info, err
 }
 
+// SyncShards asks the cluster to bring every copy of every shard of db up to date with the
+// others now (POST /{db}/_sync_shards), rather than at the next write to it. It returns once
+// the internal replication jobs are queued, not done.
+func (c *Client) SyncShards(ctx context.Context, db string) error {
+	_, err := c.call(ctx, request{method: http.MethodPost, path: dbPath(db) + "/_sync_shards", body: []byte("{}"),
+		accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
+	return err
+}
+
 // BulkResult is CouchDB's answer for one document of a _bulk_docs request.
 type BulkResult struct {
 	ID     string `json:"id"`

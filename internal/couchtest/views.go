@@ -20,6 +20,8 @@ import (
 //	by_month   emit([YYYY, MM], doc.score) for docs with metadata.createdAt "YYYY-MM-DD"
 //	emit_doc   emit(doc._id, doc)
 //	emit_null  emit(doc._id, null)
+//	user_doc   emit(doc.username, doc)
+//	user_null  emit(doc.username, null)
 //	runtime    the probe: emit("couchtest", {}), for this server runs no view code at all
 //
 // A query on any other view name fails with 500. A view's reduce, builtin _sum or custom
@@ -28,10 +30,20 @@ var knownViews = map[string]func(id string, doc *document) []emitted{
 	"by_month":  emitByMonth,
 	"emit_doc":  func(id string, doc *document) []emitted { return []emitted{{rawJSON(id), marshal(doc.json(id))}} },
 	"emit_null": func(id string, _ *document) []emitted { return []emitted{{rawJSON(id), json.RawMessage("null")}} },
+	"user_doc":  func(id string, doc *document) []emitted { return []emitted{{usernameOf(doc), marshal(doc.json(id))}} },
+	"user_null": func(_ string, doc *document) []emitted { return []emitted{{usernameOf(doc), json.RawMessage("null")}} },
 	"runtime":   func(string, *document) []emitted { return []emitted{{rawJSON("couchtest"), json.RawMessage("{}")}} },
 }
 
 type emitted struct{ key, value json.RawMessage }
+
+// usernameOf is doc.username as a key, null when the document has none.
+func usernameOf(doc *document) json.RawMessage {
+	if v, ok := doc.body.get("username"); ok {
+		return v
+	}
+	return json.RawMessage("null")
+}
 
 // emitByMonth mirrors the seed's JavaScript map: skip docs without a truthy createdAt; a
 // createdAt that is not a string throws in JavaScript, so the doc is skipped too; a missing
@@ -424,7 +436,7 @@ func (s *Server) checkView(dbName, ddocID, view string, q *viewQuery) (reply, bo
 	if _, known := knownViews[view]; !known {
 		return errorReply(http.StatusInternalServerError, "couchtest_unknown_view", fmt.Sprintf(
 			"couchtest is not CouchDB and cannot run view code: it evaluates views by name and knows only by_month, emit_doc, "+
-				"emit_null and runtime, not %q", view)), false
+				"emit_null, user_doc, user_null and runtime, not %q", view)), false
 	}
 	if reduce != "" && reduce != sumReduce && reduce != countReduce && strings.HasPrefix(reduce, "_") {
 		return errorReply(http.StatusInternalServerError, "couchtest_unknown_reduce",

@@ -31,12 +31,13 @@ type Reading struct {
 
 // Where a limit came from.
 const (
-	FromCgroup = "cgroup cpu.max"
+	FromCgroup = "cgroup quota"
 	FromCPUs   = "CPUs"
 )
 
-// Read takes a reading of this process, its limit from the cgroup v2 file system mounted at
-// /sys/fs/cgroup (a container's own, in Kubernetes).
+// Read takes a reading of this process, its limit from the cgroup file system mounted at
+// /sys/fs/cgroup (a container's own, in Kubernetes): cgroup v2's cpu.max, or v1's CFS
+// quota and period.
 func Read() Reading {
 	return read(os.DirFS("/sys/fs/cgroup"))
 }
@@ -53,25 +54,41 @@ func read(cgroup fs.FS) Reading {
 	return r
 }
 
-// quota is the cgroup's CPU quota in cores; 0 when it has none ("max").
+// quota is the cgroup's CPU quota in cores; 0 when it has none ("max", or -1 in v1).
 func quota(cgroup fs.FS) (float64, error) {
-	data, err := fs.ReadFile(cgroup, "cpu.max")
-	if err != nil {
-		return 0, err
+	var q, p string
+	if data, err := fs.ReadFile(cgroup, "cpu.max"); err == nil {
+		fields := strings.Fields(string(data))
+		if len(fields) != 2 {
+			return 0, fmt.Errorf("cpu.max %q: want \"QUOTA PERIOD\"", data)
+		}
+		q, p = fields[0], fields[1]
+	} else {
+		// cgroup v1 mounts the cpu controller as cpu, or joined with cpuacct.
+		var errs []error
+		for _, dir := range []string{"cpu", "cpu,cpuacct", "cpuacct,cpu"} {
+			quota, err1 := fs.ReadFile(cgroup, dir+"/cpu.cfs_quota_us")
+			period, err2 := fs.ReadFile(cgroup, dir+"/cpu.cfs_period_us")
+			if err := errors.Join(err1, err2); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			q, p = strings.TrimSpace(string(quota)), strings.TrimSpace(string(period))
+			break
+		}
+		if q == "" {
+			return 0, errors.Join(append([]error{err}, errs...)...)
+		}
 	}
-	fields := strings.Fields(string(data))
-	if len(fields) != 2 {
-		return 0, fmt.Errorf("cpu.max %q: want \"QUOTA PERIOD\"", data)
-	}
-	if fields[0] == "max" {
+	if q == "max" || q == "-1" {
 		return 0, nil
 	}
-	q, err1 := strconv.ParseFloat(fields[0], 64)
-	p, err2 := strconv.ParseFloat(fields[1], 64)
-	if err := errors.Join(err1, err2); err != nil || p <= 0 {
-		return 0, fmt.Errorf("cpu.max %q: %w", data, err)
+	quota, err1 := strconv.ParseFloat(q, 64)
+	period, err2 := strconv.ParseFloat(p, 64)
+	if err := errors.Join(err1, err2); err != nil || period <= 0 {
+		return 0, fmt.Errorf("CPU quota %q per %q: %w", q, p, err)
 	}
-	return q / p, nil
+	return quota / period, nil
 }
 
 // Use is what a process used of its allowance between two readings.

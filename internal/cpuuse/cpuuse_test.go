@@ -9,24 +9,27 @@ import (
 
 func TestLimitFromTheCgroup(t *testing.T) {
 	cpus := float64(runtime.NumCPU())
+	file := func(s string) *fstest.MapFile { return &fstest.MapFile{Data: []byte(s)} }
 	for _, tc := range []struct {
-		cpuMax string
-		cores  float64
-		from   string
+		name  string
+		fsys  fstest.MapFS
+		cores float64
+		from  string
 	}{
-		{"50000 100000\n", 0.5, FromCgroup},
-		{"max 100000\n", cpus, FromCPUs},
-		{"garbage", cpus, FromCPUs},
-		{"", cpus, FromCPUs},
-		{"99900000 100000\n", cpus, FromCPUs}, // a quota above the machine's CPUs limits nothing
+		{"v2 quota", fstest.MapFS{"cpu.max": file("50000 100000\n")}, 0.5, FromCgroup},
+		{"v2 without quota", fstest.MapFS{"cpu.max": file("max 100000\n")}, cpus, FromCPUs},
+		{"v2 garbage", fstest.MapFS{"cpu.max": file("garbage")}, cpus, FromCPUs},
+		{"no cgroup file system", fstest.MapFS{}, cpus, FromCPUs},
+		// A quota above the machine's CPUs limits nothing.
+		{"v2 quota above the CPUs", fstest.MapFS{"cpu.max": file("99900000 100000\n")}, cpus, FromCPUs},
+		{"v1 quota (10m)", fstest.MapFS{"cpu/cpu.cfs_quota_us": file("1000\n"), "cpu/cpu.cfs_period_us": file("100000\n")}, 0.01, FromCgroup},
+		{"v1 joined controllers", fstest.MapFS{"cpu,cpuacct/cpu.cfs_quota_us": file("150000\n"),
+			"cpu,cpuacct/cpu.cfs_period_us": file("100000\n")}, min(1.5, cpus), map[bool]string{true: FromCgroup, false: FromCPUs}[cpus > 1.5]},
+		{"v1 without quota", fstest.MapFS{"cpu/cpu.cfs_quota_us": file("-1\n"), "cpu/cpu.cfs_period_us": file("100000\n")}, cpus, FromCPUs},
 	} {
-		fsys := fstest.MapFS{}
-		if tc.cpuMax != "" {
-			fsys["cpu.max"] = &fstest.MapFile{Data: []byte(tc.cpuMax)}
-		}
-		r := read(fsys)
+		r := read(tc.fsys)
 		if r.LimitCores != tc.cores || r.LimitFrom != tc.from {
-			t.Errorf("cpu.max %q: %v cores from %s, want %v from %s", tc.cpuMax, r.LimitCores, r.LimitFrom, tc.cores, tc.from)
+			t.Errorf("%s: %v cores from %s, want %v from %s", tc.name, r.LimitCores, r.LimitFrom, tc.cores, tc.from)
 		}
 	}
 }

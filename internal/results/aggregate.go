@@ -8,6 +8,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/writes"
 )
 
 // Summary is everything a benchmark's status shows, and what the printer columns, the
@@ -135,6 +136,26 @@ func noiseThreshold(spec benchv1.CouchBenchmarkSpec) float64 {
 	return 10
 }
 
+// writeMode is one insert mode's repetitions.
+type writeMode struct {
+	name string
+	runs []writes.Result
+}
+
+// writeModes groups the writes by mode, in the order the modes first ran.
+func writeModes(all []writes.Result) []writeMode {
+	var out []writeMode
+	for _, w := range all {
+		i := slices.IndexFunc(out, func(m writeMode) bool { return m.name == w.Mode })
+		if i < 0 {
+			out = append(out, writeMode{name: w.Mode})
+			i = len(out) - 1
+		}
+		out[i].runs = append(out[i].runs, w)
+	}
+	return out
+}
+
 // withStepFlags adds the step's flags to s.
 func withStepFlags(s benchv1.Spread, flags map[benchv1.Step][]benchv1.ResultFlag, step benchv1.Step) benchv1.Spread {
 	s.Flags = append(s.Flags, flags[step]...)
@@ -246,16 +267,20 @@ func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.Resu
 				Spread:   withStepFlags(spread(secs, noisyAbove), flags, benchv1.StepViews),
 			})
 		}
-		for _, w := range p.Writes {
-			r.Writes = append(r.Writes, benchv1.WriteResult{
-				Mode: w.Mode, Profile: p.Profile, DocsPerSecond: round(w.DocsPerSecond()),
-				Created: w.Created, Accepted: w.Accepted, Errors: w.Errors, Stored: w.Stored,
-				Spread: once(benchv1.StepWrites),
-			})
+		for _, mode := range writeModes(p.Writes) {
+			res := benchv1.WriteResult{Mode: mode.name, Profile: p.Profile}
+			rates := make([]float64, 0, len(mode.runs))
+			for _, w := range mode.runs {
+				rates = append(rates, w.DocsPerSecond())
+				res.Created, res.Accepted, res.Errors, res.Stored = res.Created+w.Created, res.Accepted+w.Accepted, res.Errors+w.Errors, res.Stored+w.Stored
+			}
+			st := Summarize(rates)
+			res.DocsPerSecond, res.Spread = round(st.Median), withStepFlags(spread(st, noisyAbove), flags, benchv1.StepWrites)
+			r.Writes = append(r.Writes, res)
 		}
 		if p.Reads != nil && len(p.Reads.Runners) > 0 {
-			r.Reads = compactReads(*p.Reads)
-			r.Reads.Spread = once(benchv1.StepReads)
+			r.Reads = compactReads(*p.Reads, noisyAbove)
+			r.Reads.Spread = withStepFlags(r.Reads.Spread, flags, benchv1.StepReads)
 		}
 	}
 	return r
@@ -303,32 +328,38 @@ func compactIndexing(profile string, ix IndexingSeries, noisyAbove float64) benc
 	return res
 }
 
-// compactReads adds the runners up. Counts and rates add up exactly: requests over the
-// longest runner's time (the runners start together). Percentiles do not add up: with one
-// runner they are exact; with several each is the largest over the runners, an upper bound
-// of the true one (no runner has more than 5% of its requests above its own p95, so neither
-// do all together), said so in PercentilesUpperBound, with each runner's own listed.
-func compactReads(r Reads) *benchv1.ReadResult {
+// compactReads adds the runners up. Counts and rates add up exactly: in each repetition,
+// requests over the longest runner's time (the runners start together); requests/s is the
+// median over the repetitions, and Elapsed their summed time (seed 001's SUM). Percentiles do
+// not add up: with one runner they are exact; with several each is the largest over the
+// runners, an upper bound of the true one (no runner has more than 5% of its requests above
+// its own p95, so neither do all together), said so in PercentilesUpperBound, with each
+// runner's own listed.
+func compactReads(r Reads, noisyAbove float64) *benchv1.ReadResult {
 	var res benchv1.ReadResult
 	var failed int64
-	var longest float64
 	var worst Latencies
 	for _, run := range r.Runners {
 		res.Requests += run.Requests
 		failed += run.Failed
-		longest = max(longest, run.DurationMs)
 		worst = Latencies{P50: max(worst.P50, run.Milliseconds.P50), P95: max(worst.P95, run.Milliseconds.P95),
 			P99: max(worst.P99, run.Milliseconds.P99)}
 		if len(r.Runners) > 1 {
+			segment := run.Segment
+			if len(r.Runners) > r.runnersPerRepetition() {
+				segment = fmt.Sprintf("#%d %s", run.Repetition+1, run.Segment)
+			}
 			res.Runners = append(res.Runners, benchv1.RunnerLatencies{
-				Segment: run.Segment, Requests: run.Requests,
+				Segment: segment, Requests: run.Requests,
 				P50: ms(run.Milliseconds.P50), P95: ms(run.Milliseconds.P95), P99: ms(run.Milliseconds.P99),
 			})
 		}
 	}
-	if longest > 0 {
-		res.RequestsPerSecond = round(float64(res.Requests) / (longest / 1000))
-	}
+	rates, elapsed := r.repetitions()
+	st := Summarize(rates)
+	res.RequestsPerSecond = round(st.Median)
+	res.Spread = spread(st, noisyAbove)
+	res.Elapsed = ms(elapsed)
 	if res.Requests > 0 {
 		res.ErrorRate = fmt.Sprintf("%.2f%%", 100*float64(failed)/float64(res.Requests))
 	} else {

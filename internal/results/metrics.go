@@ -76,10 +76,12 @@ func Metrics(docs ...*Document) []Metric {
 					}
 					add(m)
 				}
-				for _, w := range p.Writes {
+				for _, mode := range writeModes(p.Writes) {
 					m := base
-					m.Workload, m.Variant, m.Name, m.Direction = "writes", w.Mode, "docs_per_second", HigherIsBetter
-					m.Samples = []float64{w.DocsPerSecond()}
+					m.Workload, m.Variant, m.Name, m.Direction = "writes", mode.name, "docs_per_second", HigherIsBetter
+					for _, w := range mode.runs {
+						m.Samples = append(m.Samples, w.DocsPerSecond())
+					}
 					add(m)
 				}
 				if p.Reads != nil && len(p.Reads.Runners) > 0 {
@@ -91,18 +93,20 @@ func Metrics(docs ...*Document) []Metric {
 	return out
 }
 
-// readsMetrics are one arm's k6 numbers: one sample each, the runners added up as Aggregate
-// adds them.
+// readsMetrics are one arm's k6 numbers, the runners added up as Aggregate adds them:
+// requests/s with a sample per repetition, the rest one sample each.
 func readsMetrics(base Metric, r Reads) []Metric {
-	c := compactReads(r)
+	c := compactReads(r, 0)
 	var out []Metric
-	one := func(name string, dir Direction, v float64) {
+	add := func(name string, dir Direction, v float64, samples []float64) {
 		m := base
 		m.Workload, m.Variant, m.Name, m.Direction = "reads", r.Scenario, name, dir
-		m.Samples, m.Value = []float64{v}, v
+		m.Samples, m.Value = samples, v
 		out = append(out, m)
 	}
-	one("requests_per_second", HigherIsBetter, float64(c.RequestsPerSecond))
+	one := func(name string, dir Direction, v float64) { add(name, dir, v, []float64{v}) }
+	rates, _ := r.repetitions()
+	add("requests_per_second", HigherIsBetter, float64(c.RequestsPerSecond), rates)
 	for _, p := range []struct{ name, value string }{{"p50_ms", c.P50}, {"p95_ms", c.P95}, {"p99_ms", c.P99}} {
 		if d, err := time.ParseDuration(p.value); err == nil {
 			one(p.name, LowerIsBetter, float64(d)/float64(time.Millisecond))

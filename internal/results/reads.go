@@ -19,6 +19,8 @@ type Reads struct {
 // ReadsRunner is one k6 runner's end-of-test summary of the measured requests (those tagged
 // couchbench:load; the script's setup, which builds views, is left out).
 type ReadsRunner struct {
+	// Repetition is the repetition of the load the runner took part in, from 0.
+	Repetition int `json:"repetition,omitempty"`
 	// Segment is the runner's k6 execution segment, e.g. "1/2:1"; "0:1" for a lone runner.
 	Segment  string `json:"segment"`
 	Requests int64  `json:"requests"`
@@ -100,6 +102,38 @@ func ParseK6Summary(data []byte, segment string, userThresholds []string) (Reads
 		}
 	}
 	return r, nil
+}
+
+// repetitions are each repetition's requests/s — all its runners' requests over the longest
+// runner's time (they start together) — and the load's time summed over the repetitions.
+func (r Reads) repetitions() (rates []float64, elapsedMs float64) {
+	requests, longest := map[int]int64{}, map[int]float64{}
+	var reps []int
+	for _, run := range r.Runners {
+		if _, seen := requests[run.Repetition]; !seen {
+			reps = append(reps, run.Repetition)
+		}
+		requests[run.Repetition] += run.Requests
+		longest[run.Repetition] = max(longest[run.Repetition], run.DurationMs)
+	}
+	for _, rep := range reps {
+		if longest[rep] > 0 {
+			rates = append(rates, float64(requests[rep])/(longest[rep]/1000))
+		}
+		elapsedMs += longest[rep]
+	}
+	return rates, elapsedMs
+}
+
+// runnersPerRepetition is how many k6 runners took part in each repetition.
+func (r Reads) runnersPerRepetition() int {
+	n := 0
+	for _, run := range r.Runners {
+		if run.Repetition == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // failedThresholds lists the thresholds any runner failed, sorted.

@@ -220,3 +220,52 @@ func TestGeneratorBoundStepsAreFlagged(t *testing.T) {
 		}
 	}
 }
+
+// Repeated read loads: requests/s per repetition (requests over its longest runner), the
+// median over them with their spread, and the elapsed time summed (seed 001's SUM).
+func TestReadRepetitionsAddUp(t *testing.T) {
+	d := sampleDocument(1)
+	d.Arms[0].Profiles[0].Reads = &Reads{Scenario: "getSameDocument", Runners: []ReadsRunner{
+		{Repetition: 0, Segment: "0:1/2", Requests: 50, DurationMs: 1000},
+		{Repetition: 0, Segment: "1/2:1", Requests: 50, DurationMs: 800},
+		{Repetition: 1, Segment: "0:1/2", Requests: 50, DurationMs: 2000},
+		{Repetition: 1, Segment: "1/2:1", Requests: 50, DurationMs: 1900},
+		{Repetition: 2, Segment: "0:1/2", Requests: 60, DurationMs: 1000},
+		{Repetition: 2, Segment: "1/2:1", Requests: 60, DurationMs: 1000},
+	}}
+	rd := Aggregate(d).Results[0].Reads
+	// 100/1 s, 100/2 s, 120/1 s: median 100 req/s; 1 + 2 + 1 = 4 s.
+	if rd.RequestsPerSecond != 100 || rd.Requests != 320 || rd.Elapsed != "4s" || rd.Runs != 3 || rd.CV == "" ||
+		len(rd.Runners) != 6 || rd.Runners[5].Segment != "#3 1/2:1" {
+		t.Errorf("reads %+v", rd)
+	}
+	var rps []float64
+	for _, m := range Metrics(d) {
+		if m.Workload == "reads" && m.Name == "requests_per_second" {
+			rps = m.Samples
+		}
+	}
+	if !slices.Equal(rps, []float64{100, 50, 120}) {
+		t.Errorf("requests_per_second samples %v, want one per repetition", rps)
+	}
+}
+
+// Repeated write modes: docs/s is the median over a mode's repetitions, with their spread,
+// and the counts add up.
+func TestWriteRepetitionsAddUp(t *testing.T) {
+	d := sampleDocument(1)
+	p := &d.Arms[0].Profiles[0]
+	p.Writes = []writes.Result{
+		{Mode: "bulk-100", Created: 1000, Stored: 1000, Elapsed: time.Second},
+		{Mode: "serial", Created: 10, Stored: 10, Elapsed: time.Second},
+		{Mode: "bulk-100", Repetition: 1, Created: 2000, Stored: 2000, Elapsed: time.Second},
+		{Mode: "serial", Repetition: 1, Created: 12, Stored: 12, Elapsed: time.Second},
+		{Mode: "bulk-100", Repetition: 2, Created: 1200, Stored: 1200, Elapsed: time.Second},
+		{Mode: "serial", Repetition: 2, Created: 11, Stored: 11, Elapsed: time.Second},
+	}
+	w := Aggregate(d).Results[0].Writes // the small profile's first, then the large one's
+	if len(w) < 2 || w[0].Mode != "bulk-100" || w[0].DocsPerSecond != 1200 || w[0].Created != 4200 || w[0].Stored != 4200 ||
+		w[0].Runs != 3 || w[1].Mode != "serial" || w[1].DocsPerSecond != 11 || w[1].Runs != 3 {
+		t.Errorf("writes %+v", w)
+	}
+}

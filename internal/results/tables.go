@@ -173,14 +173,14 @@ func (r Report) viewReadsTable() Table {
 
 func (r Report) writesTable() Table {
 	t := Table{
-		Title: "Writes: documents/s per insert mode",
+		Title: "Writes: documents/s per insert mode (median of repetitions, CV)",
 		Note: "202 (batch=ok) answers are counted apart from 201: CouchDB holds those documents in memory first and can " +
-			"lose them in a crash. Stored is the database's doc_count after the mode.",
+			"lose them in a crash. Stored is the database's doc_count after the mode. Counts add up the repetitions.",
 		Header: []string{colOption, colProfile, "Mode", "docs/s", "201", "202", "Errors", "Stored"},
 	}
 	for _, q := range r.Results {
 		for _, w := range q.Writes {
-			t.Rows = append(t.Rows, []string{option(q), w.Profile, w.Mode, whole(w.DocsPerSecond) + flagNote(w.Flags), strconv.FormatInt(w.Created, 10),
+			t.Rows = append(t.Rows, []string{option(q), w.Profile, w.Mode, whole(w.DocsPerSecond) + spreadNote(w.Spread), strconv.FormatInt(w.Created, 10),
 				strconv.FormatInt(w.Accepted, 10), strconv.FormatInt(w.Errors, 10), strconv.FormatInt(w.Stored, 10)})
 		}
 	}
@@ -189,8 +189,8 @@ func (r Report) writesTable() Table {
 
 func (r Report) readsTable() Table {
 	t := Table{
-		Title:  "Reads (k6)",
-		Header: []string{colOption, "Requests", "req/s", "Errors", "p50", "p95", "p99", "Thresholds"},
+		Title:  "Reads (k6): requests/s (median of repetitions, CV) and the load's time summed over them",
+		Header: []string{colOption, "Requests", "req/s", "Elapsed (sum)", "Errors", "p50", "p95", "p99", "Thresholds"},
 	}
 	for _, q := range r.Results {
 		if rd := q.Reads; rd != nil {
@@ -202,7 +202,8 @@ func (r Report) readsTable() Table {
 			if rd.ThresholdsPassed != nil {
 				thresholds = map[bool]string{true: "passed", false: "FAILED"}[*rd.ThresholdsPassed]
 			}
-			t.Rows = append(t.Rows, []string{option(q), strconv.FormatInt(rd.Requests, 10), whole(rd.RequestsPerSecond) + flagNote(rd.Flags), rd.ErrorRate,
+			t.Rows = append(t.Rows, []string{option(q), strconv.FormatInt(rd.Requests, 10), whole(rd.RequestsPerSecond) + spreadNote(rd.Spread),
+				orNA(rd.Elapsed), rd.ErrorRate,
 				rd.P50, p95, rd.P99, thresholds})
 		}
 	}

@@ -207,21 +207,36 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 // label names an arm's profile in progress lines.
 func (a *armRun) label(i int) string { return a.qs.Name + "/" + a.result.Profiles[i].Profile }
 
-// seededWait bounds how long a step waits for the copies of a seeded database to show every
+// seededWait bounds how long a step waits for the copies of a seeded database to hold every
 // document. A write is acknowledged once a quorum of copies has it; a copy that is behind, or
 // that lost its data (a CouchDB pod restarted on an emptyDir), is filled by CouchDB's
 // internal replication, and until then a request it answers counts fewer documents.
 const seededWait = 3 * time.Minute
 
 // checkSeeded makes a step that needs the dataset fail early and clearly when it is not
-// there, and waits for the copies to agree when it is there but some copy is behind: building
-// or reading a view over a copy that lacks documents would give a wrong answer.
+// there, and otherwise waits until every copy has it: building or reading a view over a copy
+// that lacks documents gives a wrong answer. doc_count alone cannot tell, for a request
+// counts each shard range on whichever copy answers first. So in a cluster the step first
+// asks CouchDB to compare every copy with the others (_sync_shards: after seeding, nothing
+// else would, for internal replication follows writes), then waits until doc_count shows the
+// dataset and no node has internal replication left to do, twice in a row.
 func (a *armRun) checkSeeded(ctx context.Context) error {
 	docs := a.cfg.Bench.Spec.Dataset.Documents
+	c := a.cfg.Client
 	for _, p := range a.result.Profiles {
+		if len(a.nodes) > 1 {
+			err := c.SyncShards(ctx, p.DB)
+			if couch.StatusOf(err) == 404 {
+				return fmt.Errorf("database %s does not exist: run the seed step first", p.DB)
+			}
+			if err != nil {
+				return fmt.Errorf("asking CouchDB to bring the copies of %s up to date: %w", p.DB, err)
+			}
+		}
 		deadline := time.Now().Add(seededWait)
+		quiet := 0
 		for waited := false; ; waited = true {
-			info, err := a.cfg.Client.DBInfo(ctx, p.DB)
+			info, err := c.DBInfo(ctx, p.DB)
 			if couch.StatusOf(err) == 404 {
 				return fmt.Errorf("database %s does not exist: run the seed step first", p.DB)
 			}
@@ -229,28 +244,53 @@ func (a *armRun) checkSeeded(ctx context.Context) error {
 				return err
 			}
 			// Design documents count in doc_count.
-			if info.DocCount >= docs {
-				if waited {
-					logf(a.cfg.Log, "%s: every copy has the %d documents now", p.DB, docs)
+			pending := a.replicationBacklog(ctx)
+			if info.DocCount >= docs && pending == 0 {
+				if quiet++; quiet == 2 {
+					if waited {
+						logf(a.cfg.Log, "%s: every copy has the %d documents", p.DB, docs)
+					}
+					break
 				}
-				break
+			} else {
+				quiet = 0
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("database %s shows %d of the dataset's %d documents after %s: a copy of its shards is behind "+
-					"or lost its data (a CouchDB node restarted without its volume?), or the seed step did not run", p.DB, info.DocCount, docs, seededWait)
+				return fmt.Errorf("database %s shows %d of the dataset's %d documents, with %d internal replication jobs pending, "+
+					"after %s: a copy of its shards is behind or lost its data (a CouchDB node restarted without its volume?), "+
+					"a node does not answer, or the seed step did not run", p.DB, info.DocCount, docs, pending, seededWait)
 			}
-			if !waited {
-				logf(a.cfg.Log, "%s: shows %d of %d documents; waiting for CouchDB's internal replication to fill the copy that is behind",
-					p.DB, info.DocCount, docs)
+			if quiet == 0 && !waited {
+				logf(a.cfg.Log, "%s: shows %d of %d documents, %d internal replication jobs pending; waiting for CouchDB to fill "+
+					"every copy", p.DB, info.DocCount, docs, pending)
 			}
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
-			case <-time.After(2 * time.Second):
+			case <-time.After(time.Second):
 			}
 		}
 	}
 	return nil
+}
+
+// replicationBacklog is the internal replication jobs pending over the nodes of a cluster; a
+// node that does not answer counts as one, for its copies cannot be known to be complete. A
+// single node has no copies to fill.
+func (a *armRun) replicationBacklog(ctx context.Context) int {
+	if len(a.nodes) < 2 {
+		return 0
+	}
+	pending := 0
+	for _, node := range a.nodes {
+		s, err := a.cfg.Client.System(ctx, node)
+		if err != nil {
+			pending++
+			continue
+		}
+		pending += s.InternalReplicationJobs
+	}
+	return pending
 }
 
 func logf(w io.Writer, format string, args ...any) {

@@ -516,6 +516,7 @@ spec:
   workloads:
     writes:
       duration: 1s
+      repetitions: 2
       bulkBatchSizes: [10, 100]
       parallelBulk: {clients: 2, batchSize: 50}
       batchOk: {clients: 2}
@@ -523,7 +524,8 @@ spec:
 `
 
 // Every write mode's counts match what CouchDB stored (the write database's doc_count),
-// and batch=ok's 202 Accepted answers are counted apart from 201 Created.
+// and batch=ok's 202 Accepted answers are counted apart from 201 Created. Two repetitions:
+// the modes run in turn, twice.
 func TestWritesOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	doc, log, err := realRun(t, srv, writesBench, Config{Steps: []benchv1.Step{benchv1.StepWrites}})
@@ -532,8 +534,11 @@ func TestWritesOnRealCouchDB(t *testing.T) {
 	}
 	p := doc.Arms[0].Profiles[0]
 	var modes []string
-	for _, w := range p.Writes {
+	for i, w := range p.Writes {
 		modes = append(modes, w.Mode)
+		if w.Repetition != i/5 {
+			t.Errorf("%s is repetition %d, want %d", w.Mode, w.Repetition, i/5)
+		}
 		if w.Errors != 0 || w.Created+w.Accepted == 0 || w.Stored != w.Created+w.Accepted {
 			t.Errorf("%s: %d created + %d accepted, %d errors, %d stored: every acknowledged document must be in the database, no more",
 				w.Mode, w.Created, w.Accepted, w.Errors, w.Stored)
@@ -542,7 +547,8 @@ func TestWritesOnRealCouchDB(t *testing.T) {
 			t.Errorf("%s: %d created (201), %d accepted (202): batch=ok is answered 202 and only batch=ok", w.Mode, w.Created, w.Accepted)
 		}
 	}
-	if want := []string{"bulk-10", "bulk-100", "parallelBulk-2x50", "batchOk-2", "serial"}; !slices.Equal(modes, want) {
+	once := []string{"bulk-10", "bulk-100", "parallelBulk-2x50", "batchOk-2", "serial"}
+	if want := append(slices.Clone(once), once...); !slices.Equal(modes, want) {
 		t.Errorf("modes %v, want %v", modes, want)
 	}
 	// Each mode deleted its database.

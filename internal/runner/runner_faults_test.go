@@ -13,6 +13,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -316,4 +318,48 @@ func TestUnknownLanguageFailsBeforeIndexingOnRealCouchDB(t *testing.T) {
 	if len(p.Indexing) != 0 || doc.Arms[0].Language != "python_nosuch" || len(doc.Steps) != 1 || doc.Steps[0].Error == "" {
 		t.Errorf("indexing %+v, steps %+v: want the seed step failed and no build", p.Indexing, doc.Steps)
 	}
+}
+
+// A node restarted without its data, as a CouchDB pod on an emptyDir is: its copies of the
+// seeded database are gone, while doc_count, answered by the other copies, still shows every
+// document. The views step must not read a view over the empty copies: it has CouchDB
+// refill them first, and every full read returns every document.
+func TestNodeThatLostItsCopiesIsRefilledBeforeTheViewsOnRealCouchDB(t *testing.T) {
+	srv := faultCluster(t)
+	const docs = 3000
+	yaml := fmt.Sprintf(faultBench, docs, 500) + `    viewReads:
+      repetitions: 2
+`
+	runID := "lost" + couchdbtest.RandomID()
+	db := names.Database("faults", runID, "js", "small")
+	if _, log, err := realRun(t, srv, yaml, Config{Steps: []benchv1.Step{benchv1.StepSeed}, RunID: runID}); err != nil {
+		t.Fatalf("seed failed: %v\n%s", err, log)
+	}
+	if err := srv.StopNode(2); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := filepath.Glob(filepath.Join(srv.Dir(), "node2", "data", "shards", "*", db+".*.couch"))
+	if err != nil || len(lost) != 2 {
+		t.Fatalf("node 2's copies of %s: %v %v, want the 2 shard files (q=2)", db, lost, err)
+	}
+	for _, f := range lost {
+		if err := os.Remove(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := srv.StartNodes(context.Background()); err != nil {
+		t.Fatalf("starting node 2 again: %v\n%s", err, out)
+	}
+	doc, log, err := realRun(t, srv, yaml, Config{Steps: []benchv1.Step{benchv1.StepViews}, RunID: runID})
+	if err != nil {
+		t.Fatalf("views failed: %v\n%s", err, log)
+	}
+	for _, vr := range doc.Arms[0].Profiles[0].ViewReads {
+		for _, r := range vr.Reads {
+			if r.Rows != docs {
+				t.Errorf("%s: a read of %d rows, want %d", vr.View, r.Rows, docs)
+			}
+		}
+	}
+	t.Logf("views after node 2 lost its copies:\n%s", log)
 }

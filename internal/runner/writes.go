@@ -14,6 +14,7 @@ func (a *armRun) writes(ctx context.Context) error {
 		p := &a.result.Profiles[i]
 		res, err := writes.Run(ctx, a.cfg.Client, writes.Modes(w), writes.Options{
 			ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: a.gens[i],
+			Repetitions: int(w.Repetitions),
 		})
 		p.Writes = res
 		for _, r := range res {

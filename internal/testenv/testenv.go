@@ -84,7 +84,7 @@ func start() (*Env, error) {
 }
 
 // Namespace creates a namespace with a generated name for one test.
-func (e *Env) Namespace(t *testing.T) string {
+func (e *Env) Namespace(t testing.TB) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

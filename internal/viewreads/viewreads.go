@@ -1,6 +1,8 @@
 // Package viewreads measures full reads of a built view (seed 002): a view that emits the
 // whole document, one that emits null, and the null view read with include_docs=true,
-// where CouchDB fetches every document from the database file as it streams the rows.
+// where CouchDB fetches every document from the database file as it streams the rows. The
+// views are keyed by username, an order unrelated to where documents lie in the file (see
+// ddoc.UserDoc).
 package viewreads
 
 import (
@@ -41,11 +43,11 @@ type Result struct {
 func viewOf(kind benchv1.ViewReadKind) (string, url.Values) {
 	switch kind {
 	case benchv1.ViewEmitDoc:
-		return ddoc.EmitDoc, url.Values{}
+		return ddoc.UserDoc, url.Values{}
 	case benchv1.ViewEmitNullIncludeDocs:
-		return ddoc.EmitNull, url.Values{"include_docs": {"true"}}
+		return ddoc.UserNull, url.Values{"include_docs": {"true"}}
 	default:
-		return ddoc.EmitNull, url.Values{}
+		return ddoc.UserNull, url.Values{}
 	}
 }
 
@@ -60,10 +62,9 @@ func Run(ctx context.Context, c *couch.Client, opts Options) ([]Result, error) {
 	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil && couch.StatusOf(err) != 409 {
 		return nil, fmt.Errorf("creating %s: %w", names.ViewReadsDesignDoc, err)
 	}
-	for _, view := range []string{ddoc.EmitDoc, ddoc.EmitNull} {
-		if _, err := c.WaitForView(ctx, opts.DB, names.ViewReadsDesignDoc, view, url.Values{"limit": {"0"}}); err != nil {
-			return nil, fmt.Errorf("building view %s: %w", view, err)
-		}
+	// One index holds every view of the design document: building one builds them all.
+	if _, err := c.WaitForView(ctx, opts.DB, names.ViewReadsDesignDoc, ddoc.UserDoc, url.Values{"limit": {"0"}}); err != nil {
+		return nil, fmt.Errorf("building the views of %s: %w", names.ViewReadsDesignDoc, err)
 	}
 	var results []Result
 	for _, kind := range opts.Views {

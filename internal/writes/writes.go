@@ -50,6 +50,8 @@ func Modes(w *benchv1.WritesWorkload) []Mode {
 // Result is what one mode wrote.
 type Result struct {
 	Mode string `json:"mode"`
+	// Repetition of the mode, from 0.
+	Repetition int `json:"repetition,omitempty"`
 	// Created counts documents acknowledged with 201 (on disk); Accepted those answered
 	// 202 by batch=ok, which CouchDB keeps in memory first and can lose in a crash; Errors
 	// those not acknowledged.
@@ -78,18 +80,23 @@ type Options struct {
 	Replicas  int
 	Duration  time.Duration
 	Generator *dataset.Generator
+	// Repetitions of every mode (at least 1), the modes in turn.
+	Repetitions int
 }
 
-// Run runs each mode for the duration and returns the results gathered so far with any
-// error. The databases are deleted after their mode.
+// Run runs each mode for the duration, all modes once per repetition, and returns the
+// results gathered so far with any error. Each run writes a new database, deleted after it.
 func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) ([]Result, error) {
 	var results []Result
-	for _, m := range modes {
-		res, err := runMode(ctx, c, m, opts)
-		if err != nil {
-			return results, fmt.Errorf("writes %s: %w", m.Name, err)
+	for rep := range max(opts.Repetitions, 1) {
+		for _, m := range modes {
+			res, err := runMode(ctx, c, m, opts)
+			if err != nil {
+				return results, fmt.Errorf("writes %s, repetition %d: %w", m.Name, rep+1, err)
+			}
+			res.Repetition = rep
+			results = append(results, res)
 		}
-		results = append(results, res)
 	}
 	return results, nil
 }
