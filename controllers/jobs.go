@@ -160,6 +160,21 @@ func (s jobSet) finished() bool {
 	return true
 }
 
+// running says what to do while a set of Jobs that exists has not ended: stop at another
+// benchmark's Job in the way, read an ended Job again once its pod's end is visible, or wait
+// for the watch.
+func (s jobSet) running() (stepOutcome, bool) {
+	switch {
+	case s.foreign() != nil:
+		return notOurs(s.foreign().owner, s.foreign().job), true
+	case s.recheck():
+		return stepOutcome{requeueAfter: recheckAfter}, true
+	case !s.finished():
+		return stepOutcome{}, true
+	}
+	return stepOutcome{}, false
+}
+
 // recheck tells whether a Job has finished but its pod's status does not show the end yet.
 func (s jobSet) recheck() bool {
 	for _, o := range s {

@@ -43,12 +43,9 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 			return r.startReads(ctx, bench, qs, rep, n)
 		case jobs.missing():
 			return r.startReads(ctx, bench, qs, rep, n)
-		case jobs.foreign() != nil:
-			return notOurs(jobs.foreign().owner, jobs.foreign().job), nil
-		case jobs.recheck():
-			return stepOutcome{requeueAfter: recheckAfter}, nil
-		case !jobs.finished():
-			return stepOutcome{}, nil
+		}
+		if out, running := jobs.running(); running {
+			return out, nil
 		}
 		ended = append(ended, jobs)
 	}

@@ -22,12 +22,9 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 		return stepOutcome{}, err
 	case jobs.missing():
 		return r.startStep(ctx, bench, qs, step)
-	case jobs.foreign() != nil:
-		return notOurs(jobs.foreign().owner, jobs.foreign().job), nil
-	case jobs.recheck():
-		return stepOutcome{requeueAfter: recheckAfter}, nil
-	case !jobs.finished():
-		return stepOutcome{}, nil
+	}
+	if out, running := jobs.running(); running {
+		return out, nil
 	}
 	job := jobs[0]
 	handoff, data, problem, err := r.payload(ctx, job, builders.RunnerContainer)
