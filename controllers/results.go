@@ -158,39 +158,37 @@ func render(docs []*results.Document, c *compare.Comparison) (map[string]string,
 // recordThresholds sets the ThresholdsPassed condition from the verdict on every arm's
 // reads so far, with an event when thresholds fail.
 func (r *CouchBenchmarkReconciler) recordThresholds(bench *benchv1.CouchBenchmark, v *results.ThresholdVerdict) {
-	st := &bench.Status
-	switch {
-	case v == nil:
-		return
-	case v.Passed:
-		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionTrue, reasonThresholdsMet, "every k6 threshold passed")
-	default:
-		message := strings.Join(v.Failed, "; ")
-		if c := meta.FindStatusCondition(st.Conditions, conditionThresholds); c == nil || c.Message != message {
-			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonThresholdsFailed, "Reads", "%s", message)
-		}
-		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionThresholds, metav1.ConditionFalse, reasonThresholdsFailed, message)
+	if v != nil {
+		r.recordResultCondition(bench, conditionThresholds, v.Passed, reasonThresholdsMet, "every k6 threshold passed",
+			reasonThresholdsFailed, "Reads", strings.Join(v.Failed, "; "))
 	}
 }
 
 // recordIsolation sets the LoadIsolated condition from where the load generators ran so far,
 // with an event when one shared a node with the CouchDB it measured.
 func (r *CouchBenchmarkReconciler) recordIsolation(bench *benchv1.CouchBenchmark, v *results.IsolationVerdict) {
-	st := &bench.Status
-	switch {
-	case v == nil:
-		return
-	case v.Isolated:
-		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionLoadIsolated, metav1.ConditionTrue, reasonSeparateNodes,
-			"every load generator ran on a node without the CouchDB it measured")
-	default:
-		message := "load generators ran beside the CouchDB they measured and took CPU from it (results flagged SharedNode; " +
-			"give the cluster a node for them, see spec.isolation): " + strings.Join(v.Shared, "; ")
-		if c := meta.FindStatusCondition(st.Conditions, conditionLoadIsolated); c == nil || c.Message != message {
-			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonSharedNode, "Placement", "%s", message)
-		}
-		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionLoadIsolated, metav1.ConditionFalse, reasonSharedNode, message)
+	if v != nil {
+		r.recordResultCondition(bench, conditionLoadIsolated, v.Isolated, reasonSeparateNodes,
+			"every load generator ran on a node without the CouchDB it measured", reasonSharedNode, "Placement",
+			"load generators ran beside the CouchDB they measured and took CPU from it (results flagged SharedNode; "+
+				"give the cluster a node for them, see spec.isolation): "+strings.Join(v.Shared, "; "))
 	}
+}
+
+// recordResultCondition sets a condition the results decide: True with okReason and
+// okMessage, or False with badReason and badMessage and a Warning event (action) whenever
+// that message is new, so that a condition that stays False is not announced again.
+func (r *CouchBenchmarkReconciler) recordResultCondition(bench *benchv1.CouchBenchmark, condition string, ok bool,
+	okReason, okMessage, badReason, action, badMessage string) {
+	st := &bench.Status
+	if ok {
+		setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), condition, metav1.ConditionTrue, okReason, okMessage)
+		return
+	}
+	if c := meta.FindStatusCondition(st.Conditions, condition); c == nil || c.Message != badMessage {
+		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, badReason, action, "%s", badMessage)
+	}
+	setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), condition, metav1.ConditionFalse, badReason, badMessage)
 }
 
 // apply creates obj, or updates the one of its name to obj's labels and data when it is this
