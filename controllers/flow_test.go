@@ -4,11 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +24,7 @@ import (
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/seeding"
 )
 
 func existingBenchmark(namespace string) *benchv1.CouchBenchmark {
@@ -618,5 +622,60 @@ func TestReconcileErrorsAreReported(t *testing.T) {
 	got = h.drive(bench, 5)
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+}
+
+// With runner.parallelism 3 the seed step is three Jobs, parts 0-2, created together; their
+// three documents join into one seeding of every document, with each runner's load kept.
+// The other steps stay one Job each.
+func TestParallelSeedingIsOneJobPerPartJoinedIntoOneResult(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	seeded := 0
+	h.document = func(arm string, step benchv1.Step) *results.Document {
+		d := okDocument(arm, step)
+		if step == benchv1.StepSeed {
+			// Each part loads 1,000 documents in a second; part i starts i x 10 ms late.
+			begin := t0.Add(time.Duration(seeded%3) * 10 * time.Millisecond)
+			d.Arms[0].Profiles[0].Seeding = &seeding.Result{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second,
+				StartedAt: begin, FinishedAt: begin.Add(time.Second)}
+			seeded++
+		}
+		return d
+	}
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	bench.Spec.QueryServers = bench.Spec.QueryServers[:1]
+	bench.Spec.Runner.Parallelism = 3
+	create(t, bench)
+
+	got := h.drive(bench, 20)
+
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s: %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	if jobs := jobsOf(t, got); jobs["js/seed"] != 3 || jobs["js/index"] != 1 || jobs["js/writes"] != 1 {
+		t.Errorf("Jobs per step %v: want 3 seed Jobs and one of each other step", jobs)
+	}
+	for part := range 3 {
+		var job batchv1.Job
+		name := builders.JobNames(got, "js", benchv1.StepSeed)[part]
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &job); err != nil {
+			t.Fatal(err)
+		}
+		args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+		if want := fmt.Sprintf("--part %d --parts 3", part); !strings.Contains(args, want) || job.Labels[builders.LabelPart] != strconv.Itoa(part) {
+			t.Errorf("Job %s: args %q, labels %v; want %q and its part label", name, args, job.Labels, want)
+		}
+	}
+	s := got.Status.Results[0].Seeding
+	// 3,000 documents from the first start to the last end, 1.02 s later.
+	if len(s) != 1 || s[0].Documents != 3000 || s[0].Runners != 3 || s[0].DocsPerSecond != 2941 {
+		t.Errorf("seeding %+v: want 3000 documents by 3 runners at 2941 docs/s", s)
+	}
+	docs := storedDocuments(t, got)
+	if parts := docs[0].Arms[0].Profiles[0].Seeding.Parts; len(parts) != 3 {
+		t.Errorf("the results document keeps %d runners' loads, want 3", len(parts))
 	}
 }

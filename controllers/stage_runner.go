@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -12,49 +14,64 @@ import (
 // requestTimeout bounds the operator's own requests to CouchDB.
 const requestTimeout = 10 * time.Second
 
-// runStep runs one runner step as a Job and stores the results document it hands over. The
-// Job's name is fixed per step, so creating it again after a manager restart finds the one
-// that exists: never a second Job. Jobs are watched, so a finished one wakes its benchmark.
+// runStep runs one runner step as its Jobs (one, or spec.runner.parallelism for the seed
+// step) and stores the results document they hand over, the parts' documents joined into one.
+// The Jobs' names are fixed per step, so creating them again after a manager restart finds the
+// ones that exist: never a second set. Jobs are watched, so a finished one wakes its
+// benchmark. What the parts measured is stored even when one of them failed.
 func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
-	jobs, err := r.observeJobs(ctx, bench, []string{builders.JobName(bench, qs.Name, step)})
+	jobs, err := r.observeJobs(ctx, bench, builders.JobNames(bench, qs.Name, step))
 	switch {
 	case err != nil:
 		return stepOutcome{}, err
 	case jobs.missing():
-		return r.startStep(ctx, bench, qs, step)
+		return r.startStep(ctx, bench, qs, step, jobs)
 	}
 	if out, running := jobs.running(); running {
 		return out, nil
 	}
-	job := jobs[0]
-	handoff, data, problem, err := r.payload(ctx, job, builders.RunnerContainer)
-	if err != nil {
-		return stepOutcome{}, err
+	var (
+		parts    []*results.Document
+		problems []string
+	)
+	for _, job := range jobs {
+		handoff, data, problem, err := r.payload(ctx, job, builders.RunnerContainer)
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		if problem == "" {
+			if doc, err := results.Decode(data); err != nil {
+				problem = fmt.Sprintf("Job %s: %v", job.name, err)
+			} else {
+				parts = append(parts, doc)
+			}
+		}
+		switch {
+		case problem != "":
+			problems = append(problems, problem)
+		case handoff.Error != "":
+			problems = append(problems, handoff.Error)
+		case job.phase == jobFailed:
+			problems = append(problems, fmt.Sprintf("Job %s failed: %s", job.name, job.detail))
+		}
 	}
-	if problem != "" {
-		return failed(reasonStepFailed, "query server %s, step %s: %s", qs.Name, step, problem), nil
+	if len(parts) > 0 {
+		doc := results.JoinParts(parts)
+		withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, results.RoleRunner, jobs))
+		if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
+			return stepOutcome{}, err
+		}
 	}
-	doc, err := results.Decode(data)
-	if err != nil {
-		return failed(reasonStepFailed, "query server %s, step %s: Job %s: %v", qs.Name, step, job.name, err), nil
-	}
-	withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, results.RoleRunner, jobs))
-	// What the step measured is kept whether it then failed or not.
-	if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
-		return stepOutcome{}, err
-	}
-	switch {
-	case handoff.Error != "":
-		return failed(reasonStepFailed, "query server %s, step %s: %s", qs.Name, step, handoff.Error), nil
-	case job.phase == jobFailed:
-		return failed(reasonStepFailed, "query server %s, step %s: Job %s failed: %s", qs.Name, step, job.name, job.detail), nil
+	if len(problems) > 0 {
+		return failed(reasonStepFailed, "query server %s, step %s: %s", qs.Name, step, strings.Join(problems, "; ")), nil
 	}
 	return stepOutcome{done: true}, nil
 }
 
-// startStep creates the spec ConfigMap (once) and the step's Job.
+// startStep creates the spec ConfigMap (once) and every Job of the step that does not exist
+// yet, in one pass, so that parts that share the step start together.
 func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark,
-	qs benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
+	qs benchv1.QueryServer, step benchv1.Step, jobs jobSet) (stepOutcome, error) {
 	spec, err := builders.SpecConfigMap(bench)
 	if err != nil {
 		return stepOutcome{}, err
@@ -63,9 +80,16 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 		return out, err
 	}
 	url, creds := r.target(bench, qs)
-	job := builders.RunnerJob{
-		Bench: bench, Arm: qs.Name, Step: step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench),
-	}.Job()
-	out, _, err := r.createOwned(ctx, bench, job)
-	return out, err
+	for part, o := range jobs {
+		if o.phase != jobMissing {
+			continue
+		}
+		job := builders.RunnerJob{
+			Bench: bench, Arm: qs.Name, Step: step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench), Part: part,
+		}.Job()
+		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
+			return out, err
+		}
+	}
+	return stepOutcome{}, nil
 }

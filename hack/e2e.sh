@@ -3,7 +3,8 @@
 # engine and kind, a kind cluster "couchbench-e2e" (the official couchdb images are pulled;
 # the chart repository of the suite runs busybox); without Docker, the single-node cluster of
 # ../shared/local-cluster (containerd + runc, every image built here and imported, never
-# pulled). The cluster is left running (.ci/run brings the local one down).
+# pulled). The cluster is left running (.ci/run brings the local one down). E2E_RUN=REGEXP
+# runs only the matching tests (go test -run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -31,4 +32,4 @@ else
 fi
 
 COUCHDB_KIT=${COUCHDB_KIT:-$(cd ../shared/apache-couchdb 2>/dev/null && pwd)} \
-  E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m
+  E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m ${E2E_RUN:+-run "$E2E_RUN"}

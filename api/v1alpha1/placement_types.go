@@ -28,6 +28,17 @@ type RunnerSettings struct {
 	// +kubebuilder:default={requests: {cpu: "1", memory: "512Mi"}, limits: {cpu: "1", memory: "512Mi"}}
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
+	// Parallelism is the number of runner pods that seed the dataset together, for a
+	// CouchDB cluster that one pod cannot load: each pod loads its own contiguous slice of
+	// the documents (the same documents, whatever the parallelism), they start together at
+	// a barrier in CouchDB, and the seeding rate is every document over first start to last
+	// end, with each pod's own row kept. The other runner steps run in one pod.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=32
+	Parallelism int32 `json:"parallelism,omitempty"`
+
 	Scheduling `json:",inline"`
 }
 

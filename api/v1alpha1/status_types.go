@@ -180,6 +180,10 @@ type SeedingResult struct {
 	MBPerSecond string `json:"mbPerSecond"`
 	// +optional
 	Retries int64 `json:"retries,omitempty"`
+	// Runners that loaded the dataset together (spec.runner.parallelism), when more than
+	// one: the rate is every document over the first runner's start to the last one's end.
+	// +optional
+	Runners int32 `json:"runners,omitempty"`
 	// Spread is over the repetitions (one, for now).
 	Spread `json:",inline"`
 }

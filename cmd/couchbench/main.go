@@ -201,6 +201,9 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 				"and its check to this `file` (a Job's /dev/termination-log)")
 			fs.StringVar(&o.runID, "run-id", "", "`name` part of this run's databases and design documents, shared by its steps")
 			fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll `interval` during builds (default 250ms)")
+			fs.IntVar(&o.part, "part", 0, "seed only: this runner is part `n` (from 0) of --parts runners that seed together")
+			fs.IntVar(&o.parts, "parts", 1, "seed only: how many runners seed together, each its slice of the documents, "+
+				"started at a common barrier; all take the same --run-id, one no earlier run used")
 			fs.BoolVar(&o.quiet, "q", false, "no progress lines on standard error")
 			return func(args []string, stdout io.Writer) error {
 				if len(args) > 0 {
@@ -215,6 +218,7 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 type stepOptions struct {
 	file, url, credentialsDir, arms, out, handoff, runID string
 	poll                                                 time.Duration
+	part, parts                                          int
 	quiet                                                bool
 }
 
@@ -260,6 +264,7 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	defer stop()
 	doc, runErr := runner.Run(ctx, runner.Config{
 		Bench: bench, Client: client, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
+		Part: o.part, Parts: o.parts,
 	})
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
 		return errors.Join(runErr, err)

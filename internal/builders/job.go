@@ -1,6 +1,7 @@
 package builders
 
 import (
+	"strconv"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -38,6 +39,8 @@ type RunnerJob struct {
 	Credentials benchv1.SecretKeys
 	// Deadline bounds the Job (activeDeadlineSeconds): what is left of the run's timeout.
 	Deadline time.Duration
+	// Part is which of the step's RunnerParts this Job is, from 0.
+	Part int
 }
 
 // Job builds the step's Job. The runner writes its results document to its log and the
@@ -54,6 +57,10 @@ func (r RunnerJob) Job() *batchv1.Job {
 		"--handoff", corev1.TerminationMessagePathDefault,
 		// One run's steps share its databases; another run's never touch them.
 		"--run-id", RunID(r.Bench),
+	}
+	if parts := RunnerParts(r.Bench, r.Step); parts > 1 {
+		labels[LabelPart] = strconv.Itoa(r.Part)
+		args = append(args, "--part", strconv.Itoa(r.Part), "--parts", strconv.Itoa(parts))
 	}
 	container := corev1.Container{
 		Name:    RunnerContainer,
@@ -78,7 +85,7 @@ func (r RunnerJob) Job() *batchv1.Job {
 			},
 		}}},
 	}
-	job := oneShotJob(r.Bench, JobName(r.Bench, r.Arm, r.Step), labels, r.Deadline, runnerUID, container, volumes)
+	job := oneShotJob(r.Bench, JobNames(r.Bench, r.Arm, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
 	placeLoadGenerator(job, r.Bench, r.Arm, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
 	return job
 }

@@ -7,6 +7,7 @@ package builders
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"strconv"
 	"strings"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -70,6 +71,29 @@ func JobName(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) strin
 	return name(maxObjectName, bench.Name, arm, string(step))
 }
 
+// RunnerParts is how many runner Jobs share a step: spec.runner.parallelism for the seed
+// step, one for the others.
+func RunnerParts(bench *benchv1.CouchBenchmark, step benchv1.Step) int {
+	if step == benchv1.StepSeed {
+		return max(int(bench.Spec.Runner.Parallelism), 1)
+	}
+	return 1
+}
+
+// JobNames are the runner Jobs of one step of one arm, by part: JobName, or with parts
+// "<benchmark>-<arm>-<step>-<part>".
+func JobNames(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) []string {
+	parts := RunnerParts(bench, step)
+	if parts == 1 {
+		return []string{JobName(bench, arm, step)}
+	}
+	out := make([]string, parts)
+	for i := range out {
+		out[i] = name(maxObjectName, bench.Name, arm, string(step), strconv.Itoa(i))
+	}
+	return out
+}
+
 // SpecConfigMapName holds the benchmark as the runner reads it.
 func SpecConfigMapName(bench *benchv1.CouchBenchmark) string {
 	return name(maxObjectName, bench.Name, "spec")
@@ -85,8 +109,10 @@ const (
 	LabelBenchmark   = "bench.couchbench.io/benchmark"
 	LabelQueryServer = "bench.couchbench.io/query-server"
 	LabelStep        = "bench.couchbench.io/step"
-	labelManagedBy   = "app.kubernetes.io/managed-by"
-	managedBy        = "couchbench"
+	// LabelPart is the part of a runner Job among the Jobs that share a step.
+	LabelPart      = "bench.couchbench.io/part"
+	labelManagedBy = "app.kubernetes.io/managed-by"
+	managedBy      = "couchbench"
 )
 
 // LabelValue is an object's name as a label value: a name longer than 63 characters is cut

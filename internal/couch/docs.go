@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 func dbPath(db string) string { return "/" + escape(db) }
@@ -145,4 +146,42 @@ func designPath(id string) string {
 		return "_design/" + escape(id[len(prefix):])
 	}
 	return escape(id)
+}
+
+// PutLocal writes the local document _local/{name}: kept on the database's shard copies, but
+// never replicated, never counted in doc_count and never seen by a view, so that writing it
+// into a benchmark's database changes nothing that is measured. Writing it again replaces it.
+func (c *Client) PutLocal(ctx context.Context, db, name string, doc json.RawMessage) error {
+	_, err := c.call(ctx, request{method: http.MethodPut, path: dbPath(db) + "/_local/" + escape(name), body: doc,
+		accept: []int{http.StatusCreated, http.StatusAccepted}}, nil)
+	return err
+}
+
+// LocalDocs tells which of the local documents _local/{name} exist in db, with one request
+// (POST /{db}/_local_docs with keys).
+func (c *Client) LocalDocs(ctx context.Context, db string, names []string) (map[string]bool, error) {
+	keys := make([]string, len(names))
+	for i, n := range names {
+		keys[i] = "_local/" + n
+	}
+	body, err := marshal(map[string][]string{"keys": keys})
+	if err != nil {
+		return nil, err
+	}
+	var answer struct {
+		Rows []struct {
+			Key   string `json:"key"`
+			Error string `json:"error"`
+		} `json:"rows"`
+	}
+	if _, err := c.call(ctx, request{method: http.MethodPost, path: dbPath(db) + "/_local_docs", body: body, accept: []int{http.StatusOK}}, &answer); err != nil {
+		return nil, err
+	}
+	found := make(map[string]bool, len(names))
+	for _, r := range answer.Rows {
+		if r.Error == "" {
+			found[strings.TrimPrefix(r.Key, "_local/")] = true
+		}
+	}
+	return found, nil
 }

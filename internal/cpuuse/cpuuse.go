@@ -99,10 +99,11 @@ type Use struct {
 	BusyPercent float64 `json:"busyPercent"`
 }
 
-// Between is the use from a to b.
-func Between(a, b Reading) Use {
+// Between is the use from a to b, leaving out idle: time in it that the generator spent
+// waiting on purpose (at a barrier for other runners), which would dilute its busy share.
+func Between(a, b Reading, idle time.Duration) Use {
 	u := Use{CPUSeconds: (b.CPU - a.CPU).Seconds(), LimitCores: b.LimitCores, LimitFrom: b.LimitFrom}
-	if wall := b.At.Sub(a.At).Seconds(); wall > 0 && b.LimitCores > 0 {
+	if wall := (b.At.Sub(a.At) - idle).Seconds(); wall > 0 && b.LimitCores > 0 {
 		u.BusyPercent = 100 * u.CPUSeconds / (wall * b.LimitCores)
 	}
 	return u

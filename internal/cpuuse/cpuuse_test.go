@@ -42,13 +42,27 @@ func TestSaturation(t *testing.T) {
 	start := read(tenth)
 	for time.Since(start.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
 	}
-	spun := Between(start, read(tenth))
+	spun := Between(start, read(tenth), 0)
 	if !spun.Saturated() || spun.LimitCores != 0.1 {
 		t.Errorf("spinning under a quota of a tenth of a core: %+v, want saturated", spun)
 	}
 	start = read(tenth)
 	time.Sleep(200 * time.Millisecond)
-	if idle := Between(start, read(tenth)); idle.Saturated() {
+	if idle := Between(start, read(tenth), 0); idle.Saturated() {
 		t.Errorf("sleeping: %+v, want not saturated", idle)
+	}
+	// Spinning after a wait that is left out (a barrier): saturated, as if the wait were not
+	// there. Counting the wait would halve the busy share.
+	start = read(tenth)
+	time.Sleep(200 * time.Millisecond)
+	waited := time.Since(start.At)
+	for time.Since(start.At) < waited+200*time.Millisecond { //nolint:revive // spinning is the point
+	}
+	end := read(tenth)
+	if u := Between(start, end, waited); !u.Saturated() {
+		t.Errorf("spinning after a %s wait left out: %+v, want saturated", waited, u)
+	}
+	if u := Between(start, end, 0); u.BusyPercent >= Between(start, end, waited).BusyPercent {
+		t.Errorf("the wait counted in makes the share no smaller: %+v", u)
 	}
 }

@@ -72,6 +72,14 @@ func ProfileName(p benchv1.DocumentProfile) string {
 	return string(p.Type)
 }
 
+// Slice is part's share of documents 0..documents-1 when parts loaders share them: the
+// contiguous documents from..from+count-1. The slices of all parts cover every document
+// once and differ in size by at most one.
+func Slice(documents int64, part, parts int) (from, count int64) {
+	from = documents * int64(part) / int64(parts)
+	return from, documents*int64(part+1)/int64(parts) - from
+}
+
 // ID is the id of document i.
 func ID(i int64) string { return fmt.Sprintf("%010d", i) }
 

@@ -144,3 +144,23 @@ func BenchmarkSmallDocJSON(b *testing.B) {
 		_ = g.JSON(int64(i))
 	}
 }
+
+func TestSlicesCoverEveryDocumentOnce(t *testing.T) {
+	for _, tc := range []struct {
+		documents int64
+		parts     int
+	}{{10, 3}, {3, 3}, {100000, 7}, {1, 1}, {5, 4}} {
+		next := int64(0)
+		for part := range tc.parts {
+			from, count := Slice(tc.documents, part, tc.parts)
+			if from != next || count < tc.documents/int64(tc.parts) || count > tc.documents/int64(tc.parts)+1 {
+				t.Errorf("%d documents, part %d of %d: from %d count %d; want from %d and a count within one of the others",
+					tc.documents, part, tc.parts, from, count, next)
+			}
+			next = from + count
+		}
+		if next != tc.documents {
+			t.Errorf("%d documents in %d parts: the slices end at %d", tc.documents, tc.parts, next)
+		}
+	}
+}

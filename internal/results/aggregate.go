@@ -245,7 +245,7 @@ func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.Resu
 		if p.Seeding != nil {
 			r.Seeding = append(r.Seeding, benchv1.SeedingResult{
 				Profile: p.Profile, Documents: p.Seeding.Stored, DocsPerSecond: round(p.Seeding.DocsPerSecond()),
-				MBPerSecond: fmt.Sprintf("%.2f", p.Seeding.MBPerSecond()), Retries: p.Seeding.Retries,
+				MBPerSecond: fmt.Sprintf("%.2f", p.Seeding.MBPerSecond()), Retries: p.Seeding.Retries, Runners: int32(len(p.Seeding.Parts)),
 				Spread: once(benchv1.StepSeed),
 			})
 		}

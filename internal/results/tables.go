@@ -33,13 +33,14 @@ type Report struct {
 	PollInterval time.Duration
 	// provenance says what produced each arm's numbers; load how busy the generator and
 	// CouchDB were during each step.
-	provenance, load Table
+	provenance, load, seedingParts Table
 }
 
 // NewReport is the report of a run's documents.
 func NewReport(docs ...*Document) Report {
 	s := Aggregate(docs...)
-	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs), load: loadTable(docs)}
+	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs), load: loadTable(docs),
+		seedingParts: seedingPartsTable(docs)}
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
@@ -65,8 +66,8 @@ type Table struct {
 // left out.
 func (r Report) Tables() []Table {
 	var out []Table
-	tables := []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.viewReadsTable(), r.writesTable(), r.readsTable(),
-		r.load, r.provenance}
+	tables := []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.seedingParts, r.viewReadsTable(), r.writesTable(),
+		r.readsTable(), r.load, r.provenance}
 	for _, t := range tables {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
@@ -148,11 +149,11 @@ func (r Report) indexingDetailTable() Table {
 }
 
 func (r Report) seedingTable() Table {
-	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", "docs/s", "MB/s", "Retries"}}
+	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", "docs/s", "MB/s", "Retries", "Runners"}}
 	for _, q := range r.Results {
 		for _, s := range q.Seeding {
 			t.Rows = append(t.Rows, []string{option(q), s.Profile, strconv.FormatInt(s.Documents, 10), whole(s.DocsPerSecond) + flagNote(s.Flags),
-				s.MBPerSecond, strconv.FormatInt(s.Retries, 10)})
+				s.MBPerSecond, strconv.FormatInt(s.Retries, 10), strconv.Itoa(int(max(s.Runners, 1)))})
 		}
 	}
 	return t
@@ -367,6 +368,32 @@ func whole[T int64 | float64](v T) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// seedingPartsTable keeps each runner's own load where runners seeded together: its slice,
+// its rate, and when it started after the first, which the joined rate already counts.
+func seedingPartsTable(docs []*Document) Table {
+	t := Table{
+		Title: "Seeding per runner",
+		Note: "The seeding rate above is every document over the first runner's start to the last one's end; " +
+			"the runners left a barrier in CouchDB together, within its poll interval (the start column).",
+		Header: []string{colOption, colProfile, "Runner", "Documents", "docs/s", "Start", "Elapsed"},
+	}
+	for _, d := range inSpecOrder(docs) {
+		for _, a := range d.Arms {
+			for _, p := range a.Profiles {
+				if p.Seeding == nil {
+					continue
+				}
+				for i, part := range p.Seeding.Parts {
+					t.Rows = append(t.Rows, []string{a.QueryServer, p.Profile, strconv.Itoa(i), strconv.FormatInt(part.Stored, 10),
+						whole(part.DocsPerSecond()), fmt.Sprintf("+%d ms", part.StartedAt.Sub(p.Seeding.StartedAt).Milliseconds()),
+						part.Elapsed.Round(time.Millisecond).String()})
+				}
+			}
+		}
+	}
+	return t
 }
 
 // loadTable shows how busy each step kept the runner (its CPU allowance) and CouchDB (from

@@ -46,7 +46,15 @@ type Config struct {
 	Log io.Writer
 	// PollInterval of /_active_tasks during builds; 0 uses indexing.DefaultPollInterval.
 	PollInterval time.Duration
+	// Part and Parts: this runner is part Part (from 0) of Parts runners that seed the
+	// dataset together (spec.runner.parallelism); Parts 0 or 1 is a runner on its own.
+	// Part 0 creates the databases, watches CouchDB's load and asks what runs its views;
+	// every part loads its slice.
+	Part, Parts int
 }
+
+// shared tells whether the runner shares its steps with other parts.
+func (c Config) shared() bool { return c.Parts > 1 }
 
 // Run runs the configured steps and returns the results document. The document is never
 // nil: on an error or interrupt it holds what was measured before, with Error (and
@@ -95,6 +103,9 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	}
 	logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), info.Vendor.Name, info.Version, len(members.ClusterNodes))
 
+	if cfg.shared() && (cfg.Part < 0 || cfg.Part >= cfg.Parts || slices.ContainsFunc(cfg.Steps, func(s benchv1.Step) bool { return s != benchv1.StepSeed })) {
+		return fmt.Errorf("part %d of %d: only the seed step is shared between runners, as parts 0 to %d", cfg.Part, cfg.Parts, cfg.Parts-1)
+	}
 	arms, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
 	if err != nil {
 		return err
@@ -143,6 +154,8 @@ type armRun struct {
 	result   results.Arm
 	// gens are the profiles' document generators, by the index of result.Profiles.
 	gens []*dataset.Generator
+	// waited is the time the current step spent at barriers, waiting for other parts.
+	waited time.Duration
 }
 
 func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
@@ -186,13 +199,21 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 			continue
 		}
 		rec := results.StepRecord{QueryServer: a.qs.Name, Step: step, StartedAt: time.Now().UTC()}
-		// What the step cost the runner itself, and CouchDB's own view of its load meanwhile.
-		watch := serverload.Watch(ctx, a.cfg.Client, a.nodes, serverload.Interval)
+		// What the step cost the runner itself, and CouchDB's own view of its load meanwhile
+		// (watched by one part only: the others would see the same).
+		var watch *serverload.Watcher
+		if a.cfg.Part == 0 {
+			watch = serverload.Watch(ctx, a.cfg.Client, a.nodes, serverload.Interval)
+		}
 		before := cpuuse.Read()
+		a.waited = 0
 		err := s.run(a, ctx)
-		use := cpuuse.Between(before, cpuuse.Read())
+		use := cpuuse.Between(before, cpuuse.Read(), a.waited)
 		rec.FinishedAt = time.Now().UTC()
-		rec.LoadGenerator, rec.CouchDBLoad = &use, watch.Stop()
+		rec.LoadGenerator = &use
+		if watch != nil {
+			rec.CouchDBLoad = watch.Stop()
+		}
 		if err != nil {
 			rec.Error = err.Error()
 		}

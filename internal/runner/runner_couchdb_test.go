@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -559,4 +560,78 @@ func TestWritesOnRealCouchDB(t *testing.T) {
 			t.Errorf("write database %s was left behind", db)
 		}
 	}
+}
+
+// Three runners seed one dataset together on the kit's real 3-node cluster, each through a
+// node of its own, as the operator's parallel seed Jobs do: part 2 starts a second late, and
+// no part may start loading before it arrives at the barrier. Together they store every
+// document exactly once, and their documents join into one load over all of them.
+func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Cluster(t)
+	const docs, parts = 6000, 3
+	yaml := fmt.Sprintf(`
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: parts}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  runner: {parallelism: %d}
+  dataset:
+    documents: %d
+    batchSize: 200
+    concurrency: 2
+  workloads:
+    indexing: {repetitions: 1}
+`, parts, docs)
+	runID := "t" + couchdbtest.RandomID()
+	type outcome struct {
+		doc *results.Document
+		log string
+		err error
+	}
+	outcomes := make([]outcome, parts)
+	var lateArrival time.Time
+	var wg sync.WaitGroup
+	for part := range parts {
+		if part == parts-1 {
+			time.Sleep(time.Second)
+			lateArrival = time.Now()
+		}
+		wg.Go(func() {
+			doc, log, err := realRun(t, srv, yaml, Config{Client: srv.NodeClient(t, part+1, couch.Options{MaxConns: 4}),
+				RunID: runID, Steps: []benchv1.Step{benchv1.StepSeed}, Part: part, Parts: parts})
+			outcomes[part] = outcome{doc, log, err}
+		})
+	}
+	wg.Wait()
+	partDocs := make([]*results.Document, parts)
+	for part, o := range outcomes {
+		if o.err != nil {
+			t.Fatalf("part %d failed: %v\n%s", part, o.err, o.log)
+		}
+		s := o.doc.Arms[0].Profiles[0].Seeding
+		from, count := dataset.Slice(docs, part, parts)
+		if s.Stored != count || s.Created != count {
+			t.Errorf("part %d stored %d (created %d), want its slice of %d from %s", part, s.Stored, s.Created, count, dataset.ID(from))
+		}
+		if s.StartedAt.Before(lateArrival) {
+			t.Errorf("part %d started loading at %s, before part %d arrived at the barrier (%s)", part,
+				s.StartedAt.Format(time.StampMicro), parts-1, lateArrival.Format(time.StampMicro))
+		}
+		if got := o.doc.Arms[0].Runtime != nil; got != (part == 0) {
+			t.Errorf("part %d asked what runs the views: %v; only part 0 does", part, got)
+		}
+		partDocs[part] = o.doc
+	}
+	joined := results.JoinParts(partDocs)
+	p := joined.Arms[0].Profiles[0]
+	checkSeededExactly(t, srv, p, docs)
+	if len(p.Seeding.Parts) != parts || p.Seeding.Elapsed < p.Seeding.Parts[0].Elapsed {
+		t.Errorf("joined seeding %+v: want %d parts, over all of them", p.Seeding, parts)
+	}
+	t.Logf("real CouchDB 3.4.3, 3 nodes, 3 runners: %d documents in %s (%.0f docs/s), starts within %s",
+		p.Seeding.Stored, p.Seeding.Elapsed.Round(time.Millisecond), p.SeedingDocsPerSecond, p.Seeding.StartSpread)
 }

@@ -20,7 +20,10 @@ import (
 
 // Options say what to load and how.
 type Options struct {
-	DB        string
+	DB string
+	// From is the first document to load, and Documents how many: a runner that shares the
+	// seeding with others loads its own slice (dataset.Slice).
+	From      int64
 	Documents int64
 	BatchSize int
 	// MaxBatchBytes bounds a request's documents in bytes (0: no bound), so that large
@@ -78,6 +81,15 @@ type Result struct {
 	Retries        int64         `json:"retries"`
 	Bytes          int64         `json:"bytes"`
 	Elapsed        time.Duration `json:"elapsedNs"`
+	// StartedAt and FinishedAt bound the load, by the loader's clock.
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// Parts are the loads of the runners that shared the seeding, by part (Join); empty
+	// when one runner loaded everything.
+	Parts []Result `json:"parts,omitempty"`
+	// StartSpread is how far apart the parts started (last start - first start): the
+	// barrier's precision, already inside Elapsed.
+	StartSpread time.Duration `json:"startSpreadNs,omitempty"`
 }
 
 // DocsPerSecond is documents stored per second of the load.
@@ -95,7 +107,7 @@ func perSecond(v float64, d time.Duration) float64 {
 
 const maxFailedSamples = 5
 
-// Load writes documents 0..Documents-1 of gen. On a failure that retries cannot fix, or
+// Load writes documents From..From+Documents-1 of gen. On a failure that retries cannot fix, or
 // when ctx ends, it returns what was done so far with the error.
 func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options) (Result, error) {
 	if opts.BatchSize < 1 || opts.Concurrency < 1 {
@@ -128,11 +140,35 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 		})
 	}
 	wg.Wait()
-	total.Elapsed = time.Since(start)
+	total.StartedAt, total.FinishedAt = start, time.Now()
+	total.Elapsed = total.FinishedAt.Sub(start)
 	if first == nil && ctx.Err() != nil {
 		first = ctx.Err()
 	}
 	return total, first
+}
+
+// Join is the seeding that parts loaded together, exactly: every document they stored over
+// the time from the first part's start to the last part's end (so a part that started late or
+// ran slow counts against the rate), with each part kept. Parts are in part order.
+func Join(parts []Result) Result {
+	var total Result
+	var lastStart time.Time
+	for i, p := range parts {
+		total.add(p)
+		if i == 0 || p.StartedAt.Before(total.StartedAt) {
+			total.StartedAt = p.StartedAt
+		}
+		if p.StartedAt.After(lastStart) {
+			lastStart = p.StartedAt
+		}
+		if p.FinishedAt.After(total.FinishedAt) {
+			total.FinishedAt = p.FinishedAt
+		}
+	}
+	total.Elapsed, total.StartSpread = total.FinishedAt.Sub(total.StartedAt), lastStart.Sub(total.StartedAt)
+	total.Parts = parts
+	return total
 }
 
 func (r *Result) add(o Result) {
@@ -162,7 +198,7 @@ type batch struct {
 // out holds no batch that a worker has not taken.
 func cut(ctx context.Context, gen *dataset.Generator, opts Options, out chan<- batch) {
 	defer close(out)
-	var b batch
+	b := batch{lo: opts.From, hi: opts.From}
 	send := func() bool {
 		select {
 		case out <- b:
@@ -172,7 +208,7 @@ func cut(ctx context.Context, gen *dataset.Generator, opts Options, out chan<- b
 			return false
 		}
 	}
-	for i := int64(0); i < opts.Documents; i++ {
+	for i := opts.From; i < opts.From+opts.Documents; i++ {
 		d := gen.JSON(i)
 		// The request's size: the documents and a comma between each two.
 		request := b.bytes + int64(len(b.docs)) + int64(len(d))

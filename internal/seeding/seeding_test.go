@@ -188,3 +188,43 @@ func TestBatchesAreBoundedInBytes(t *testing.T) {
 		t.Errorf("load: %+v, %v; want all %d stored", res, err, docs)
 	}
 }
+
+// Three loaders share a dataset, each its own slice: together they store every document once,
+// and Join counts them over the first start to the last end.
+func TestSlicesLoadedApartJoinExactly(t *testing.T) {
+	srv, c := setup(t, "pw")
+	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	const documents, parts = 1000, 3
+	var loads []Result
+	for part := range parts {
+		from, count := dataset.Slice(documents, part, parts)
+		r, err := Load(context.Background(), c, gen, Options{DB: "db", From: from, Documents: count, BatchSize: 64, Concurrency: 2, Retry: fast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		loads = append(loads, r)
+	}
+	if n := srv.DocCount("db"); n != documents {
+		t.Fatalf("the database holds %d documents, want %d", n, documents)
+	}
+	for i := range int64(documents) {
+		if err := c.GetDoc(context.Background(), "db", dataset.ID(i), &struct{}{}); err != nil {
+			t.Fatalf("document %s: %v", dataset.ID(i), err)
+		}
+	}
+	total := Join(loads)
+	if total.Stored != documents || total.Created != documents || len(total.Parts) != parts {
+		t.Fatalf("joined %+v: want %d stored and created, %d parts", total, documents, parts)
+	}
+	// The loads ran one after the other: the joined time spans all three, from the first
+	// start to the last end, and the second and third started that much later.
+	if want := loads[2].FinishedAt.Sub(loads[0].StartedAt); total.Elapsed != want {
+		t.Errorf("elapsed %s, want first start to last end %s", total.Elapsed, want)
+	}
+	if want := loads[2].StartedAt.Sub(loads[0].StartedAt); total.StartSpread != want || want <= 0 {
+		t.Errorf("start spread %s, want %s", total.StartSpread, want)
+	}
+	if total.Elapsed < loads[0].Elapsed+loads[1].Elapsed+loads[2].Elapsed {
+		t.Errorf("elapsed %s is shorter than the loads one after the other", total.Elapsed)
+	}
+}

@@ -160,6 +160,9 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 			Thresholds: []benchv1.Threshold{{Metric: "http_req_failed", Condition: "rate<0.05"}}},
 	}
 	b.Spec.K6.Parallelism = 2
+	// Three runners seed together (each its slice, from a barrier in CouchDB), small enough
+	// that the three fit on a two-core node beside CouchDB.
+	b.Spec.Runner = benchv1.RunnerSettings{Parallelism: 3, Resources: guaranteed("400m", "256Mi")}
 	start(t, b)
 
 	got := waitForStep(t, b, benchv1.StepSeed)
@@ -177,8 +180,8 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 
 	got = mustSucceed(t, b, 45*time.Minute)
 	q := got.Status.Results[0]
-	if len(q.Seeding) != 1 || q.Seeding[0].Documents != 20000 {
-		t.Errorf("seeding %+v: want exactly 20000 documents stored through the deleted pod", q.Seeding)
+	if len(q.Seeding) != 1 || q.Seeding[0].Documents != 20000 || q.Seeding[0].Runners != 3 {
+		t.Errorf("seeding %+v: want exactly 20000 documents stored by 3 runners through the deleted pod", q.Seeding)
 	}
 	if len(q.ViewReads) != 3 || len(q.Writes) != 3 || q.Reads == nil || q.Reads.Requests != 100 || len(q.Reads.Runners) != 2 {
 		t.Fatalf("results %+v", q)
@@ -198,9 +201,22 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 	} else {
 		t.Logf("seeding retries through the deleted pod: %d", d.Arms[0].Profiles[0].Seeding.Retries)
 	}
-	contains(t, "report", md, "### Reads (k6)", "### View reads", "### Writes", "3 node(s)")
+	contains(t, "report", md, "### Reads (k6)", "### View reads", "### Writes", "### Seeding per runner", "3 node(s)")
+	if parts := docs[0].Arms[0].Profiles[0].Seeding.Parts; len(parts) == 3 {
+		for i, p := range parts {
+			t.Logf("seeding runner %d: %d documents in %s, started %s after the first", i, p.Stored, p.Elapsed,
+				p.StartedAt.Sub(docs[0].Arms[0].Profiles[0].Seeding.StartedAt))
+		}
+	}
 	for step, n := range jobsPerStep(t, b.Name) {
-		if want := map[bool]int{true: 2, false: 1}[strings.HasSuffix(step, "/reads")]; n != want {
+		want := 1
+		switch {
+		case strings.HasSuffix(step, "/reads"):
+			want = 2
+		case strings.HasSuffix(step, "/seed"):
+			want = 3
+		}
+		if n != want {
 			t.Errorf("%d Jobs for %s, want %d", n, step, want)
 		}
 	}

@@ -1,0 +1,99 @@
+// Package barrier starts the runner pods of one step together, through the CouchDB they
+// load: no pod needs access to the Kubernetes API, and the same works for pods started by
+// hand. Each part announces itself with a local document in the step's database
+// (_local/cb-barrier-<name>-<part>: never replicated, counted or indexed, so the measured
+// database is as if it were not there), then polls until every part has. Parts leave within
+// one poll interval of each other; results report the spread of their starts.
+package barrier
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/couchbench/couchbench/internal/couch"
+)
+
+// Barrier is one part's view of a barrier shared by Parts parts.
+type Barrier struct {
+	Client *couch.Client
+	// DB holds the barrier's local documents; a part may arrive before the database
+	// exists (part 0 creates it), and then waits for it.
+	DB    string
+	Part  int
+	Parts int
+	// Poll is how often the parts look for each other; 0 uses DefaultPoll.
+	Poll time.Duration
+	// Timeout bounds the wait for the other parts; 0 uses DefaultTimeout.
+	Timeout time.Duration
+}
+
+// DefaultPoll bounds how far apart the parts start.
+const DefaultPoll = 50 * time.Millisecond
+
+// DefaultTimeout is how long a part waits for the others: long enough for pods of one Job
+// set to be scheduled and started, short enough that a pod that never starts (its Job
+// cannot be scheduled) fails the step with a message rather than at the run's timeout.
+const DefaultTimeout = 10 * time.Minute
+
+// Wait announces the part at the barrier called name and returns when every part has, with
+// the time it left. A database that does not exist yet, and transient failures, are waited
+// out; another error, or the timeout, ends the wait with an error that names the parts that
+// did not arrive.
+func (b Barrier) Wait(ctx context.Context, name string) (time.Time, error) {
+	poll, timeout := b.Poll, b.Timeout
+	if poll <= 0 {
+		poll = DefaultPoll
+	}
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	docs := make([]string, b.Parts)
+	for i := range docs {
+		docs[i] = "cb-barrier-" + name + "-" + strconv.Itoa(i)
+	}
+	own := docs[b.Part]
+	body, _ := json.Marshal(map[string]any{"part": b.Part, "parts": b.Parts})
+	deadline := time.Now().Add(timeout)
+	var missing []int
+	for {
+		found, err := b.Client.LocalDocs(ctx, b.DB, docs)
+		if err == nil && !found[own] {
+			// Written again whenever it is not found: the database may have been created
+			// (or deleted and created) after an earlier attempt.
+			err = b.Client.PutLocal(ctx, b.DB, own, body)
+			found = map[string]bool{}
+		}
+		switch {
+		case err == nil:
+			missing = missing[:0]
+			for i, d := range docs {
+				if !found[d] {
+					missing = append(missing, i)
+				}
+			}
+			if len(missing) == 0 {
+				return time.Now(), nil
+			}
+		case couch.StatusOf(err) == http.StatusNotFound || couch.Transient(err):
+			missing = []int{-1}
+		default:
+			return time.Time{}, fmt.Errorf("barrier %s in database %s: %w", name, b.DB, err)
+		}
+		if time.Now().After(deadline) {
+			if slices.Contains(missing, -1) {
+				return time.Time{}, fmt.Errorf("barrier %s: database %s not reachable or not created within %s", name, b.DB, timeout)
+			}
+			return time.Time{}, fmt.Errorf("barrier %s: parts %v of %d did not arrive within %s (are their pods running?)", name, missing, b.Parts, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}

@@ -1,0 +1,89 @@
+package results
+
+import (
+	"github.com/couchbench/couchbench/internal/seeding"
+)
+
+// JoinParts is the document of a step that runners shared (the seed step with
+// spec.runner.parallelism), from the parts' documents in part order: part 0's, which alone
+// holds the runtime probe and CouchDB's load, with each profile's seeding joined exactly over
+// the parts (seeding.Join), every step record spanning the parts' records, the busiest part's
+// CPU use (the generator is bound if any part was), and the first error. One document is
+// returned as it is.
+func JoinParts(parts []*Document) *Document {
+	joined := parts[0]
+	if len(parts) == 1 {
+		return joined
+	}
+	for _, d := range parts[1:] {
+		if d.StartedAt.Before(joined.StartedAt) {
+			joined.StartedAt = d.StartedAt
+		}
+		if d.FinishedAt.After(joined.FinishedAt) {
+			joined.FinishedAt = d.FinishedAt
+		}
+		if joined.Error == "" {
+			joined.Error, joined.Interrupted = d.Error, d.Interrupted
+		}
+		for _, rec := range d.Steps {
+			joinStep(joined, rec)
+		}
+	}
+	for ai := range joined.Arms {
+		a := &joined.Arms[ai]
+		for pi := range a.Profiles {
+			p := &a.Profiles[pi]
+			var loads []seeding.Result
+			for _, d := range parts {
+				if s := seedingOf(d, a.QueryServer, p.Profile); s != nil {
+					loads = append(loads, *s)
+				}
+			}
+			if len(loads) == 0 {
+				continue
+			}
+			total := seeding.Join(loads)
+			p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &total, total.DocsPerSecond(), total.MBPerSecond()
+		}
+	}
+	return joined
+}
+
+// joinStep widens the joined document's record of the same arm and step to rec's span.
+func joinStep(joined *Document, rec StepRecord) {
+	for i := range joined.Steps {
+		j := &joined.Steps[i]
+		if j.QueryServer != rec.QueryServer || j.Step != rec.Step {
+			continue
+		}
+		if rec.StartedAt.Before(j.StartedAt) {
+			j.StartedAt = rec.StartedAt
+		}
+		if rec.FinishedAt.After(j.FinishedAt) {
+			j.FinishedAt = rec.FinishedAt
+		}
+		if j.Error == "" {
+			j.Error = rec.Error
+		}
+		if u := rec.LoadGenerator; u != nil && (j.LoadGenerator == nil || u.BusyPercent > j.LoadGenerator.BusyPercent) {
+			j.LoadGenerator = u
+		}
+		return
+	}
+	joined.Steps = append(joined.Steps, rec)
+}
+
+// seedingOf is the seeding of one arm's profile in d, or nil.
+func seedingOf(d *Document, arm, profile string) *seeding.Result {
+	for _, a := range d.Arms {
+		if a.QueryServer != arm {
+			continue
+		}
+		for _, p := range a.Profiles {
+			if p.Profile == profile {
+				return p.Seeding
+			}
+		}
+	}
+	return nil
+}
