@@ -6,6 +6,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/dataset"
@@ -171,6 +172,7 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 	for i := range n {
 		job := builders.K6Job{
 			Bench: bench, Arm: qs.Name, Repetition: rep, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
+			Barrier: barrier.Spec(fmt.Sprintf("%s-%d", benchv1.StepReads, rep), i, n),
 			Script: loadtest.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {

@@ -312,8 +312,15 @@ type ReadResult struct {
 	P50       string `json:"p50"`
 	P95       string `json:"p95"`
 	P99       string `json:"p99"`
-	// PercentilesUpperBound is true when several k6 runners reported percentiles that
-	// could not be merged exactly, and the values are the worst runner's.
+	// PercentileError bounds the percentiles when several k6 runners (or repetitions) took
+	// part: they are read from the runners' latency histograms added together, within this
+	// of the true percentile of all their requests, e.g. "1%". Empty: one runner, whose
+	// percentiles k6 computed exactly.
+	// +optional
+	PercentileError string `json:"percentileError,omitempty"`
+	// PercentilesUpperBound is true when several k6 runners reported percentiles without
+	// histograms (results written before couchbench counted them), and the values are the
+	// worst runner's: an upper bound.
 	// +optional
 	PercentilesUpperBound bool `json:"percentilesUpperBound,omitempty"`
 	// +optional

@@ -40,6 +40,25 @@ const DefaultPoll = 50 * time.Millisecond
 // cannot be scheduled) fails the step with a message rather than at the run's timeout.
 const DefaultTimeout = 10 * time.Minute
 
+// docIDs are the local documents (without "_local/") of the barrier called name, by part.
+func docIDs(name string, parts int) []string {
+	docs := make([]string, parts)
+	for i := range docs {
+		docs[i] = "cb-barrier-" + name + "-" + strconv.Itoa(i)
+	}
+	return docs
+}
+
+// Spec is the barrier called name as the k6 script takes it (COUCHBENCH_BARRIER), which
+// waits the same way in its setup: JSON with every part's local document and this part's.
+func Spec(name string, part, parts int) string {
+	data, _ := json.Marshal(struct {
+		Docs []string `json:"docs"`
+		Part int      `json:"part"`
+	}{docIDs(name, parts), part})
+	return string(data)
+}
+
 // Wait announces the part at the barrier called name and returns when every part has, with
 // the time it left. A database that does not exist yet, and transient failures, are waited
 // out; another error, or the timeout, ends the wait with an error that names the parts that
@@ -52,10 +71,7 @@ func (b Barrier) Wait(ctx context.Context, name string) (time.Time, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	docs := make([]string, b.Parts)
-	for i := range docs {
-		docs[i] = "cb-barrier-" + name + "-" + strconv.Itoa(i)
-	}
+	docs := docIDs(name, b.Parts)
 	own := docs[b.Part]
 	body, _ := json.Marshal(map[string]any{"part": b.Part, "parts": b.Parts})
 	deadline := time.Now().Add(timeout)

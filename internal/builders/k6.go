@@ -51,6 +51,9 @@ type K6Job struct {
 	// (empty with one runner).
 	Index, Runners    int
 	Segment, Sequence string
+	// Barrier is the start barrier the script waits at with several runners
+	// (internal/barrier's Spec).
+	Barrier string
 	// Script is the script's name in the K6ConfigMap; Config its configuration (JSON).
 	Script      string
 	Config      string
@@ -70,8 +73,12 @@ func (k K6Job) Job() *batchv1.Job {
 	labels := Labels(k.Bench, k.Arm, benchv1.StepReads)
 	labels[LabelRunner] = strconv.Itoa(k.Index)
 	args := []string{"-c", k6Wrapper, "k6", k.Script}
+	var env []corev1.EnvVar
 	if k.Runners > 1 {
 		args = append(args, "--execution-segment", k.Segment, "--execution-segment-sequence", k.Sequence)
+		// The runners of a repetition start the measured load together, from a barrier in
+		// CouchDB at the end of their setup.
+		env = append(env, corev1.EnvVar{Name: "COUCHBENCH_BARRIER", Value: k.Barrier})
 	}
 	secretEnv := func(name, key string) corev1.EnvVar {
 		return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
@@ -83,11 +90,11 @@ func (k K6Job) Job() *batchv1.Job {
 		Image:   k.Bench.Spec.K6.Image,
 		Command: []string{"sh"},
 		Args:    args,
-		Env: []corev1.EnvVar{
+		Env: append([]corev1.EnvVar{
 			{Name: "COUCHBENCH_CONFIG", Value: k.Config},
 			secretEnv("COUCHDB_USER", k.Credentials.UsernameKey),
 			secretEnv("COUCHDB_PASSWORD", k.Credentials.PasswordKey),
-		},
+		}, env...),
 		VolumeMounts: []corev1.VolumeMount{{Name: "scripts", MountPath: scriptsDir, ReadOnly: true}},
 	}
 	volumes := []corev1.Volume{{Name: "scripts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

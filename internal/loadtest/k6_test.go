@@ -18,12 +18,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"k8s.io/utils/ptr"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchtest"
@@ -259,24 +261,46 @@ func TestThresholdsAndParallelRunnersOnRealCouchDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The runners share a start barrier in the database, as the operator's Jobs do; runner 1
+	// starts a second late, and neither may begin the measured load before it arrives.
 	segments, sequence := Segments(2)
-	var runners []results.ReadsRunner
+	runners := make([]results.ReadsRunner, len(segments))
+	var lateStart time.Time
+	var wg sync.WaitGroup
 	for i, seg := range segments {
-		code, s, _ := runK6(t, cfg, srv.User, srv.Password, "--execution-segment", seg, "--execution-segment-sequence", sequence)
-		if code != 99 {
-			t.Errorf("runner %d exited %d; k6 exits 99 when a threshold fails", i, code)
+		if i == 1 {
+			time.Sleep(time.Second)
+			lateStart = time.Now()
 		}
-		if s.Segment != seg {
-			t.Errorf("runner %d: segment %q", i, s.Segment)
+		wg.Go(func() {
+			code, s, _ := runK6(t, cfg, srv.User, srv.Password, "--execution-segment", seg, "--execution-segment-sequence", sequence,
+				"--env", "COUCHBENCH_BARRIER="+barrier.Spec("reads-0", i, len(segments)))
+			if code != 99 {
+				t.Errorf("runner %d exited %d; k6 exits 99 when a threshold fails", i, code)
+			}
+			if s.Segment != seg {
+				t.Errorf("runner %d: segment %q", i, s.Segment)
+			}
+			runners[i] = s
+		})
+	}
+	wg.Wait()
+	for i, r := range runners {
+		if r.LoadStartedAt.Before(lateStart.Truncate(time.Millisecond)) {
+			t.Errorf("runner %d began its load at %s, before runner 1 was started (%s)", i, r.LoadStartedAt.Format(time.StampMilli),
+				lateStart.Format(time.StampMilli))
 		}
-		runners = append(runners, s)
+		if r.Histogram.Count() != r.Requests {
+			t.Errorf("runner %d counted %d requests in its latency histogram, k6 %d", i, r.Histogram.Count(), r.Requests)
+		}
 	}
 	merged := reads(runners...)
 	if merged.Requests != 30 {
 		t.Errorf("two runners made %d requests together, want the configured 30", merged.Requests)
 	}
-	if !merged.PercentilesUpperBound || len(merged.Runners) != 2 || merged.ThresholdsPassed == nil || *merged.ThresholdsPassed {
-		t.Errorf("merged %+v; want per-runner percentiles, an upper-bound aggregate and failed thresholds", merged)
+	if merged.PercentilesUpperBound || merged.PercentileError != "1%" || len(merged.Runners) != 2 || merged.ThresholdsPassed == nil ||
+		*merged.ThresholdsPassed {
+		t.Errorf("merged %+v; want per-runner percentiles, merged ones within 1%% and failed thresholds", merged)
 	}
 	for i, r := range runners {
 		if r.Thresholds["http_req_duration{couchbench:load}: p(95)<0"] || !r.Thresholds["http_req_failed{couchbench:load}: rate<0.01"] {

@@ -12,6 +12,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/latency"
 	"github.com/couchbench/couchbench/internal/names"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	// UserThresholds are "metric|expression" of the spec's thresholds: the ones the
 	// summary reports (the script adds its own to have tagged sub-metrics computed).
 	UserThresholds []string `json:"userThresholds"`
+	// Histogram is the layout of the latency histogram the script counts the measured
+	// requests in, so that runners' latencies merge (internal/latency).
+	Histogram latency.Layout `json:"histogram"`
 }
 
 // NewConfig builds the script's configuration for one arm's reads of database db.
@@ -43,7 +47,8 @@ func NewConfig(spec *benchv1.CouchBenchmarkSpec, qs benchv1.QueryServer, url, db
 	if r == nil {
 		return Config{}, fmt.Errorf("the benchmark has no reads workload")
 	}
-	cfg := Config{URL: url, DB: db, Documents: spec.Dataset.Documents, Scenario: string(r.Scenario), UserThresholds: []string{}}
+	cfg := Config{URL: url, DB: db, Documents: spec.Dataset.Documents, Scenario: string(r.Scenario), UserThresholds: []string{},
+		Histogram: latency.K6}
 	if r.Scenario != benchv1.ScenarioGetDocument && r.Scenario != benchv1.ScenarioGetSameDocument && r.Scenario != benchv1.ScenarioMixed {
 		d, err := ddoc.ViewReads(names.ViewReadsDesignDoc, ddoc.Language(qs))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/latency"
 	"github.com/couchbench/couchbench/internal/writes"
 )
 
@@ -331,10 +332,11 @@ func compactIndexing(profile string, ix IndexingSeries, noisyAbove float64) benc
 // compactReads adds the runners up. Counts and rates add up exactly: in each repetition,
 // requests over the longest runner's time (the runners start together); requests/s is the
 // median over the repetitions, and Elapsed their summed time (seed 001's SUM). Percentiles do
-// not add up: with one runner they are exact; with several each is the largest over the
+// not add up: with one runner they are k6's, exact; with several they come from the runners'
+// latency histograms added up, within latency.K6.ErrorPercent (PercentileError), with each
+// runner's own listed. Documents from before the histograms give the largest over the
 // runners, an upper bound of the true one (no runner has more than 5% of its requests above
-// its own p95, so neither do all together), said so in PercentilesUpperBound, with each
-// runner's own listed.
+// its own p95, so neither do all together), said so in PercentilesUpperBound.
 func compactReads(r Reads, noisyAbove float64) *benchv1.ReadResult {
 	var res benchv1.ReadResult
 	var failed int64
@@ -365,8 +367,12 @@ func compactReads(r Reads, noisyAbove float64) *benchv1.ReadResult {
 	} else {
 		res.ErrorRate = "n/a"
 	}
+	if merged, ok := r.mergedLatencies(); ok && len(r.Runners) > 1 {
+		worst, res.PercentileError = merged, fmt.Sprintf("%.0f%%", latency.K6.ErrorPercent())
+	} else {
+		res.PercentilesUpperBound = len(r.Runners) > 1
+	}
 	res.P50, res.P95, res.P99 = ms(worst.P50), ms(worst.P95), ms(worst.P99)
-	res.PercentilesUpperBound = len(r.Runners) > 1
 	if r.hasThresholds() {
 		passed := len(r.failedThresholds()) == 0
 		res.ThresholdsPassed = &passed

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	"github.com/couchbench/couchbench/internal/latency"
 	"github.com/couchbench/couchbench/internal/names"
 )
 
@@ -26,8 +28,11 @@ type ReadsRunner struct {
 	Requests int64  `json:"requests"`
 	Failed   int64  `json:"failed"`
 	// DurationMs is the test run's time without setup: the load's time.
-	DurationMs   float64   `json:"durationMs"`
-	SetupMs      float64   `json:"setupMs"`
+	DurationMs float64 `json:"durationMs"`
+	SetupMs    float64 `json:"setupMs"`
+	// LoadStartedAt is when the runner's measured load began (its setup, and the start
+	// barrier with several runners, ended), by its clock.
+	LoadStartedAt time.Time `json:"loadStartedAt,omitzero"`
 	BytesRead    float64   `json:"bytesReceived"`
 	Milliseconds Latencies `json:"ms"`
 	// DroppedIterations counts iterations an open model (arrivalRate) could not start for
@@ -35,6 +40,9 @@ type ReadsRunner struct {
 	DroppedIterations int64 `json:"droppedIterations,omitempty"`
 	// Thresholds are the spec's thresholds, "metric: expression" -> passed.
 	Thresholds map[string]bool `json:"thresholds,omitempty"`
+	// Histogram counts the measured requests by latency bucket (latency.K6), so that
+	// runners' percentiles can be merged.
+	Histogram latency.Histogram `json:"latencyHistogram,omitempty"`
 }
 
 // Latencies are http_req_duration statistics in milliseconds.
@@ -54,7 +62,8 @@ type k6Summary struct {
 		TestRunDurationMs float64 `json:"testRunDurationMs"`
 	} `json:"state"`
 	SetupData *struct {
-		SetupMs float64 `json:"setupMs"`
+		SetupMs         float64 `json:"setupMs"`
+		LoadStartedAtMs int64   `json:"loadStartedAtMs"`
 	} `json:"setup_data"`
 	Metrics map[string]struct {
 		Values     map[string]float64 `json:"values"`
@@ -88,8 +97,20 @@ func ParseK6Summary(data []byte, segment string, userThresholds []string) (Reads
 		Milliseconds: Latencies{Avg: d["avg"], Min: d["min"], P50: d["p(50)"], P90: d["p(90)"], P95: d["p(95)"], P99: d["p(99)"],
 			Max: d["max"]},
 	}
+	counts := map[string]float64{}
+	for name, m := range s.Metrics {
+		if strings.HasPrefix(name, latency.K6.Prefix) {
+			counts[name] = m.Values["count"]
+		}
+	}
+	if h := latency.K6.FromCounters(counts); len(h) > 0 {
+		r.Histogram = h
+	}
 	if s.SetupData != nil {
 		r.SetupMs = s.SetupData.SetupMs
+		if s.SetupData.LoadStartedAtMs > 0 {
+			r.LoadStartedAt = time.UnixMilli(s.SetupData.LoadStartedAtMs).UTC()
+		}
 		r.DurationMs -= r.SetupMs
 	}
 	for _, ut := range userThresholds {
@@ -152,6 +173,20 @@ func (r Reads) failedThresholds() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// mergedLatencies are the percentiles of every runner's requests together, from their
+// histograms added up; ok is false when a runner has none.
+func (r Reads) mergedLatencies() (l Latencies, ok bool) {
+	all := latency.Histogram{}
+	for _, run := range r.Runners {
+		if run.Histogram.Count() == 0 {
+			return l, false
+		}
+		all.Add(run.Histogram)
+	}
+	p := func(q float64) float64 { return latency.K6.Percentile(all, q) }
+	return Latencies{P50: p(50), P90: p(90), P95: p(95), P99: p(99)}, true
 }
 
 // hasThresholds tells whether any runner judged a threshold.

@@ -196,7 +196,10 @@ func (r Report) readsTable() Table {
 	for _, q := range r.Results {
 		if rd := q.Reads; rd != nil {
 			p95 := rd.P95
-			if rd.PercentilesUpperBound {
+			switch {
+			case rd.PercentileError != "":
+				p95 += " (±" + rd.PercentileError + ")"
+			case rd.PercentilesUpperBound:
 				p95 += " (upper bound)"
 			}
 			thresholds := "-"

@@ -7,9 +7,11 @@
 // (installing and building the views) stays out of the numbers: the results are the tagged
 // sub-metrics of the summary handleSummary hands over.
 import http from 'k6/http';
+import { sleep } from 'k6';
 import crypto from 'k6/crypto';
 import encoding from 'k6/encoding';
 import exec from 'k6/execution';
+import { Counter } from 'k6/metrics';
 
 const cfg = JSON.parse(__ENV.COUCHBENCH_CONFIG);
 export const options = cfg.options;
@@ -20,6 +22,24 @@ const headers = {
   Authorization: 'Basic ' + encoding.b64encode(`${__ENV.COUCHDB_USER || ''}:${__ENV.COUCHDB_PASSWORD || ''}`),
 };
 const load = { headers: headers, tags: { couchbench: 'load' } };
+
+// Every measured request is also counted in a log-scaled latency histogram, one counter per
+// bucket, laid out by the operator (internal/latency): several runners' histograms add up
+// exactly, which their percentiles do not.
+const histogram = cfg.histogram;
+const buckets = [];
+for (let b = 0; b < histogram.buckets; b++) {
+  buckets.push(new Counter(histogram.prefix + b));
+}
+const logRatio = Math.log(histogram.ratio);
+function measured(res) {
+  const ms = res.timings.duration;
+  const b = ms <= histogram.baseMs ? 0 : Math.min(Math.floor(Math.log(ms / histogram.baseMs) / logRatio), histogram.buckets - 1);
+  buckets[b].add(1);
+}
+function get(url) {
+  measured(http.get(url, load));
+}
 const viewPath = `${base}/_design/${cfg.designDoc ? cfg.designDoc._id.replace('_design/', '') : ''}/_view/`;
 
 // Document ids are the dataset's zero-padded indexes: every id below cfg.documents exists.
@@ -33,14 +53,50 @@ function jsonKey(k) {
   return encodeURIComponent(JSON.stringify(k));
 }
 
+// barrier holds a runner that shares the load with others (COUCHBENCH_BARRIER: every
+// runner's local document in the read database, and its own) until all have announced
+// themselves, as the seeding runners do (internal/barrier): the measured load starts on every
+// runner within a poll interval. A runner that never comes aborts the test after 10 minutes.
+function barrier(spec) {
+  const json = { headers: Object.assign({ 'Content-Type': 'application/json' }, headers), responseType: 'text' };
+  const keys = spec.docs.map((d) => '_local/' + d);
+  const own = keys[spec.part];
+  const deadline = Date.now() + 10 * 60 * 1000;
+  for (;;) {
+    const r = http.post(`${base}/_local_docs`, JSON.stringify({ keys: keys }), json);
+    if (r.status === 200) {
+      const present = JSON.parse(r.body).rows.filter((row) => !row.error).map((row) => row.key);
+      if (present.indexOf(own) < 0) {
+        http.put(`${base}/${own}`, JSON.stringify({ part: spec.part }), json);
+      } else if (present.length === keys.length) {
+        return;
+      }
+    }
+    if (Date.now() > deadline) {
+      exec.test.abort(`k6 runners did not all reach the start barrier within 10 minutes (HTTP ${r.status}): are their pods running?`);
+    }
+    sleep(0.05);
+  }
+}
+
 // setup installs the views a view scenario reads (a design document that already exists is
-// fine) and builds them, untimed, as seed 002 pre-warms its views. A cluster can answer a
-// long build with 500 timeout while the build goes on: ask again. It returns its own
-// duration: k6 counts setup in the test run's time, and the rate must not.
+// fine) and builds them, untimed, as seed 002 pre-warms its views; then it waits at the start
+// barrier. A cluster can answer a long build with 500 timeout while the build goes on: ask
+// again. It returns its own duration (k6 counts setup in the test run's time, and the rate
+// must not) and when it ended, the load's start by this runner's clock.
 export function setup() {
   const started = Date.now();
+  buildViews();
+  if (__ENV.COUCHBENCH_BARRIER) {
+    barrier(JSON.parse(__ENV.COUCHBENCH_BARRIER));
+  }
+  const ended = Date.now();
+  return { setupMs: ended - started, loadStartedAtMs: ended };
+}
+
+function buildViews() {
   if (!cfg.designDoc) {
-    return { setupMs: Date.now() - started };
+    return;
   }
   const put = http.put(`${base}/${encodeURIComponent(cfg.designDoc._id).replace('%2F', '/')}`, JSON.stringify(cfg.designDoc),
     { headers: Object.assign({ 'Content-Type': 'application/json' }, headers), timeout: '60s' });
@@ -58,38 +114,37 @@ export function setup() {
       }
     }
   }
-  return { setupMs: Date.now() - started };
 }
 
 const rangeLength = 10;
 
 const scenarios = {
   getDocument() {
-    http.get(`${base}/${docId(randomIndex(cfg.documents))}`, load);
+    get(`${base}/${docId(randomIndex(cfg.documents))}`);
   },
   // getSameDocument: seed 001's siege read one URL over and over.
   getSameDocument() {
-    http.get(`${base}/${docId(0)}`, load);
+    get(`${base}/${docId(0)}`);
   },
   viewByKey() {
-    http.get(`${viewPath}emit_doc?key=${jsonKey(docId(randomIndex(cfg.documents)))}`, load);
+    get(`${viewPath}emit_doc?key=${jsonKey(docId(randomIndex(cfg.documents)))}`);
   },
   viewRange() {
     const i = randomIndex(Math.max(cfg.documents - rangeLength, 1));
-    http.get(`${viewPath}emit_doc?startkey=${jsonKey(docId(i))}&endkey=${jsonKey(docId(i + rangeLength - 1))}`, load);
+    get(`${viewPath}emit_doc?startkey=${jsonKey(docId(i))}&endkey=${jsonKey(docId(i + rangeLength - 1))}`);
   },
   viewRangeIncludeDocs() {
     const i = randomIndex(Math.max(cfg.documents - rangeLength, 1));
-    http.get(`${viewPath}emit_null?include_docs=true&startkey=${jsonKey(docId(i))}&endkey=${jsonKey(docId(i + rangeLength - 1))}`, load);
+    get(`${viewPath}emit_null?include_docs=true&startkey=${jsonKey(docId(i))}&endkey=${jsonKey(docId(i + rangeLength - 1))}`);
   },
   // mixed: nine reads of existing documents to one write of a new one.
   mixed() {
     if (Math.random() < 0.9) {
-      http.get(`${base}/${docId(randomIndex(cfg.documents))}`, load);
+      get(`${base}/${docId(randomIndex(cfg.documents))}`);
       return;
     }
     const doc = { _id: `k6-${exec.vu.idInTest}-${exec.vu.iterationInInstance}-${Date.now()}`, metadata: { docType: 'score' }, score: 1 };
-    http.post(base, JSON.stringify(doc), { headers: Object.assign({ 'Content-Type': 'application/json' }, headers), tags: load.tags });
+    measured(http.post(base, JSON.stringify(doc), { headers: Object.assign({ 'Content-Type': 'application/json' }, headers), tags: load.tags }));
   },
 };
 
