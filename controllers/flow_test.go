@@ -25,6 +25,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/writes"
 )
 
 func existingBenchmark(namespace string) *benchv1.CouchBenchmark {
@@ -625,23 +626,31 @@ func TestReconcileErrorsAreReported(t *testing.T) {
 	}
 }
 
-// With runner.parallelism 3 the seed step is three Jobs, parts 0-2, created together; their
-// three documents join into one seeding of every document, with each runner's load kept.
-// The other steps stay one Job each.
-func TestParallelSeedingIsOneJobPerPartJoinedIntoOneResult(t *testing.T) {
+// With runner.parallelism 3 the seed and writes steps are three Jobs each, parts 0-2, created
+// together; their three documents join into one result over all of them, with each runner's
+// own kept. The index and views steps stay one Job each.
+func TestSharedStepsAreOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	seeded := 0
+	parts := map[benchv1.Step]int{}
 	h.document = func(arm string, step benchv1.Step) *results.Document {
 		d := okDocument(arm, step)
-		if step == benchv1.StepSeed {
-			// Each part loads 1,000 documents in a second; part i starts i x 10 ms late.
-			begin := t0.Add(time.Duration(seeded%3) * 10 * time.Millisecond)
+		// Part i starts i x 10 ms late: each loads 1,000 documents in a second, or writes
+		// 9,000 in 10 s, of which part 0 counts 27,000 landed.
+		begin := t0.Add(time.Duration(parts[step]%3) * 10 * time.Millisecond)
+		switch step {
+		case benchv1.StepSeed:
 			d.Arms[0].Profiles[0].Seeding = &seeding.Result{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second,
 				StartedAt: begin, FinishedAt: begin.Add(time.Second)}
-			seeded++
+		case benchv1.StepWrites:
+			d.Arms[0].Profiles[0].Writes = []writes.Result{{Mode: "serial", Created: 9000, Elapsed: 10 * time.Second,
+				StartedAt: begin, FinishedAt: begin.Add(10 * time.Second)}}
+			if parts[step] == 0 {
+				d.Arms[0].Profiles[0].Writes[0].Stored = 27000
+			}
 		}
+		parts[step]++
 		return d
 	}
 	create(t, credentials(ns))
@@ -655,12 +664,12 @@ func TestParallelSeedingIsOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s: %+v", got.Status.Phase, got.Status.Conditions)
 	}
-	if jobs := jobsOf(t, got); jobs["js/seed"] != 3 || jobs["js/index"] != 1 || jobs["js/writes"] != 1 {
-		t.Errorf("Jobs per step %v: want 3 seed Jobs and one of each other step", jobs)
+	if jobs := jobsOf(t, got); jobs["js/seed"] != 3 || jobs["js/index"] != 1 || jobs["js/views"] != 1 || jobs["js/writes"] != 3 {
+		t.Errorf("Jobs per step %v: want 3 seed and 3 writes Jobs, one index and one views Job", jobs)
 	}
 	for part := range 3 {
 		var job batchv1.Job
-		name := builders.JobNames(got, "js", benchv1.StepSeed)[part]
+		name := builders.JobNames(got, "js", benchv1.StepWrites)[part]
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &job); err != nil {
 			t.Fatal(err)
 		}
@@ -674,8 +683,13 @@ func TestParallelSeedingIsOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 	if len(s) != 1 || s[0].Documents != 3000 || s[0].Runners != 3 || s[0].DocsPerSecond != 2941 {
 		t.Errorf("seeding %+v: want 3000 documents by 3 runners at 2941 docs/s", s)
 	}
+	// 27,000 documents from the first start to the last end, 10.02 s later.
+	if w := got.Status.Results[0].Writes; len(w) != 1 || w[0].DocsPerSecond != 2695 || w[0].Stored != 27000 {
+		t.Errorf("writes %+v: want 27000 stored at 2695 docs/s", w)
+	}
 	docs := storedDocuments(t, got)
-	if parts := docs[0].Arms[0].Profiles[0].Seeding.Parts; len(parts) != 3 {
-		t.Errorf("the results document keeps %d runners' loads, want 3", len(parts))
+	p := docs[0].Arms[0].Profiles[0]
+	if len(p.Seeding.Parts) != 3 || len(p.Writes[0].Parts) != 3 {
+		t.Errorf("the results document keeps %d runners' loads and %d runners' writes, want 3 of each", len(p.Seeding.Parts), len(p.Writes[0].Parts))
 	}
 }

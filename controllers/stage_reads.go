@@ -173,7 +173,7 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 		job := builders.K6Job{
 			Bench: bench, Arm: qs.Name, Repetition: rep, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
 			Barrier: barrier.Spec(fmt.Sprintf("%s-%d", benchv1.StepReads, rep), i, n),
-			Script: loadtest.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
+			Script:  loadtest.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
 			return out, err

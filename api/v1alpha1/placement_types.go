@@ -28,11 +28,14 @@ type RunnerSettings struct {
 	// +kubebuilder:default={requests: {cpu: "1", memory: "512Mi"}, limits: {cpu: "1", memory: "512Mi"}}
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
-	// Parallelism is the number of runner pods that seed the dataset together, for a
-	// CouchDB cluster that one pod cannot load: each pod loads its own contiguous slice of
-	// the documents (the same documents, whatever the parallelism), they start together at
-	// a barrier in CouchDB, and the seeding rate is every document over first start to last
-	// end, with each pod's own row kept. The other runner steps run in one pod.
+	// Parallelism is the number of runner pods that share the seed and writes steps, for a
+	// CouchDB cluster that one pod cannot load. In seeding each pod loads its own
+	// contiguous slice of the documents (the same documents, whatever the parallelism); in
+	// writes each runs its share of every mode's clients (a mode of one client, bulk-N or
+	// serial, runs in one pod), with ids of its own. The pods start each load together at a
+	// barrier in CouchDB, and a rate is every document over the first pod's start to the
+	// last one's end, with each pod's own result kept. The index and views steps run in one
+	// pod.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1

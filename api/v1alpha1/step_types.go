@@ -36,6 +36,11 @@ var Steps = []Step{StepProvision, StepCluster, StepSeed, StepIndex, StepViews, S
 // its subcommands of the same names), in order.
 var RunnerSteps = []Step{StepSeed, StepIndex, StepViews, StepWrites}
 
+// Shareable tells whether runner pods share a step when spec.runner.parallelism asks for
+// several: the seed and writes steps generate load; the index and views steps time
+// CouchDB's own work, which one client starts.
+func Shareable(s Step) bool { return s == StepSeed || s == StepWrites }
+
 // IsRunnerStep tells whether the runner carries the step out.
 func (s Step) IsRunnerStep() bool {
 	for _, r := range RunnerSteps {

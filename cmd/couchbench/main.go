@@ -201,8 +201,8 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 				"and its check to this `file` (a Job's /dev/termination-log)")
 			fs.StringVar(&o.runID, "run-id", "", "`name` part of this run's databases and design documents, shared by its steps")
 			fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll `interval` during builds (default 250ms)")
-			fs.IntVar(&o.part, "part", 0, "seed only: this runner is part `n` (from 0) of --parts runners that seed together")
-			fs.IntVar(&o.parts, "parts", 1, "seed only: how many runners seed together, each its slice of the documents, "+
+			fs.IntVar(&o.part, "part", 0, "seed and writes only: this runner is part `n` (from 0) of --parts runners that share the step")
+			fs.IntVar(&o.parts, "parts", 1, "seed and writes only: how many runners share the step (each its slice of the documents, its share of the writers), "+
 				"started at a common barrier; all take the same --run-id, one no earlier run used")
 			fs.BoolVar(&o.quiet, "q", false, "no progress lines on standard error")
 			return func(args []string, stdout io.Writer) error {

@@ -59,11 +59,22 @@ func Spec(name string, part, parts int) string {
 	return string(data)
 }
 
+// Arrive announces the part at the barrier called name without waiting for the others: for a
+// part that others wait for (it is done) but that has no need to wait itself.
+func (b Barrier) Arrive(ctx context.Context, name string) error {
+	_, err := b.meet(ctx, name, false)
+	return err
+}
+
 // Wait announces the part at the barrier called name and returns when every part has, with
 // the time it left. A database that does not exist yet, and transient failures, are waited
 // out; another error, or the timeout, ends the wait with an error that names the parts that
 // did not arrive.
 func (b Barrier) Wait(ctx context.Context, name string) (time.Time, error) {
+	return b.meet(ctx, name, true)
+}
+
+func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, error) {
 	poll, timeout := b.Poll, b.Timeout
 	if poll <= 0 {
 		poll = DefaultPoll
@@ -81,7 +92,9 @@ func (b Barrier) Wait(ctx context.Context, name string) (time.Time, error) {
 		if err == nil && !found[own] {
 			// Written again whenever it is not found: the database may have been created
 			// (or deleted and created) after an earlier attempt.
-			err = b.Client.PutLocal(ctx, b.DB, own, body)
+			if err = b.Client.PutLocal(ctx, b.DB, own, body); err == nil && !wait {
+				return time.Now(), nil
+			}
 			found = map[string]bool{}
 		}
 		switch {
@@ -92,7 +105,7 @@ func (b Barrier) Wait(ctx context.Context, name string) (time.Time, error) {
 					missing = append(missing, i)
 				}
 			}
-			if len(missing) == 0 {
+			if len(missing) == 0 || (!wait && found[own]) {
 				return time.Now(), nil
 			}
 		case couch.StatusOf(err) == http.StatusNotFound || couch.Transient(err):

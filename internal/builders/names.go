@@ -72,9 +72,9 @@ func JobName(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) strin
 }
 
 // RunnerParts is how many runner Jobs share a step: spec.runner.parallelism for the seed
-// step, one for the others.
+// and writes steps, one for the others.
 func RunnerParts(bench *benchv1.CouchBenchmark, step benchv1.Step) int {
-	if step == benchv1.StepSeed {
+	if benchv1.Shareable(step) {
 		return max(int(bench.Spec.Runner.Parallelism), 1)
 	}
 	return 1

@@ -2,12 +2,14 @@ package results
 
 import (
 	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/writes"
 )
 
-// JoinParts is the document of a step that runners shared (the seed step with
+// JoinParts is the document of a step that runners shared (seed or writes with
 // spec.runner.parallelism), from the parts' documents in part order: part 0's, which alone
-// holds the runtime probe and CouchDB's load, with each profile's seeding joined exactly over
-// the parts (seeding.Join), every step record spanning the parts' records, the busiest part's
+// holds the runtime probe, CouchDB's load and what the write databases held, with each
+// profile's seeding and writes joined exactly over the parts (seeding.Join, writes.Join),
+// every step record spanning the parts' records, the busiest part's
 // CPU use (the generator is bound if any part was), and the first error. One document is
 // returned as it is.
 func JoinParts(parts []*Document) *Document {
@@ -35,15 +37,23 @@ func JoinParts(parts []*Document) *Document {
 			p := &a.Profiles[pi]
 			var loads []seeding.Result
 			for _, d := range parts {
-				if s := seedingOf(d, a.QueryServer, p.Profile); s != nil {
-					loads = append(loads, *s)
+				if q := profileIn(d, a.QueryServer, p.Profile); q != nil && q.Seeding != nil {
+					loads = append(loads, *q.Seeding)
 				}
 			}
-			if len(loads) == 0 {
-				continue
+			if len(loads) > 0 {
+				total := seeding.Join(loads)
+				p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &total, total.DocsPerSecond(), total.MBPerSecond()
 			}
-			total := seeding.Join(loads)
-			p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &total, total.DocsPerSecond(), total.MBPerSecond()
+			var written [][]writes.Result
+			for _, d := range parts {
+				if w := profileIn(d, a.QueryServer, p.Profile); w != nil && len(w.Writes) > 0 {
+					written = append(written, w.Writes)
+				}
+			}
+			if len(written) > 0 {
+				p.Writes = writes.Join(written)
+			}
 		}
 	}
 	return joined
@@ -73,15 +83,15 @@ func joinStep(joined *Document, rec StepRecord) {
 	joined.Steps = append(joined.Steps, rec)
 }
 
-// seedingOf is the seeding of one arm's profile in d, or nil.
-func seedingOf(d *Document, arm, profile string) *seeding.Result {
-	for _, a := range d.Arms {
-		if a.QueryServer != arm {
+// profileIn is one arm's profile in d, or nil.
+func profileIn(d *Document, arm, profile string) *Profile {
+	for ai := range d.Arms {
+		if d.Arms[ai].QueryServer != arm {
 			continue
 		}
-		for _, p := range a.Profiles {
-			if p.Profile == profile {
-				return p.Seeding
+		for pi := range d.Arms[ai].Profiles {
+			if p := &d.Arms[ai].Profiles[pi]; p.Profile == profile {
+				return p
 			}
 		}
 	}

@@ -33,8 +33,8 @@ type ReadsRunner struct {
 	// LoadStartedAt is when the runner's measured load began (its setup, and the start
 	// barrier with several runners, ended), by its clock.
 	LoadStartedAt time.Time `json:"loadStartedAt,omitzero"`
-	BytesRead    float64   `json:"bytesReceived"`
-	Milliseconds Latencies `json:"ms"`
+	BytesRead     float64   `json:"bytesReceived"`
+	Milliseconds  Latencies `json:"ms"`
 	// DroppedIterations counts iterations an open model (arrivalRate) could not start for
 	// want of a free virtual user: the generator could not send the load asked for.
 	DroppedIterations int64 `json:"droppedIterations,omitempty"`

@@ -16,8 +16,9 @@ import (
 
 // Column names shared by several tables.
 const (
-	colOption  = "Option"
-	colProfile = "Profile"
+	colOption        = "Option"
+	colProfile       = "Profile"
+	colDocsPerSecond = "docs/s"
 )
 
 // Report is one benchmark's results as the tables show them: what the runner prints,
@@ -149,7 +150,7 @@ func (r Report) indexingDetailTable() Table {
 }
 
 func (r Report) seedingTable() Table {
-	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", "docs/s", "MB/s", "Retries", "Runners"}}
+	t := Table{Title: "Seeding (_bulk_docs)", Header: []string{colOption, colProfile, "Documents", colDocsPerSecond, "MB/s", "Retries", "Runners"}}
 	for _, q := range r.Results {
 		for _, s := range q.Seeding {
 			t.Rows = append(t.Rows, []string{option(q), s.Profile, strconv.FormatInt(s.Documents, 10), whole(s.DocsPerSecond) + flagNote(s.Flags),
@@ -177,7 +178,7 @@ func (r Report) writesTable() Table {
 		Title: "Writes: documents/s per insert mode (median of repetitions, CV)",
 		Note: "202 (batch=ok) answers are counted apart from 201: CouchDB holds those documents in memory first and can " +
 			"lose them in a crash. Stored is the database's doc_count after the mode. Counts add up the repetitions.",
-		Header: []string{colOption, colProfile, "Mode", "docs/s", "201", "202", "Errors", "Stored"},
+		Header: []string{colOption, colProfile, "Mode", colDocsPerSecond, "201", "202", "Errors", "Stored"},
 	}
 	for _, q := range r.Results {
 		for _, w := range q.Writes {
@@ -380,7 +381,7 @@ func seedingPartsTable(docs []*Document) Table {
 		Title: "Seeding per runner",
 		Note: "The seeding rate above is every document over the first runner's start to the last one's end; " +
 			"the runners left a barrier in CouchDB together, within its poll interval (the start column).",
-		Header: []string{colOption, colProfile, "Runner", "Documents", "docs/s", "Start", "Elapsed"},
+		Header: []string{colOption, colProfile, "Runner", "Documents", colDocsPerSecond, "Start", "Elapsed"},
 	}
 	for _, d := range inSpecOrder(docs) {
 		for _, a := range d.Arms {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/cpuuse"
@@ -47,9 +48,9 @@ type Config struct {
 	// PollInterval of /_active_tasks during builds; 0 uses indexing.DefaultPollInterval.
 	PollInterval time.Duration
 	// Part and Parts: this runner is part Part (from 0) of Parts runners that seed the
-	// dataset together (spec.runner.parallelism); Parts 0 or 1 is a runner on its own.
-	// Part 0 creates the databases, watches CouchDB's load and asks what runs its views;
-	// every part loads its slice.
+	// dataset and run the writes together (spec.runner.parallelism); Parts 0 or 1 is a
+	// runner on its own. Part 0 creates the databases, watches CouchDB's load and asks what
+	// runs its views; every part loads its slice and runs its share of the writers.
 	Part, Parts int
 }
 
@@ -103,8 +104,9 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	}
 	logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), info.Vendor.Name, info.Version, len(members.ClusterNodes))
 
-	if cfg.shared() && (cfg.Part < 0 || cfg.Part >= cfg.Parts || slices.ContainsFunc(cfg.Steps, func(s benchv1.Step) bool { return s != benchv1.StepSeed })) {
-		return fmt.Errorf("part %d of %d: only the seed step is shared between runners, as parts 0 to %d", cfg.Part, cfg.Parts, cfg.Parts-1)
+	if cfg.shared() && (cfg.Part < 0 || cfg.Part >= cfg.Parts || slices.ContainsFunc(cfg.Steps, func(s benchv1.Step) bool { return !benchv1.Shareable(s) })) {
+		return fmt.Errorf("part %d of %d: only the seed and writes steps are shared between runners, as parts 0 to %d",
+			cfg.Part, cfg.Parts, cfg.Parts-1)
 	}
 	arms, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
 	if err != nil {
@@ -223,6 +225,20 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 		}
 	}
 	return nil
+}
+
+// barrier meets the other parts at the barrier called name in database db: waiting for all
+// of them, or only announcing this part (wait false). Time spent waiting is left out of the
+// step's CPU share.
+func (a *armRun) barrier(ctx context.Context, db, name string, wait bool) error {
+	b := barrier.Barrier{Client: a.cfg.Client, DB: db, Part: a.cfg.Part, Parts: a.cfg.Parts}
+	if !wait {
+		return b.Arrive(ctx, name)
+	}
+	arrived := time.Now()
+	_, err := b.Wait(ctx, name)
+	a.waited += time.Since(arrived)
+	return err
 }
 
 // label names an arm's profile in progress lines.

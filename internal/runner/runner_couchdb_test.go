@@ -562,10 +562,37 @@ func TestWritesOnRealCouchDB(t *testing.T) {
 	}
 }
 
+// runParts runs the steps as parts runners at once, as the operator's Jobs of a shared step
+// do, part i through node i+1 of srv (round robin), all with one run id. The last part
+// starts a second after the others; lateStart is when. It fails the test if a part fails.
+func runParts(t *testing.T, srv *couchdbtest.Server, yaml string, step benchv1.Step, parts int) (docs []*results.Document, lateStart time.Time) {
+	t.Helper()
+	runID := "t" + couchdbtest.RandomID()
+	docs, logs, errs := make([]*results.Document, parts), make([]string, parts), make([]error, parts)
+	var wg sync.WaitGroup
+	for part := range parts {
+		if part == parts-1 {
+			time.Sleep(time.Second)
+			lateStart = time.Now()
+		}
+		client := srv.NodeClient(t, part%len(srv.URLs)+1, couch.Options{MaxConns: 4})
+		wg.Go(func() {
+			docs[part], logs[part], errs[part] = realRun(t, srv, yaml, Config{Client: client, RunID: runID,
+				Steps: []benchv1.Step{step}, Part: part, Parts: parts})
+		})
+	}
+	wg.Wait()
+	for part, err := range errs {
+		if err != nil {
+			t.Fatalf("part %d failed: %v\n%s", part, err, logs[part])
+		}
+	}
+	return docs, lateStart
+}
+
 // Three runners seed one dataset together on the kit's real 3-node cluster, each through a
-// node of its own, as the operator's parallel seed Jobs do: part 2 starts a second late, and
-// no part may start loading before it arrives at the barrier. Together they store every
-// document exactly once, and their documents join into one load over all of them.
+// node of its own: no part may start loading before the late one arrives at the barrier, and
+// together they store every document exactly once; their documents join into one load.
 func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Cluster(t)
 	const docs, parts = 6000, 3
@@ -586,45 +613,20 @@ spec:
   workloads:
     indexing: {repetitions: 1}
 `, parts, docs)
-	runID := "t" + couchdbtest.RandomID()
-	type outcome struct {
-		doc *results.Document
-		log string
-		err error
-	}
-	outcomes := make([]outcome, parts)
-	var lateArrival time.Time
-	var wg sync.WaitGroup
-	for part := range parts {
-		if part == parts-1 {
-			time.Sleep(time.Second)
-			lateArrival = time.Now()
-		}
-		wg.Go(func() {
-			doc, log, err := realRun(t, srv, yaml, Config{Client: srv.NodeClient(t, part+1, couch.Options{MaxConns: 4}),
-				RunID: runID, Steps: []benchv1.Step{benchv1.StepSeed}, Part: part, Parts: parts})
-			outcomes[part] = outcome{doc, log, err}
-		})
-	}
-	wg.Wait()
-	partDocs := make([]*results.Document, parts)
-	for part, o := range outcomes {
-		if o.err != nil {
-			t.Fatalf("part %d failed: %v\n%s", part, o.err, o.log)
-		}
-		s := o.doc.Arms[0].Profiles[0].Seeding
+	partDocs, lateStart := runParts(t, srv, yaml, benchv1.StepSeed, parts)
+	for part, d := range partDocs {
+		s := d.Arms[0].Profiles[0].Seeding
 		from, count := dataset.Slice(docs, part, parts)
 		if s.Stored != count || s.Created != count {
 			t.Errorf("part %d stored %d (created %d), want its slice of %d from %s", part, s.Stored, s.Created, count, dataset.ID(from))
 		}
-		if s.StartedAt.Before(lateArrival) {
+		if s.StartedAt.Before(lateStart) {
 			t.Errorf("part %d started loading at %s, before part %d arrived at the barrier (%s)", part,
-				s.StartedAt.Format(time.StampMicro), parts-1, lateArrival.Format(time.StampMicro))
+				s.StartedAt.Format(time.StampMicro), parts-1, lateStart.Format(time.StampMicro))
 		}
-		if got := o.doc.Arms[0].Runtime != nil; got != (part == 0) {
+		if got := d.Arms[0].Runtime != nil; got != (part == 0) {
 			t.Errorf("part %d asked what runs the views: %v; only part 0 does", part, got)
 		}
-		partDocs[part] = o.doc
 	}
 	joined := results.JoinParts(partDocs)
 	p := joined.Arms[0].Profiles[0]
@@ -634,4 +636,39 @@ spec:
 	}
 	t.Logf("real CouchDB 3.4.3, 3 nodes, 3 runners: %d documents in %s (%.0f docs/s), starts within %s",
 		p.Seeding.Stored, p.Seeding.Elapsed.Round(time.Millisecond), p.SeedingDocsPerSecond, p.Seeding.StartSpread)
+}
+
+// Three runners share the writes on the kit's real 3-node cluster: each mode's clients are
+// split between them (one client modes run in part 0 alone), their ids never collide (a
+// duplicate would be a conflict error), every part starts each mode after the late one
+// arrives, and what the mode's database holds at the end, counted by part 0 once all parts
+// are done, is exactly every part's acknowledged documents.
+func TestThreeRunnersShareTheWritesOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Cluster(t)
+	yaml := strings.Replace(writesBench, "  dataset:", "  runner: {parallelism: 3}\n  dataset:", 1)
+	yaml = strings.Replace(yaml, "parallelBulk: {clients: 2, batchSize: 50}", "parallelBulk: {clients: 3, batchSize: 50}", 1)
+	partDocs, lateStart := runParts(t, srv, yaml, benchv1.StepWrites, 3)
+	for part, d := range partDocs {
+		for _, w := range d.Arms[0].Profiles[0].Writes {
+			wrote := w.Created+w.Accepted > 0
+			shouldWrite := w.Mode == "parallelBulk-3x50" || (w.Mode == "batchOk-2" && part < 2) || part == 0
+			if wrote != shouldWrite || w.Errors != 0 {
+				t.Errorf("part %d, %s #%d: %d created, %d accepted, %d errors; want writes only from the parts that run its clients",
+					part, w.Mode, w.Repetition, w.Created, w.Accepted, w.Errors)
+			}
+			if w.StartedAt.Before(lateStart) {
+				t.Errorf("part %d began %s #%d before the late part arrived", part, w.Mode, w.Repetition)
+			}
+		}
+	}
+	joined := results.JoinParts(partDocs).Arms[0].Profiles[0].Writes
+	if len(joined) != 10 {
+		t.Fatalf("%d joined write results, want 5 modes x 2 repetitions", len(joined))
+	}
+	for _, w := range joined {
+		if w.Errors != 0 || w.Created+w.Accepted == 0 || w.Stored != w.Created+w.Accepted || len(w.Parts) != 3 {
+			t.Errorf("%s #%d: %d created + %d accepted by %d parts, %d errors, %d stored: the database must hold exactly "+
+				"what every part had acknowledged", w.Mode, w.Repetition, w.Created, w.Accepted, len(w.Parts), w.Errors, w.Stored)
+		}
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/seeding"
 )
@@ -36,13 +35,9 @@ func (a *armRun) seed(ctx context.Context) error {
 			}
 		}
 		if a.cfg.shared() {
-			b := barrier.Barrier{Client: c, DB: p.DB, Part: a.cfg.Part, Parts: a.cfg.Parts}
-			arrived := time.Now()
-			left, err := b.Wait(ctx, string(benchv1.StepSeed))
-			if err != nil {
+			if err := a.barrier(ctx, p.DB, string(benchv1.StepSeed), true); err != nil {
 				return fmt.Errorf("profile %s: %w", p.Profile, err)
 			}
-			a.waited += left.Sub(arrived)
 		}
 		res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
 			DB: p.DB, From: from, Documents: count, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),

@@ -8,14 +8,20 @@ import (
 )
 
 // writes measures the insert modes on every profile; each mode writes a database of its own.
+// A runner that shares the writes runs its share of each mode's clients, starting and ending
+// each mode with the other parts at barriers in the mode's database.
 func (a *armRun) writes(ctx context.Context) error {
 	w := a.cfg.Bench.Spec.Workloads.Writes
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
-		res, err := writes.Run(ctx, a.cfg.Client, writes.Modes(w), writes.Options{
+		opts := writes.Options{
 			ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: a.gens[i],
 			Repetitions: int(w.Repetitions),
-		})
+		}
+		if a.cfg.shared() {
+			opts.Part, opts.Parts, opts.Barrier = a.cfg.Part, a.cfg.Parts, a.barrier
+		}
+		res, err := writes.Run(ctx, a.cfg.Client, writes.Modes(w), opts)
 		p.Writes = res
 		for _, r := range res {
 			logf(a.cfg.Log, "%s: writes %s: %.0f docs/s (%d created, %d accepted, %d errors)",

@@ -61,6 +61,13 @@ type Result struct {
 	// Stored is the database's doc_count after the mode: what actually landed.
 	Stored  int64         `json:"stored"`
 	Elapsed time.Duration `json:"elapsedNs"`
+	// StartedAt and FinishedAt bound the writing, by the writer's clock.
+	StartedAt  time.Time `json:"startedAt,omitzero"`
+	FinishedAt time.Time `json:"finishedAt,omitzero"`
+	// Clients is how many of the mode's clients this runner ran; set when runners shared
+	// the mode (Parts holds each one's result).
+	Clients int      `json:"clients,omitempty"`
+	Parts   []Result `json:"parts,omitempty"`
 }
 
 // DocsPerSecond is acknowledged documents (201 and 202) per second.
@@ -82,6 +89,44 @@ type Options struct {
 	Generator *dataset.Generator
 	// Repetitions of every mode (at least 1), the modes in turn.
 	Repetitions int
+	// Part and Parts: this runner is part Part of Parts runners that share the writes
+	// (Parts 0 or 1: alone). Each runs its share of every mode's clients (a mode of one
+	// client is part 0's alone) with ids of its own, from a common start; part 0 makes each
+	// mode's database, waits for the others to finish, and counts what landed.
+	Part, Parts int
+	// Barrier lets the parts start and end each mode together; nil when alone.
+	Barrier func(ctx context.Context, db, name string, wait bool) error
+}
+
+// Join is the writes that parts did together, from each part's results in part order (the
+// same modes and repetitions in the same order): per mode and repetition, every part's
+// acknowledged documents over the first part's start to the last part's end, what landed as
+// part 0 counted it, and each part's own result kept.
+func Join(parts [][]Result) []Result {
+	if len(parts) == 0 {
+		return nil
+	}
+	joined := make([]Result, 0, len(parts[0]))
+	for i, first := range parts[0] {
+		total := Result{Mode: first.Mode, Repetition: first.Repetition, Stored: first.Stored, StartedAt: first.StartedAt, FinishedAt: first.FinishedAt}
+		for _, part := range parts {
+			if i >= len(part) {
+				continue
+			}
+			r := part[i]
+			total.Created, total.Accepted, total.Errors = total.Created+r.Created, total.Accepted+r.Accepted, total.Errors+r.Errors
+			if r.StartedAt.Before(total.StartedAt) {
+				total.StartedAt = r.StartedAt
+			}
+			if r.FinishedAt.After(total.FinishedAt) {
+				total.FinishedAt = r.FinishedAt
+			}
+			total.Parts = append(total.Parts, r)
+		}
+		total.Elapsed = total.FinishedAt.Sub(total.StartedAt)
+		joined = append(joined, total)
+	}
+	return joined
 }
 
 // Run runs each mode for the duration, all modes once per repetition, and returns the
@@ -90,7 +135,7 @@ func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) ([]Re
 	var results []Result
 	for rep := range max(opts.Repetitions, 1) {
 		for _, m := range modes {
-			res, err := runMode(ctx, c, m, opts)
+			res, err := runMode(ctx, c, m, rep, opts)
 			if err != nil {
 				return results, fmt.Errorf("writes %s, repetition %d: %w", m.Name, rep+1, err)
 			}
@@ -101,29 +146,47 @@ func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) ([]Re
 	return results, nil
 }
 
-func runMode(ctx context.Context, c *couch.Client, m Mode, opts Options) (Result, error) {
+// runMode writes for the duration in mode m; a part that shares the writes returns its own
+// share, and part 0 what landed of all of them (Stored).
+func runMode(ctx context.Context, c *couch.Client, m Mode, rep int, opts Options) (Result, error) {
 	db := names.WriteDatabase(opts.ProfileDB, m.Name)
-	if err := c.DeleteDB(ctx, db); err != nil {
-		return Result{}, err
+	parts := max(opts.Parts, 1)
+	if opts.Part == 0 {
+		if err := c.DeleteDB(ctx, db); err != nil {
+			return Result{}, err
+		}
+		if _, err := c.CreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
+			return Result{}, err
+		}
 	}
-	if _, err := c.CreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
-		return Result{}, err
+	barrier := fmt.Sprintf("writes-%s-%d", m.Name, rep)
+	if parts > 1 {
+		if err := opts.Barrier(ctx, db, barrier, true); err != nil {
+			return Result{}, err
+		}
 	}
 	res := Result{Mode: m.Name}
-	var next, created, accepted, failed atomic.Int64
+	// The first parts take the clients that do not divide evenly: a mode of one client is
+	// part 0's.
+	clients := m.Clients / parts
+	if opts.Part < m.Clients%parts {
+		clients++
+	}
+	ids := &documents{part: int64(opts.Part), parts: int64(parts)}
+	var created, accepted, failed atomic.Int64
 	var firstErr error
 	var once sync.Once
 	deadline := time.Now().Add(opts.Duration)
 	start := time.Now()
 	var wg sync.WaitGroup
-	for range m.Clients {
+	for range clients {
 		wg.Go(func() {
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				var w written
 				if m.BatchSize > 0 {
-					w = writeBulk(ctx, c, db, opts.Generator, &next, m.BatchSize)
+					w = writeBulk(ctx, c, db, opts.Generator, ids, m.BatchSize)
 				} else {
-					w = writeOne(ctx, c, db, opts.Generator, &next, m.BatchOK)
+					w = writeOne(ctx, c, db, opts.Generator, ids, m.BatchOK)
 				}
 				created.Add(w.created)
 				accepted.Add(w.accepted)
@@ -135,9 +198,20 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, opts Options) (Result
 		})
 	}
 	wg.Wait()
-	res.Elapsed = time.Since(start)
+	res.StartedAt, res.FinishedAt = start, time.Now()
+	res.Elapsed = res.FinishedAt.Sub(start)
 	res.Created, res.Accepted, res.Errors = created.Load(), accepted.Load(), failed.Load()
-	if res.Accepted > 0 {
+	if parts > 1 {
+		res.Clients = clients
+		// Part 0 counts what landed once every part has written; the others go on.
+		if err := opts.Barrier(ctx, db, barrier+"-done", opts.Part == 0); err != nil {
+			return res, err
+		}
+		if opts.Part != 0 {
+			return res, ctx.Err()
+		}
+	}
+	if m.BatchOK {
 		// batch=ok documents reach the disk within about a second; give them that before
 		// counting what landed.
 		time.Sleep(1500 * time.Millisecond)
@@ -160,11 +234,23 @@ type written struct {
 	err                       error
 }
 
-func writeBulk(ctx context.Context, c *couch.Client, db string, gen *dataset.Generator, next *atomic.Int64, size int) written {
-	lo := next.Add(int64(size)) - int64(size)
+// documents hands out the dataset's documents to a part's clients: part p of n writes
+// documents p, p+n, p+2n, ..., so that parts never write the same id.
+type documents struct {
+	taken       atomic.Int64
+	part, parts int64
+}
+
+// take reserves count documents and returns the first; the k-th is index(first+k).
+func (d *documents) take(count int64) int64 { return d.taken.Add(count) - count }
+
+func (d *documents) index(k int64) int64 { return k*d.parts + d.part }
+
+func writeBulk(ctx context.Context, c *couch.Client, db string, gen *dataset.Generator, ids *documents, size int) written {
+	first := ids.take(int64(size))
 	docs := make([]json.RawMessage, size)
 	for i := range docs {
-		docs[i] = gen.JSON(lo + int64(i))
+		docs[i] = gen.JSON(ids.index(first + int64(i)))
 	}
 	results, err := c.BulkDocs(ctx, db, docs)
 	if err != nil {
@@ -181,8 +267,8 @@ func writeBulk(ctx context.Context, c *couch.Client, db string, gen *dataset.Gen
 	return w
 }
 
-func writeOne(ctx context.Context, c *couch.Client, db string, gen *dataset.Generator, next *atomic.Int64, batchOK bool) written {
-	status, err := c.PostDoc(ctx, db, gen.JSON(next.Add(1)-1), batchOK)
+func writeOne(ctx context.Context, c *couch.Client, db string, gen *dataset.Generator, ids *documents, batchOK bool) written {
+	status, err := c.PostDoc(ctx, db, gen.JSON(ids.index(ids.take(1))), batchOK)
 	switch {
 	case err != nil:
 		return written{failed: 1, err: err}

@@ -160,8 +160,9 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 			Thresholds: []benchv1.Threshold{{Metric: "http_req_failed", Condition: "rate<0.05"}}},
 	}
 	b.Spec.K6.Parallelism = 2
-	// Three runners seed together (each its slice, from a barrier in CouchDB), small enough
-	// that the three fit on a two-core node beside CouchDB.
+	// Three runners share the seeding (each its slice) and the writes (each its share of the
+	// writers), from barriers in CouchDB; small enough that the three fit on a two-core node
+	// beside CouchDB.
 	b.Spec.Runner = benchv1.RunnerSettings{Parallelism: 3, Resources: guaranteed("400m", "256Mi")}
 	start(t, b)
 
@@ -213,7 +214,7 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 		switch {
 		case strings.HasSuffix(step, "/reads"):
 			want = 2
-		case strings.HasSuffix(step, "/seed"):
+		case strings.HasSuffix(step, "/seed"), strings.HasSuffix(step, "/writes"):
 			want = 3
 		}
 		if n != want {
