@@ -12,6 +12,16 @@ type Dataset struct {
 	// +kubebuilder:validation:Maximum=100000000
 	Documents int64 `json:"documents,omitempty"`
 
+	// IDs are the documents' ids. Sequential: the zero-padded index ("0000000042"), which
+	// sorts in insertion order, so CouchDB appends to its B-trees (seed 003's advice).
+	// Random: 32 hex characters in no order, like CouchDB's random UUIDs, so every write
+	// lands somewhere in the B-tree (seed 003) and every include_docs row is a lookup
+	// elsewhere in the file (seed 002). Both are deterministic: the same seed gives the same
+	// ids, and the k6 script computes them too.
+	// +optional
+	// +kubebuilder:default=Sequential
+	IDs DocumentIDs `json:"ids,omitempty"`
+
 	// Profiles are the document shapes to compare; each is seeded into a database of its
 	// own and every workload runs on each (seed 000's small vs large documents).
 	// +optional
@@ -74,7 +84,8 @@ type Dataset struct {
 type DocumentProfile struct {
 	// Type small is the seed's score document (metadata.docType, metadata.createdAt,
 	// username, score); large adds the seed's custom_data padding: 0-100 random keys,
-	// each a base64 string of a repeated random string.
+	// each a base64 string of a repeated random string; tiny is seed 003's {"foo":"bar"}
+	// for the insert modes (a benchmark with only the writes workload).
 	// +required
 	Type DocumentType `json:"type"`
 
@@ -88,10 +99,22 @@ type DocumentProfile struct {
 }
 
 // DocumentType is a document shape from the seed benchmarks.
-// +kubebuilder:validation:Enum=small;large
+// +kubebuilder:validation:Enum=small;large;tiny
 type DocumentType string
 
 const (
 	DocumentSmall DocumentType = "small"
 	DocumentLarge DocumentType = "large"
+	// DocumentTiny is seed 003's {"foo":"bar"} document, for the writes workload only: it
+	// has nothing for the views to read.
+	DocumentTiny DocumentType = "tiny"
+)
+
+// DocumentIDs is how the documents' ids are made.
+// +kubebuilder:validation:Enum=Sequential;Random
+type DocumentIDs string
+
+const (
+	IDsSequential DocumentIDs = "Sequential"
+	IDsRandom     DocumentIDs = "Random"
 )

@@ -99,12 +99,20 @@ type Use struct {
 	BusyPercent float64 `json:"busyPercent"`
 }
 
-// Between is the use from a to b, leaving out idle: time in it that the generator spent
-// waiting on purpose (at a barrier for other runners), which would dilute its busy share.
-func Between(a, b Reading, idle time.Duration) Use {
-	u := Use{CPUSeconds: (b.CPU - a.CPU).Seconds(), LimitCores: b.LimitCores, LimitFrom: b.LimitFrom}
-	if wall := (b.At.Sub(a.At) - idle).Seconds(); wall > 0 && b.LimitCores > 0 {
-		u.BusyPercent = 100 * u.CPUSeconds / (wall * b.LimitCores)
+// Pause is a stretch in which the generator waited on purpose (at a barrier for other
+// runners), from a reading before it to one after.
+type Pause struct{ From, To Reading }
+
+// Between is the use from a to b with the pauses left out, their wall time and the CPU spent
+// in them (polling), which would otherwise dilute or inflate the busy share of the work.
+func Between(a, b Reading, pauses ...Pause) Use {
+	cpu, wall := b.CPU-a.CPU, b.At.Sub(a.At)
+	for _, p := range pauses {
+		cpu, wall = cpu-(p.To.CPU-p.From.CPU), wall-p.To.At.Sub(p.From.At)
+	}
+	u := Use{CPUSeconds: cpu.Seconds(), LimitCores: b.LimitCores, LimitFrom: b.LimitFrom}
+	if wall > 0 && b.LimitCores > 0 {
+		u.BusyPercent = 100 * u.CPUSeconds / (wall.Seconds() * b.LimitCores)
 	}
 	return u
 }

@@ -42,27 +42,37 @@ func TestSaturation(t *testing.T) {
 	start := read(tenth)
 	for time.Since(start.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
 	}
-	spun := Between(start, read(tenth), 0)
+	spun := Between(start, read(tenth))
 	if !spun.Saturated() || spun.LimitCores != 0.1 {
 		t.Errorf("spinning under a quota of a tenth of a core: %+v, want saturated", spun)
 	}
 	start = read(tenth)
 	time.Sleep(200 * time.Millisecond)
-	if idle := Between(start, read(tenth), 0); idle.Saturated() {
+	if idle := Between(start, read(tenth)); idle.Saturated() {
 		t.Errorf("sleeping: %+v, want not saturated", idle)
 	}
 	// Spinning after a wait that is left out (a barrier): saturated, as if the wait were not
 	// there. Counting the wait would halve the busy share.
 	start = read(tenth)
 	time.Sleep(200 * time.Millisecond)
-	waited := time.Since(start.At)
-	for time.Since(start.At) < waited+200*time.Millisecond { //nolint:revive // spinning is the point
+	pause := Pause{From: start, To: read(tenth)}
+	for time.Since(pause.To.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
 	}
 	end := read(tenth)
-	if u := Between(start, end, waited); !u.Saturated() {
-		t.Errorf("spinning after a %s wait left out: %+v, want saturated", waited, u)
+	if u := Between(start, end, pause); !u.Saturated() {
+		t.Errorf("spinning after a wait left out: %+v, want saturated", u)
 	}
-	if u := Between(start, end, 0); u.BusyPercent >= Between(start, end, waited).BusyPercent {
+	if u := Between(start, end); u.BusyPercent >= Between(start, end, pause).BusyPercent {
 		t.Errorf("the wait counted in makes the share no smaller: %+v", u)
+	}
+	// Spinning during the pause (a barrier's polling) and sleeping after: the pause's CPU
+	// is left out with its time, so the rest is idle, not saturated.
+	start = read(tenth)
+	for time.Since(start.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
+	}
+	pause = Pause{From: start, To: read(tenth)}
+	time.Sleep(200 * time.Millisecond)
+	if u := Between(start, read(tenth), pause); u.Saturated() {
+		t.Errorf("busy only while paused: %+v, want not saturated", u)
 	}
 }

@@ -39,9 +39,11 @@ type Generator struct {
 	profile benchv1.DocumentProfile
 	// paddingRepeat is how often a padding value repeats its random 6-letter string.
 	paddingRepeat int
+	// IDs is how ids are made; the zero value is sequential.
+	IDs benchv1.DocumentIDs
 }
 
-// New returns the generator for a seed and profile.
+// New returns the generator for a seed and profile, with sequential ids.
 func New(seed int64, profile benchv1.DocumentProfile) *Generator {
 	g := &Generator{seed: uint64(seed), profile: profile, paddingRepeat: seedPaddingRepeat}
 	if profile.Type == benchv1.DocumentLarge && profile.TargetBytes != nil {
@@ -80,8 +82,51 @@ func Slice(documents int64, part, parts int) (from, count int64) {
 	return from, documents*int64(part+1)/int64(parts) - from
 }
 
-// ID is the id of document i.
+// ID is the sequential id of document i.
 func ID(i int64) string { return fmt.Sprintf("%010d", i) }
+
+// ID is the id of document i, sequential or random as the generator makes them.
+func (g *Generator) ID(i int64) string {
+	if g.IDs != benchv1.IDsRandom {
+		return ID(i)
+	}
+	return RandomID(IDSalt(int64(g.seed)), i)
+}
+
+// IDSalt makes a seed's random ids differ from another seed's; the k6 script is handed it.
+func IDSalt(seed int64) uint32 { return fmix32(uint32(seed) ^ uint32(uint64(seed)>>32)) }
+
+// RandomID is the random id of document i: four 32-bit words in hex, the first a bijection
+// of i (MurmurHash3's finalizer, so no two documents below 2^32 share it), each next one
+// mixed from the one before. The k6 script computes the same with Math.imul.
+func RandomID(salt uint32, i int64) string {
+	w := fmix32(uint32(i) ^ salt)
+	var b strings.Builder
+	b.Grow(32)
+	for k := range 4 {
+		if k > 0 {
+			w = fmix32(w + 0x9e3779b9)
+		}
+		fmt.Fprintf(&b, "%08x", w)
+	}
+	return b.String()
+}
+
+// fmix32 is MurmurHash3's 32-bit finalizer: a bijection that scatters its input's bits.
+func fmix32(h uint32) uint32 {
+	h ^= h >> 16
+	h *= 0x85ebca6b
+	h ^= h >> 13
+	h *= 0xc2b2ae35
+	h ^= h >> 16
+	return h
+}
+
+// tinyDoc is seed 003's document.
+type tinyDoc struct {
+	ID  string `json:"_id"`
+	Foo string `json:"foo"`
+}
 
 // Doc is the seed's score document.
 type Doc struct {
@@ -117,7 +162,7 @@ func (g *Generator) draw(i int64) draw {
 func (g *Generator) Doc(i int64) Doc {
 	d := g.draw(i)
 	doc := Doc{
-		ID:       ID(i),
+		ID:       g.ID(i),
 		Metadata: Metadata{DocType: "score", CreatedAt: d.createdAt.Format(time.DateOnly)},
 		Username: randomName(d.rng),
 		Score:    d.score,
@@ -136,7 +181,11 @@ func (g *Generator) Doc(i int64) Doc {
 
 // JSON generates document i as JSON.
 func (g *Generator) JSON(i int64) json.RawMessage {
-	data, err := json.Marshal(g.Doc(i))
+	var doc any = g.Doc(i)
+	if g.profile.Type == benchv1.DocumentTiny {
+		doc = tinyDoc{ID: g.ID(i), Foo: "bar"}
+	}
+	data, err := json.Marshal(doc)
 	if err != nil {
 		panic(fmt.Sprintf("dataset: a generated document does not marshal: %v", err)) // plain strings and ints only
 	}

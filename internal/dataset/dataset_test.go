@@ -164,3 +164,44 @@ func TestSlicesCoverEveryDocumentOnce(t *testing.T) {
 		}
 	}
 }
+
+// Random ids are 32 hex characters, distinct, deterministic for a seed and in no order (a
+// sequential id's neighbours are its neighbours in the B-tree; a random one's are not).
+func TestRandomIDs(t *testing.T) {
+	g := New(7, small)
+	g.IDs = benchv1.IDsRandom
+	seen := map[string]bool{}
+	ascending := 0
+	prev := ""
+	for i := range int64(100000) {
+		id := g.ID(i)
+		if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) || seen[id] {
+			t.Fatalf("document %d: id %q is not 32 hex characters or is taken", i, id)
+		}
+		seen[id] = true
+		if id > prev {
+			ascending++
+		}
+		prev = id
+	}
+	if ascending < 45000 || ascending > 55000 {
+		t.Errorf("%d of 100000 ids follow a smaller one: want about half, as in no order", ascending)
+	}
+	other := New(8, small)
+	other.IDs = benchv1.IDsRandom
+	if g.ID(0) == other.ID(0) || g.ID(0) != RandomID(IDSalt(7), 0) {
+		t.Errorf("ids of seed 7 and 8: %s %s; want them to differ, and the same for the same seed", g.ID(0), other.ID(0))
+	}
+	var doc Doc
+	if err := json.Unmarshal(g.JSON(3), &doc); err != nil || doc.ID != g.ID(3) {
+		t.Errorf("document 3 has id %q (%v), want %q", doc.ID, err, g.ID(3))
+	}
+}
+
+// The tiny profile is seed 003's {"foo":"bar"} with its id.
+func TestTinyDocument(t *testing.T) {
+	g := New(1, benchv1.DocumentProfile{Type: benchv1.DocumentTiny})
+	if got := string(g.JSON(42)); got != `{"_id":"0000000042","foo":"bar"}` {
+		t.Errorf("tiny document: %s", got)
+	}
+}

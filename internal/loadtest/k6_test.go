@@ -69,10 +69,17 @@ func seededDB(t testing.TB, srv *couchdbtest.Server, n int) string {
 	return db
 }
 
-// seed writes the first n documents of the dataset into db.
+// seed writes the first n documents of the dataset (seed 1, sequential ids) into db.
 func seed(t testing.TB, c *couch.Client, db string, n int) {
 	t.Helper()
+	seedWith(t, c, db, n, benchv1.IDsSequential)
+}
+
+// seedWith writes the first n documents of the dataset (seed 1) with ids made as ids says.
+func seedWith(t testing.TB, c *couch.Client, db string, n int, ids benchv1.DocumentIDs) {
+	t.Helper()
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	gen.IDs = ids
 	for lo := 0; lo < n; lo += 1000 {
 		batch := make([]json.RawMessage, 0, 1000)
 		for i := lo; i < min(n, lo+1000); i++ {
@@ -234,6 +241,28 @@ func TestEveryScenarioOnRealCouchDB(t *testing.T) {
 // A wrong password: every request fails. The user is this test's own: 30 failures would
 // lock the admin out for 5 minutes (CouchDB 3.4's [chttpd_auth_lockout] locks a user after
 // 5), failing every test after this one.
+// With random ids the script computes every document's id as internal/dataset made it: a
+// GET of an id it got wrong would be a 404, a failed request. Every scenario that names
+// documents runs without one.
+func TestRandomIDsAreTheDatasetsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	db := srv.NewDB(t, "")
+	seedWith(t, srv.Client(t, couch.Options{}), db, docs, benchv1.IDsRandom)
+	for _, scenario := range []benchv1.ReadScenario{benchv1.ScenarioGetDocument, benchv1.ScenarioViewRangeIncludeDocs} {
+		spec := readsSpec(scenario)
+		spec.Dataset.IDs, spec.Dataset.Seed = benchv1.IDsRandom, 1
+		spec.Workloads.Reads.IterationsPerUser = ptr.To[int32](100)
+		cfg, err := NewConfig(spec, jsArm, srv.URL(), db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, s, _ := runK6(t, cfg, srv.User, srv.Password)
+		if code != 0 || s.Requests != 200 || s.Failed != 0 {
+			t.Errorf("%s: exit %d, %d requests, %d failed; want 200 requests, none failed (a wrong id is a 404)", scenario, code, s.Requests, s.Failed)
+		}
+	}
+}
+
 func TestWrongPasswordFailsTheRequestsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	db := seededDB(t, srv, docs)

@@ -11,6 +11,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/latency"
 	"github.com/couchbench/couchbench/internal/names"
@@ -36,6 +37,10 @@ type Config struct {
 	// UserThresholds are "metric|expression" of the spec's thresholds: the ones the
 	// summary reports (the script adds its own to have tagged sub-metrics computed).
 	UserThresholds []string `json:"userThresholds"`
+	// RandomIDs: the documents have random ids (dataset.ids Random), which the script
+	// computes from IDSalt as internal/dataset does.
+	RandomIDs bool   `json:"randomIds,omitempty"`
+	IDSalt    uint32 `json:"idSalt,omitempty"`
 	// Histogram is the layout of the latency histogram the script counts the measured
 	// requests in, so that runners' latencies merge (internal/latency).
 	Histogram latency.Layout `json:"histogram"`
@@ -49,6 +54,9 @@ func NewConfig(spec *benchv1.CouchBenchmarkSpec, qs benchv1.QueryServer, url, db
 	}
 	cfg := Config{URL: url, DB: db, Documents: spec.Dataset.Documents, Scenario: string(r.Scenario), UserThresholds: []string{},
 		Histogram: latency.K6}
+	if spec.Dataset.IDs == benchv1.IDsRandom {
+		cfg.RandomIDs, cfg.IDSalt = true, dataset.IDSalt(spec.Dataset.Seed)
+	}
 	if r.Scenario != benchv1.ScenarioGetDocument && r.Scenario != benchv1.ScenarioGetSameDocument && r.Scenario != benchv1.ScenarioMixed {
 		d, err := ddoc.ViewReads(names.ViewReadsDesignDoc, ddoc.Language(qs))
 		if err != nil {

@@ -156,8 +156,8 @@ type armRun struct {
 	result   results.Arm
 	// gens are the profiles' document generators, by the index of result.Profiles.
 	gens []*dataset.Generator
-	// waited is the time the current step spent at barriers, waiting for other parts.
-	waited time.Duration
+	// pauses are the current step's waits at barriers for the other parts.
+	pauses []cpuuse.Pause
 }
 
 func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
@@ -177,7 +177,9 @@ func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
 		a.result.Profiles = append(a.result.Profiles, results.Profile{
 			Profile: name, DB: names.Database(cfg.Bench.Name, cfg.RunID, qs.Name, name), Shards: shards, Replicas: replicas,
 		})
-		a.gens = append(a.gens, dataset.New(ds.Seed, profile))
+		gen := dataset.New(ds.Seed, profile)
+		gen.IDs = ds.IDs
+		a.gens = append(a.gens, gen)
 	}
 	return a
 }
@@ -208,9 +210,9 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 			watch = serverload.Watch(ctx, a.cfg.Client, a.nodes, serverload.Interval)
 		}
 		before := cpuuse.Read()
-		a.waited = 0
+		a.pauses = nil
 		err := s.run(a, ctx)
-		use := cpuuse.Between(before, cpuuse.Read(), a.waited)
+		use := cpuuse.Between(before, cpuuse.Read(), a.pauses...)
 		rec.FinishedAt = time.Now().UTC()
 		rec.LoadGenerator = &use
 		if watch != nil {
@@ -228,16 +230,16 @@ func (a *armRun) run(ctx context.Context, doc *results.Document) error {
 }
 
 // barrier meets the other parts at the barrier called name in database db: waiting for all
-// of them, or only announcing this part (wait false). Time spent waiting is left out of the
-// step's CPU share.
+// of them, or only announcing this part (wait false). The wait, and the CPU its polling
+// takes, are left out of the step's CPU share.
 func (a *armRun) barrier(ctx context.Context, db, name string, wait bool) error {
 	b := barrier.Barrier{Client: a.cfg.Client, DB: db, Part: a.cfg.Part, Parts: a.cfg.Parts}
 	if !wait {
 		return b.Arrive(ctx, name)
 	}
-	arrived := time.Now()
+	arrived := cpuuse.Read()
 	_, err := b.Wait(ctx, name)
-	a.waited += time.Since(arrived)
+	a.pauses = append(a.pauses, cpuuse.Pause{From: arrived, To: cpuuse.Read()})
 	return err
 }
 

@@ -672,3 +672,57 @@ func TestThreeRunnersShareTheWritesOnRealCouchDB(t *testing.T) {
 		}
 	}
 }
+
+// Random ids on the kit's real single node: the seeded database holds every document once
+// under its random id, in no order, and the built view still equals the dataset's answer;
+// seed 003's tiny documents with random ids go through every insert mode, and what each
+// mode's database holds is what was acknowledged.
+func TestRandomIDsAndTinyDocumentsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	const docs = 1500
+	doc, log, err := realRun(t, srv, fmt.Sprintf(`
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: randomids}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: %d
+    ids: Random
+  workloads:
+    indexing: {repetitions: 1}
+`, docs), Config{})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	p := doc.Arms[0].Profiles[0]
+	checkBuilt(t, p, []string{"builtin"}, 1, "paused")
+	ids := allDocIDs(t, srv, p.DB)
+	gen := dataset.New(doc.Seed, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	gen.IDs = benchv1.IDsRandom
+	want := make([]string, docs)
+	for i := range want {
+		want[i] = gen.ID(int64(i))
+	}
+	slices.Sort(want)
+	if !slices.Equal(ids, want) {
+		t.Errorf("%s holds %d documents; want exactly the dataset's %d random ids", p.DB, len(ids), docs)
+	}
+
+	doc, log, err = realRun(t, srv, strings.Replace(strings.Replace(writesBench, "documents: 100", "documents: 100\n    ids: Random\n    profiles: [{type: tiny}]", 1),
+		"repetitions: 2", "repetitions: 1", 1), Config{Steps: []benchv1.Step{benchv1.StepWrites}})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	if p := doc.Arms[0].Profiles[0]; p.Profile != "tiny" || len(p.Writes) != 5 {
+		t.Fatalf("profile %s with %d write results, want tiny with 5", p.Profile, len(p.Writes))
+	}
+	for _, w := range doc.Arms[0].Profiles[0].Writes {
+		if w.Errors != 0 || w.Created+w.Accepted == 0 || w.Stored != w.Created+w.Accepted {
+			t.Errorf("tiny %s: %d created + %d accepted, %d errors, %d stored", w.Mode, w.Created, w.Accepted, w.Errors, w.Stored)
+		}
+	}
+}
