@@ -179,3 +179,30 @@ func TestReadRepetitionsRunApartAndAddUp(t *testing.T) {
 		t.Fatalf("phase %s, reads %+v: want 2 repetitions of 2 runners, 802 requests", got.Status.Phase, reads)
 	}
 }
+
+// A warm-up round runs first, by Jobs of its own, and is stored apart: the status counts
+// the repetitions only, and the results document keeps the warm-up's runners.
+func TestReadWarmUpRunsFirstAndIsNotCounted(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
+	create(t, credentials(ns))
+	bench := readsBenchmark(ns)
+	bench.Spec.Workloads.Reads.Repetitions = 2
+	bench.Spec.Workloads.Reads.WarmUp = true
+	create(t, bench)
+
+	got := h.drive(bench, 20)
+	if jobs := jobsOf(t, got); jobs["js/reads"] != 6 {
+		t.Errorf("jobs %v, want 3 rounds (a warm-up and 2 repetitions) of 2 runners", jobs)
+	}
+	reads := got.Status.Results[0].Reads
+	if got.Status.Phase != benchv1.PhaseSucceeded || reads == nil || reads.Runs != 2 || reads.Requests != 802 {
+		t.Fatalf("phase %s, reads %+v: want 2 counted repetitions, 802 requests", got.Status.Phase, reads)
+	}
+	doc := storedDocuments(t, got)[0]
+	if r := doc.Arms[0].Profiles[0].Reads; len(r.WarmUp) != 2 || len(r.Runners) != 4 || r.Runners[0].Repetition != 0 || r.Runners[3].Repetition != 1 {
+		t.Errorf("reads in the document: %d warm-up runners, %d counted (repetitions %d..%d); want 2, and 4 in repetitions 0 and 1",
+			len(r.WarmUp), len(r.Runners), r.Runners[0].Repetition, r.Runners[len(r.Runners)-1].Repetition)
+	}
+}

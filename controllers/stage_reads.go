@@ -24,7 +24,11 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 	n := int(bench.Spec.K6.Parallelism)
 	reads := bench.Spec.Workloads.Reads
 	var ended []jobSet
-	for rep := range int(max(reads.Repetitions, 1)) {
+	rounds := int(max(reads.Repetitions, 1))
+	if reads.WarmUp {
+		rounds++ // round 0 is the warm-up
+	}
+	for rep := range rounds {
 		jobNames := make([]string, n)
 		for i := range n {
 			jobNames[i] = builders.K6JobName(bench, qs.Name, rep, i)
@@ -70,7 +74,13 @@ func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv
 	record := results.StepRecord{QueryServer: qs.Name, Step: benchv1.StepReads}
 	var all jobSet
 	var failure stepOutcome
-	for rep, jobs := range ended {
+	warmUp := bench.Spec.Workloads.Reads.WarmUp
+	for round, jobs := range ended {
+		// With a warm-up, round 0 is it and repetition 0 is round 1.
+		rep := round
+		if warmUp {
+			rep--
+		}
 		var runners []results.ReadsRunner
 		for i, job := range jobs {
 			if failure.failure == nil {
@@ -82,7 +92,11 @@ func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv
 		if failure.failure != nil {
 			break
 		}
-		reads.Runners = append(reads.Runners, runners...)
+		if rep < 0 {
+			reads.WarmUp = runners
+		} else {
+			reads.Runners = append(reads.Runners, runners...)
+		}
 		all = append(all, jobs...)
 	}
 	if len(all) > 0 {
@@ -105,7 +119,11 @@ func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv
 // readsRunner reads one k6 Job's summary into runners, or says why the step fails.
 func (r *CouchBenchmarkReconciler) readsRunner(ctx context.Context, qs benchv1.QueryServer, job observedJob, rep, i, n int,
 	segment string, thresholds []string, runners *[]results.ReadsRunner) (stepOutcome, error) {
-	which := fmt.Sprintf("query server %s, reads, repetition %d: k6 runner %d of %d", qs.Name, rep+1, i+1, n)
+	round := fmt.Sprintf("repetition %d", rep+1)
+	if rep < 0 {
+		round = "warm-up"
+	}
+	which := fmt.Sprintf("query server %s, reads, %s: k6 runner %d of %d", qs.Name, round, i+1, n)
 	if job.phase == jobFailed {
 		return failed(reasonStepFailed, "%s failed: %s", which, job.detail), nil
 	}
@@ -120,7 +138,7 @@ func (r *CouchBenchmarkReconciler) readsRunner(ctx context.Context, qs benchv1.Q
 	if err != nil {
 		return failed(reasonStepFailed, "%s: %v", which, err), nil
 	}
-	runner.Repetition = rep
+	runner.Repetition = max(rep, 0)
 	*runners = append(*runners, runner)
 	return stepOutcome{}, nil
 }

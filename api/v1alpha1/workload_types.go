@@ -41,6 +41,13 @@ type IndexingWorkload struct {
 	// +kubebuilder:validation:Maximum=20
 	Repetitions int32 `json:"repetitions,omitempty"`
 
+	// WarmUp builds each view once more before the repetitions: the build is reported
+	// (warmUp in the results, the warm-up table) but left out of the median, spread and
+	// comparisons. A run's first build starts the query server's processes and reads the
+	// database from disk rather than from the page cache, and can stand apart.
+	// +optional
+	WarmUp bool `json:"warmUp,omitempty"`
+
 	// ViewCompaction: Paused (default) stops CouchDB's automatic view compaction during
 	// each build and restores the setting afterwards. On CouchDB 3.4 the compactor starts
 	// a few seconds into a large build and re-maps documents, which made builds 20-30%
@@ -85,6 +92,11 @@ type ViewReadsWorkload struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=100
 	Repetitions int32 `json:"repetitions,omitempty"`
+
+	// WarmUp reads each view once more before the repetitions, reported but not counted
+	// (see indexing.warmUp): the first read of a view comes from disk.
+	// +optional
+	WarmUp bool `json:"warmUp,omitempty"`
 }
 
 // ViewReadKind is one of the seed 002 views.
@@ -118,6 +130,11 @@ type WritesWorkload struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=20
 	Repetitions int32 `json:"repetitions,omitempty"`
+
+	// WarmUp runs every mode once more before the repetitions, reported but not counted
+	// (see indexing.warmUp).
+	// +optional
+	WarmUp bool `json:"warmUp,omitempty"`
 
 	// BulkBatchSizes runs one sequential _bulk_docs writer per size, as seed 003 does with
 	// 100, 1000, 5000 and 10000; at most 10000.
@@ -217,6 +234,11 @@ type ReadsWorkload struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=50
 	Repetitions int32 `json:"repetitions,omitempty"`
+
+	// WarmUp runs the load once more before the repetitions, by k6 Jobs of its own and
+	// Pause before the first repetition: reported, not counted (see indexing.warmUp).
+	// +optional
+	WarmUp bool `json:"warmUp,omitempty"`
 
 	// Pause between repetitions, a Go duration up to 1h (default none).
 	// +optional

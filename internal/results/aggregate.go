@@ -143,6 +143,15 @@ type writeMode struct {
 	runs []writes.Result
 }
 
+// docsPerSecond is the statistics of the mode's repetitions' docs/s.
+func (m writeMode) docsPerSecond() Stats {
+	rates := make([]float64, 0, len(m.runs))
+	for _, w := range m.runs {
+		rates = append(rates, w.DocsPerSecond())
+	}
+	return Summarize(rates)
+}
+
 // writeModes groups the writes by mode, in the order the modes first ran.
 func writeModes(all []writes.Result) []writeMode {
 	var out []writeMode
@@ -270,12 +279,10 @@ func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.Resu
 		}
 		for _, mode := range writeModes(p.Writes) {
 			res := benchv1.WriteResult{Mode: mode.name, Profile: p.Profile}
-			rates := make([]float64, 0, len(mode.runs))
 			for _, w := range mode.runs {
-				rates = append(rates, w.DocsPerSecond())
 				res.Created, res.Accepted, res.Errors, res.Stored = res.Created+w.Created, res.Accepted+w.Accepted, res.Errors+w.Errors, res.Stored+w.Stored
 			}
-			st := Summarize(rates)
+			st := mode.docsPerSecond()
 			res.DocsPerSecond, res.Spread = round(st.Median), withStepFlags(spread(st, noisyAbove), flags, benchv1.StepWrites)
 			r.Writes = append(r.Writes, res)
 		}

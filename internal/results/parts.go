@@ -45,15 +45,13 @@ func JoinParts(parts []*Document) *Document {
 				total := seeding.Join(loads)
 				p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &total, total.DocsPerSecond(), total.MBPerSecond()
 			}
-			var written [][]writes.Result
+			var written, warmUps [][]writes.Result
 			for _, d := range parts {
-				if w := profileIn(d, a.QueryServer, p.Profile); w != nil && len(w.Writes) > 0 {
-					written = append(written, w.Writes)
+				if w := profileIn(d, a.QueryServer, p.Profile); w != nil {
+					written, warmUps = append(written, w.Writes), append(warmUps, w.WritesWarmUp)
 				}
 			}
-			if len(written) > 0 {
-				p.Writes = writes.Join(written)
-			}
+			p.Writes, p.WritesWarmUp = writes.Join(written), writes.Join(warmUps)
 		}
 	}
 	return joined

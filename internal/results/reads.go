@@ -16,6 +16,9 @@ import (
 type Reads struct {
 	Scenario string        `json:"scenario"`
 	Runners  []ReadsRunner `json:"runners"`
+	// WarmUp is the runners of the load before the repetitions (reads.warmUp): reported,
+	// not counted.
+	WarmUp []ReadsRunner `json:"warmUp,omitempty"`
 }
 
 // ReadsRunner is one k6 runner's end-of-test summary of the measured requests (those tagged

@@ -162,6 +162,9 @@ type Profile struct {
 	Indexing             []IndexingSeries   `json:"indexing,omitempty"`
 	ViewReads            []viewreads.Result `json:"viewReads,omitempty"`
 	Writes               []writes.Result    `json:"writes,omitempty"`
+	// WritesWarmUp is every mode once before the repetitions (writes.warmUp): reported,
+	// not counted.
+	WritesWarmUp []writes.Result `json:"writesWarmUp,omitempty"`
 	// Reads is the k6 read load, run on an arm's first profile.
 	Reads *Reads `json:"reads,omitempty"`
 }
@@ -175,6 +178,8 @@ type IndexingSeries struct {
 	// PollInterval is how often /_active_tasks was polled: a build's end is known to within it.
 	PollInterval time.Duration  `json:"pollIntervalNs"`
 	Runs         []indexing.Run `json:"runs"`
+	// WarmUp is the build before the runs (indexing.warmUp): reported, not counted.
+	WarmUp *indexing.Run `json:"warmUp,omitempty"`
 	// Stats summarizes the runs' docs/s (median, min, max, CV) for readers of the JSON;
 	// Finish fills it in.
 	Stats Stats `json:"docsPerSecondStats"`

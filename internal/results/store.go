@@ -56,8 +56,8 @@ func Merge(into, step *Document) {
 			if len(sp.ViewReads) > 0 {
 				p.ViewReads = sp.ViewReads
 			}
-			if len(sp.Writes) > 0 {
-				p.Writes = sp.Writes
+			if len(sp.Writes) > 0 || len(sp.WritesWarmUp) > 0 {
+				p.Writes, p.WritesWarmUp = sp.Writes, sp.WritesWarmUp
 			}
 			if sp.Reads != nil {
 				p.Reads = sp.Reads

@@ -34,14 +34,14 @@ type Report struct {
 	PollInterval time.Duration
 	// provenance says what produced each arm's numbers; load how busy the generator and
 	// CouchDB were during each step.
-	provenance, load, seedingParts Table
+	provenance, load, seedingParts, warmUp Table
 }
 
 // NewReport is the report of a run's documents.
 func NewReport(docs ...*Document) Report {
 	s := Aggregate(docs...)
 	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs), load: loadTable(docs),
-		seedingParts: seedingPartsTable(docs)}
+		seedingParts: seedingPartsTable(docs), warmUp: warmUpTable(docs)}
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
@@ -68,7 +68,7 @@ type Table struct {
 func (r Report) Tables() []Table {
 	var out []Table
 	tables := []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.seedingParts, r.viewReadsTable(), r.writesTable(),
-		r.readsTable(), r.load, r.provenance}
+		r.readsTable(), r.warmUp, r.load, r.provenance}
 	for _, t := range tables {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
@@ -393,6 +393,53 @@ func seedingPartsTable(docs []*Document) Table {
 					t.Rows = append(t.Rows, []string{a.QueryServer, p.Profile, strconv.Itoa(i), strconv.FormatInt(part.Stored, 10),
 						whole(part.DocsPerSecond()), fmt.Sprintf("+%d ms", part.StartedAt.Sub(p.Seeding.StartedAt).Milliseconds()),
 						part.Elapsed.Round(time.Millisecond).String()})
+				}
+			}
+		}
+	}
+	return t
+}
+
+// warmUpTable shows the warm-up runs (workloads' warmUp) beside the median of the runs that
+// count, which they are left out of.
+func warmUpTable(docs []*Document) Table {
+	t := Table{
+		Title:  "Warm-up runs (not counted)",
+		Note:   "Each warm-up ran before the repetitions and is left out of their median, spread and comparisons.",
+		Header: []string{colOption, colProfile, "Run", "Warm-up", "Median of the counted runs"},
+	}
+	for _, d := range inSpecOrder(docs) {
+		for _, a := range d.Arms {
+			for _, p := range a.Profiles {
+				add := func(run, warmUp, counted string) {
+					t.Rows = append(t.Rows, []string{a.QueryServer, p.Profile, run, warmUp, counted})
+				}
+				for _, ix := range p.Indexing {
+					if ix.WarmUp != nil {
+						add("index, "+ix.Reducer+" reducer", whole(ix.WarmUp.DocsPerSecond)+" docs/s", whole(ix.DocsPerSecond().Median)+" docs/s")
+					}
+				}
+				for _, vr := range p.ViewReads {
+					if vr.WarmUp != nil {
+						add("view "+string(vr.View), vr.WarmUp.Elapsed.Round(time.Millisecond).String(),
+							time.Duration(ViewReadSeconds(vr).Median*float64(time.Second)).Round(time.Millisecond).String())
+					}
+				}
+				for _, w := range p.WritesWarmUp {
+					counted := "-"
+					for _, m := range writeModes(p.Writes) {
+						if m.name == w.Mode {
+							counted = whole(m.docsPerSecond().Median) + " docs/s"
+						}
+					}
+					add("writes "+w.Mode, whole(w.DocsPerSecond())+" docs/s", counted)
+				}
+				if r := p.Reads; r != nil && len(r.WarmUp) > 0 {
+					warm, _ := Reads{Runners: r.WarmUp}.repetitions()
+					counted, _ := r.repetitions()
+					if len(warm) > 0 {
+						add("reads (k6)", whole(warm[0])+" req/s", whole(Summarize(counted).Median)+" req/s")
+					}
 				}
 			}
 		}

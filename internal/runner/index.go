@@ -45,7 +45,11 @@ func (a *armRun) index(ctx context.Context) (err error) {
 		expected := a.gens[i].Expected(docs)
 		for _, reducer := range w.Reducers {
 			series := results.IndexingSeries{Reducer: string(reducer), ViewCompaction: compaction, PollInterval: poll}
-			for rep := 1; rep <= int(w.Repetitions); rep++ {
+			first := 1
+			if w.WarmUp {
+				first = 0 // run 0 is the warm-up
+			}
+			for rep := first; rep <= int(w.Repetitions); rep++ {
 				run, err := indexing.Build(ctx, a.cfg.Client, a.nodes, indexing.Options{
 					DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
 					Nonce:        fmt.Sprintf("%s-%s-%s-%d", nonceBase, p.Profile, reducer, rep),
@@ -56,7 +60,11 @@ func (a *armRun) index(ctx context.Context) (err error) {
 					p.Indexing = append(p.Indexing, series)
 					return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, rep, err)
 				}
-				series.Runs = append(series.Runs, run)
+				if rep == 0 {
+					series.WarmUp = &run
+				} else {
+					series.Runs = append(series.Runs, run)
+				}
 				logf(a.cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
 					a.label(i), reducer, rep, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
 					run.DocsPerSecond, run.ShardChangesPerSecond)

@@ -726,3 +726,54 @@ spec:
 		}
 	}
 }
+
+// Warm-up runs on the kit's real single node: one build per reducer, one read per view and
+// one round of the write modes run before the repetitions and are kept apart, so the
+// statistics count only the repetitions; the report shows them in a table of their own.
+func TestWarmUpRunsAreKeptApartOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	const docs = 500
+	doc, log, err := realRun(t, srv, fmt.Sprintf(`
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: warmup}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}
+  dataset:
+    documents: %d
+  workloads:
+    indexing: {repetitions: 2, warmUp: true}
+    viewReads: {repetitions: 2, warmUp: true, views: [emitNull]}
+    writes: {duration: 1s, serial: true, warmUp: true}
+`, docs), Config{})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	p := doc.Arms[0].Profiles[0]
+	if ix := p.Indexing[0]; len(ix.Runs) != 2 || ix.WarmUp == nil || ix.WarmUp.Documents != docs || ix.Stats.N != 2 {
+		t.Errorf("indexing: %d runs, warm-up %+v, statistics over %d; want 2 counted runs and a warm-up build of %d documents",
+			len(ix.Runs), ix.WarmUp, ix.Stats.N, docs)
+	}
+	if vr := p.ViewReads[0]; len(vr.Reads) != 2 || vr.WarmUp == nil || vr.WarmUp.Rows != docs {
+		t.Errorf("view reads: %d reads, warm-up %+v; want 2 and a warm-up read of %d rows", len(vr.Reads), vr.WarmUp, docs)
+	}
+	if len(p.Writes) != 1 || len(p.WritesWarmUp) != 1 || p.WritesWarmUp[0].Created == 0 || p.WritesWarmUp[0].Stored != p.WritesWarmUp[0].Created {
+		t.Errorf("writes %+v, warm-up %+v: want one counted round and one warm-up round that stored what it wrote", p.Writes, p.WritesWarmUp)
+	}
+	status := results.Aggregate(doc).Results[0]
+	if status.Indexing[0].Runs != 2 || status.ViewReads[0].Runs != 2 || status.Writes[0].Runs != 1 {
+		t.Errorf("status counts %d, %d and %d runs; the warm-ups must not count", status.Indexing[0].Runs, status.ViewReads[0].Runs, status.Writes[0].Runs)
+	}
+	var md bytes.Buffer
+	if err := results.NewReport(doc).WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"### Warm-up runs (not counted)", "index, builtin reducer", "view emitNull", "writes serial"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the report lacks %q:\n%s", want, md.String())
+		}
+	}
+}

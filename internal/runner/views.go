@@ -18,6 +18,7 @@ func (a *armRun) views(ctx context.Context) error {
 		p := &a.result.Profiles[i]
 		res, err := viewreads.Run(ctx, a.cfg.Client, viewreads.Options{
 			DB: p.DB, Documents: a.cfg.Bench.Spec.Dataset.Documents, Language: a.language, Views: w.Views, Repetitions: int(w.Repetitions),
+			WarmUp: w.WarmUp,
 		})
 		p.ViewReads = res
 		for _, r := range res {

@@ -16,13 +16,13 @@ func (a *armRun) writes(ctx context.Context) error {
 		p := &a.result.Profiles[i]
 		opts := writes.Options{
 			ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: a.gens[i],
-			Repetitions: int(w.Repetitions),
+			Repetitions: int(w.Repetitions), WarmUp: w.WarmUp,
 		}
 		if a.cfg.shared() {
 			opts.Part, opts.Parts, opts.Barrier = a.cfg.Part, a.cfg.Parts, a.barrier
 		}
-		res, err := writes.Run(ctx, a.cfg.Client, writes.Modes(w), opts)
-		p.Writes = res
+		res, warmUp, err := writes.Run(ctx, a.cfg.Client, writes.Modes(w), opts)
+		p.Writes, p.WritesWarmUp = res, warmUp
 		for _, r := range res {
 			logf(a.cfg.Log, "%s: writes %s: %.0f docs/s (%d created, %d accepted, %d errors)",
 				a.label(i), r.Mode, r.DocsPerSecond(), r.Created, r.Accepted, r.Errors)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,6 +90,8 @@ type Options struct {
 	Generator *dataset.Generator
 	// Repetitions of every mode (at least 1), the modes in turn.
 	Repetitions int
+	// WarmUp runs every mode once before the repetitions, apart from them.
+	WarmUp bool
 	// Part and Parts: this runner is part Part of Parts runners that share the writes
 	// (Parts 0 or 1: alone). Each runs its share of every mode's clients (a mode of one
 	// client is part 0's alone) with ids of its own, from a common start; part 0 makes each
@@ -103,7 +106,7 @@ type Options struct {
 // acknowledged documents over the first part's start to the last part's end, what landed as
 // part 0 counted it, and each part's own result kept.
 func Join(parts [][]Result) []Result {
-	if len(parts) == 0 {
+	if len(parts) == 0 || len(parts[0]) == 0 {
 		return nil
 	}
 	joined := make([]Result, 0, len(parts[0]))
@@ -129,26 +132,35 @@ func Join(parts [][]Result) []Result {
 	return joined
 }
 
-// Run runs each mode for the duration, all modes once per repetition, and returns the
-// results gathered so far with any error. Each run writes a new database, deleted after it.
-func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) ([]Result, error) {
-	var results []Result
+// Run runs each mode for the duration, all modes once per repetition, after one warm-up
+// round when asked for, and returns the results gathered so far (the repetitions', the
+// warm-up's) with any error. Each run writes a new database, deleted after it.
+func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) (results, warmUp []Result, err error) {
+	if opts.WarmUp {
+		for _, m := range modes {
+			res, err := runMode(ctx, c, m, "warm-up", opts)
+			if err != nil {
+				return nil, warmUp, fmt.Errorf("writes %s, warm-up: %w", m.Name, err)
+			}
+			warmUp = append(warmUp, res)
+		}
+	}
 	for rep := range max(opts.Repetitions, 1) {
 		for _, m := range modes {
-			res, err := runMode(ctx, c, m, rep, opts)
+			res, err := runMode(ctx, c, m, strconv.Itoa(rep), opts)
 			if err != nil {
-				return results, fmt.Errorf("writes %s, repetition %d: %w", m.Name, rep+1, err)
+				return results, warmUp, fmt.Errorf("writes %s, repetition %d: %w", m.Name, rep+1, err)
 			}
 			res.Repetition = rep
 			results = append(results, res)
 		}
 	}
-	return results, nil
+	return results, warmUp, nil
 }
 
 // runMode writes for the duration in mode m; a part that shares the writes returns its own
 // share, and part 0 what landed of all of them (Stored).
-func runMode(ctx context.Context, c *couch.Client, m Mode, rep int, opts Options) (Result, error) {
+func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Options) (Result, error) {
 	db := names.WriteDatabase(opts.ProfileDB, m.Name)
 	parts := max(opts.Parts, 1)
 	if opts.Part == 0 {
@@ -159,7 +171,7 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, rep int, opts Options
 			return Result{}, err
 		}
 	}
-	barrier := fmt.Sprintf("writes-%s-%d", m.Name, rep)
+	barrier := fmt.Sprintf("writes-%s-%s", m.Name, round)
 	if parts > 1 {
 		if err := opts.Barrier(ctx, db, barrier, true); err != nil {
 			return Result{}, err
