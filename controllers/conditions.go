@@ -22,6 +22,8 @@ const (
 	conditionImproved  = "Improved"
 	// conditionLoadIsolated says whether the load generators kept off the CouchDB nodes.
 	conditionLoadIsolated = "LoadIsolated"
+	// conditionSameNodes says whether every arm's CouchDB ran on the first arm's nodes.
+	conditionSameNodes = "ArmsOnSameNodes"
 )
 
 // Condition and event reasons.
@@ -48,6 +50,8 @@ const (
 	reasonThresholdsMet         = "ThresholdsMet"
 	reasonSeparateNodes         = "SeparateNodes"
 	reasonSharedNode            = "SharedNode"
+	reasonSameNodes             = "SameNodes"
+	reasonOtherNodes            = "OtherNodes"
 	reasonNoBaseline            = "NoBaseline"
 	reasonBaselineNotFound      = "BaselineNotFound"
 	reasonNotComparable         = "NotComparable"

@@ -110,6 +110,7 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 	st.Results, st.BestChangesPerSecond, st.ReadP95, st.Server = s.Results, s.BestChangesPerSecond, s.ReadP95, s.Server
 	r.recordThresholds(bench, s.Thresholds)
 	r.recordIsolation(bench, s.Isolation)
+	r.recordSameNodes(bench, s.SameNodes)
 	recordResultMetrics(bench, docs)
 
 	files, err := render(docs, c)
@@ -172,6 +173,17 @@ func (r *CouchBenchmarkReconciler) recordIsolation(bench *benchv1.CouchBenchmark
 			"every load generator ran on a node without the CouchDB it measured", reasonSharedNode, "Placement",
 			"load generators ran beside the CouchDB they measured and took CPU from it (results flagged SharedNode; "+
 				"give the cluster a node for them, see spec.isolation): "+strings.Join(v.Shared, "; "))
+	}
+}
+
+// recordSameNodes sets the ArmsOnSameNodes condition from where each arm's CouchDB ran, with
+// an event when an arm ran elsewhere than the first.
+func (r *CouchBenchmarkReconciler) recordSameNodes(bench *benchv1.CouchBenchmark, v *results.SameNodesVerdict) {
+	if v != nil {
+		r.recordResultCondition(bench, conditionSameNodes, v.Same, reasonSameNodes,
+			"every arm's CouchDB ran on the first arm's nodes", reasonOtherNodes, "Placement",
+			"arms' CouchDB ran on other nodes than the first arm's, so differences between arms include the hardware's "+
+				"(free or label the first arm's nodes, see status.couchdbNodes): "+strings.Join(v.Other, "; "))
 	}
 }
 

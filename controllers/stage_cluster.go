@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,7 +59,29 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 	if err != nil || len(m.ClusterNodes) != size || len(m.AllNodes) != size {
 		return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
 	}
+	if qs.Name == bench.Spec.QueryServers[0].Name && len(bench.Status.CouchDBNodes) == 0 {
+		if bench.Status.CouchDBNodes, err = r.couchdbNodes(ctx, bench.Namespace, release); err != nil {
+			return stepOutcome{}, err
+		}
+	}
 	return stepOutcome{done: true}, nil
+}
+
+// couchdbNodes are the nodes a release's CouchDB pods run on, sorted; the later arms'
+// CouchDB prefers the first arm's (builders.HelmValues).
+func (r *CouchBenchmarkReconciler) couchdbNodes(ctx context.Context, namespace, release string) ([]string, error) {
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err != nil {
+		return nil, err
+	}
+	var nodes []string
+	for _, pod := range pods.Items {
+		if n := pod.Spec.NodeName; n != "" && !slices.Contains(nodes, n) {
+			nodes = append(nodes, n)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes, nil
 }
 
 // Waiting reasons of a container that will not start by itself. The run waits on (the image

@@ -60,6 +60,13 @@ type CouchBenchmarkStatus struct {
 	// +optional
 	Server string `json:"server,omitempty"`
 
+	// CouchDBNodes are the nodes the first arm's provisioned CouchDB pods ran on, once its
+	// cluster was ready. Every later arm's CouchDB pods prefer these nodes, so that arms are
+	// compared on the same hardware; the ArmsOnSameNodes condition says whether they got them.
+	// +optional
+	// +listType=atomic
+	CouchDBNodes []string `json:"couchdbNodes,omitempty"`
+
 	// ResultsConfigMap names the ConfigMap with the results rendered for people (Markdown,
 	// CSV, an HTML page with charts). Every arm's full results document (every repetition,
 	// the time series, the provenance) is in a ConfigMap labelled

@@ -390,6 +390,11 @@ func (in *CouchBenchmarkStatus) DeepCopyInto(out *CouchBenchmarkStatus) {
 		*out = new(int64)
 		**out = **in
 	}
+	if in.CouchDBNodes != nil {
+		in, out := &in.CouchDBNodes, &out.CouchDBNodes
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Comparison != nil {
 		in, out := &in.Comparison, &out.Comparison
 		*out = new(ComparisonSummary)

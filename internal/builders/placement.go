@@ -35,3 +35,23 @@ func placeLoadGenerator(job *batchv1.Job, bench *benchv1.CouchBenchmark, arm str
 			TopologyKey:   corev1.LabelHostname,
 		}})
 }
+
+// preferNodes is the user's affinity for CouchDB pods with a strong preference (weight 100)
+// added for the nodes given, in the chart's value form. Preferred, not required: a cluster
+// whose first arm's nodes are gone or full still runs the arm, and the ArmsOnSameNodes
+// condition says where it ran.
+func preferNodes(user *corev1.Affinity, nodes []string) map[string]any {
+	a := user.DeepCopy()
+	if a == nil {
+		a = &corev1.Affinity{}
+	}
+	if a.NodeAffinity == nil {
+		a.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.PreferredSchedulingTerm{Weight: 100, Preference: corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
+			{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: nodes},
+		}}})
+	v, _ := toValue(a) // a plain Kubernetes struct always converts
+	return v.(map[string]any)
+}

@@ -105,3 +105,39 @@ func TestCouchDBPodsGoWhereTheSpecSays(t *testing.T) {
 		}
 	}
 }
+
+// Once the first arm's CouchDB has run, a later arm's CouchDB pods prefer its nodes, beside
+// the user's own affinity; the first arm's values do not change.
+func TestLaterArmsPreferTheFirstArmsNodes(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
+	user := corev1.PreferredSchedulingTerm{Weight: 7, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
+	bench.Spec.CouchDB.Provision.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{user}}}
+	before, err := HelmValues(bench, bench.Spec.QueryServers[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench.Status.CouchDBNodes = []string{"node-a", "node-b"}
+	first, err := HelmValues(bench, bench.Spec.QueryServers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := HelmValues(bench, bench.Spec.QueryServers[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !equality.Semantic.DeepEqual(first["affinity"], before["affinity"]) {
+		t.Errorf("the first arm's affinity changed: %v", first["affinity"])
+	}
+	terms := get(t, later, "affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution").([]any)
+	if len(terms) != 2 || get(t, terms[0].(map[string]any), "weight") != float64(7) {
+		t.Fatalf("later arm's node preferences %v: want the user's and the first arm's nodes", terms)
+	}
+	want := map[string]any{"weight": float64(100), "preference": map[string]any{"matchFields": []any{
+		map[string]any{"key": "metadata.name", "operator": "In", "values": []any{"node-a", "node-b"}}}}}
+	if !equality.Semantic.DeepEqual(terms[1], want) {
+		t.Errorf("later arm's preference %v, want %v", terms[1], want)
+	}
+}

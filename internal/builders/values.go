@@ -107,6 +107,10 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 			values[key] = v
 		}
 	}
+	// A later arm prefers the first arm's nodes: arms compared on the same hardware.
+	if nodes := bench.Status.CouchDBNodes; len(nodes) > 0 && qs.Name != bench.Spec.QueryServers[0].Name {
+		values["affinity"] = preferNodes(p.Affinity, nodes)
+	}
 	// Then the user's: the benchmark's values, the arm's ini settings, the arm's values.
 	values = runtime.DeepCopyJSON(values)
 	if err := mergeJSON(values, p.Values, "spec.couchdb.provision.values"); err != nil {

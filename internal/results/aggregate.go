@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -30,6 +31,17 @@ type Summary struct {
 	// Isolation says whether load generators kept off their CouchDB's nodes; nil when no
 	// arm's CouchDB pods are known (an existing CouchDB, or before the first step).
 	Isolation *IsolationVerdict
+	// SameNodes says whether every arm's CouchDB ran on the first arm's nodes; nil until two
+	// arms' CouchDB pods are known.
+	SameNodes *SameNodesVerdict
+}
+
+// SameNodesVerdict says whether the arms were measured on the same nodes.
+type SameNodesVerdict struct {
+	Same bool
+	// Other lists "query server <arm> on <nodes>, the first arm on <nodes>" for each arm
+	// whose CouchDB ran elsewhere.
+	Other []string
 }
 
 // IsolationVerdict says whether every load generator ran apart from the CouchDB it measured.
@@ -53,10 +65,25 @@ func Aggregate(docs ...*Document) Summary {
 	docs = inSpecOrder(docs)
 	var s Summary
 	var worstP95 time.Duration
+	var firstNodes []string
 	for _, d := range docs {
 		for _, a := range d.Arms {
 			q := compactArm(a, noiseThreshold(d.Spec), stepFlags(d, a))
 			s.Results = append(s.Results, q)
+			if nodes := couchdbNodes(a.Cluster); len(nodes) > 0 {
+				if firstNodes == nil {
+					firstNodes = nodes
+				} else {
+					if s.SameNodes == nil {
+						s.SameNodes = &SameNodesVerdict{Same: true}
+					}
+					if !slices.Equal(nodes, firstNodes) {
+						s.SameNodes.Same = false
+						s.SameNodes.Other = append(s.SameNodes.Other, fmt.Sprintf("query server %s on %s, the first arm on %s",
+							a.QueryServer, strings.Join(nodes, ", "), strings.Join(firstNodes, ", ")))
+					}
+				}
+			}
 			if shared, known := sharedNodes(a.Cluster); known {
 				if s.Isolation == nil {
 					s.Isolation = &IsolationVerdict{Isolated: true}
@@ -206,6 +233,22 @@ func sharedNodes(c *Cluster) (shared map[benchv1.Step]string, known bool) {
 		}
 	}
 	return shared, len(couchdb) > 0
+}
+
+// couchdbNodes are the nodes an arm's CouchDB pods ran on, sorted; none for an existing
+// CouchDB.
+func couchdbNodes(c *Cluster) []string {
+	if c == nil {
+		return nil
+	}
+	var nodes []string
+	for _, p := range c.Pods {
+		if p.Role == RoleCouchDB && p.Node != "" && !slices.Contains(nodes, p.Node) {
+			nodes = append(nodes, p.Node)
+		}
+	}
+	slices.Sort(nodes)
+	return nodes
 }
 
 // stepFlags are the flags each step's results get from how the step ran: its load generator

@@ -269,3 +269,29 @@ func TestWriteRepetitionsAddUp(t *testing.T) {
 		t.Errorf("writes %+v", w)
 	}
 }
+
+// Arms whose CouchDB ran on other nodes than the first arm's are named; arms on the same
+// nodes, or arms without known CouchDB pods, give no complaint.
+func TestArmsOnOtherNodesAreNamed(t *testing.T) {
+	d := sampleDocument(3)
+	on := func(nodes ...string) *Cluster {
+		c := &Cluster{}
+		for i, n := range nodes {
+			c.Pods = append(c.Pods, PodRun{Role: RoleCouchDB, Pod: fmt.Sprintf("c-%d", i), Node: n})
+		}
+		return c
+	}
+	d.Arms[0].Cluster, d.Arms[1].Cluster, d.Arms[2].Cluster = on("n1", "n2"), on("n2", "n1"), on("n1", "n3")
+	s := Aggregate(d)
+	want := []string{"query server arm2 on n1, n3, the first arm on n1, n2"}
+	if s.SameNodes == nil || s.SameNodes.Same || !slices.Equal(s.SameNodes.Other, want) {
+		t.Errorf("same nodes %+v, want arm2 named: %v", s.SameNodes, want)
+	}
+	d.Arms[2].Cluster = on("n2", "n1")
+	if s := Aggregate(d); s.SameNodes == nil || !s.SameNodes.Same {
+		t.Errorf("every arm on n1 and n2: %+v", s.SameNodes)
+	}
+	if s := Aggregate(sampleDocument(3)); s.SameNodes != nil {
+		t.Errorf("no CouchDB pods recorded: %+v, want no verdict", s.SameNodes)
+	}
+}

@@ -121,6 +121,11 @@ func TestSeed000EveryPresetOnOneNode(t *testing.T) {
 	} else {
 		t.Logf("LoadIsolated: %s", c.Message)
 	}
+	// Every arm's CouchDB on the one node the first arm's ran on.
+	if c := meta.FindStatusCondition(got.Status.Conditions, "ArmsOnSameNodes"); c == nil || c.Status != metav1.ConditionTrue ||
+		len(got.Status.CouchDBNodes) != 1 {
+		t.Errorf("ArmsOnSameNodes %+v, couchdbNodes %v: want True, and the first arm's one node", c, got.Status.CouchDBNodes)
+	}
 	for _, q := range got.Status.Results {
 		for _, ix := range q.Indexing {
 			if !slices.Contains(ix.Flags, benchv1.FlagSharedNode) {
