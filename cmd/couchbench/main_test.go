@@ -137,6 +137,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"report", "--format", "pdf", "x.json"}, 1, "no such file"},
 		{[]string{"compare", "a.json"}, 2, "name the BASELINE and the CURRENT results"},
 		{[]string{"index", "-f", spec, "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 1, "only the seed and writes steps are shared"},
+		{[]string{"seed", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "2", "--parts", "2"}, 1, "as parts 0 to 1"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

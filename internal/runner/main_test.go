@@ -19,3 +19,17 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// jsBench is a benchmark called name with one JavaScript arm against an existing CouchDB
+// (the tests hand the runner a client of their own); spec is the rest of its spec, from a
+// newline, indented by two.
+func jsBench(name, spec string) string {
+	return `apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: ` + name + `}
+spec:
+  couchdb:
+    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: js, language: javascript}` + spec
+}

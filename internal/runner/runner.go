@@ -85,6 +85,10 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 }
 
 func run(ctx context.Context, cfg Config, doc *results.Document) error {
+	if cfg.shared() && (cfg.Part < 0 || cfg.Part >= cfg.Parts || slices.ContainsFunc(cfg.Steps, func(s benchv1.Step) bool { return !benchv1.Shareable(s) })) {
+		return fmt.Errorf("part %d of %d: only the seed and writes steps are shared between runners, as parts 0 to %d",
+			cfg.Part, cfg.Parts, cfg.Parts-1)
+	}
 	c := cfg.Client
 	info, err := c.Server(ctx)
 	if err != nil {
@@ -104,10 +108,6 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	}
 	logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), info.Vendor.Name, info.Version, len(members.ClusterNodes))
 
-	if cfg.shared() && (cfg.Part < 0 || cfg.Part >= cfg.Parts || slices.ContainsFunc(cfg.Steps, func(s benchv1.Step) bool { return !benchv1.Shareable(s) })) {
-		return fmt.Errorf("part %d of %d: only the seed and writes steps are shared between runners, as parts 0 to %d",
-			cfg.Part, cfg.Parts, cfg.Parts-1)
-	}
 	arms, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
 	if err != nil {
 		return err

@@ -315,15 +315,7 @@ func checkViewTotal(t *testing.T, srv *couchdbtest.Server, db, ddocID string) {
 func TestClusterRunOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Cluster(t)
 	const docs = 2000
-	yaml := fmt.Sprintf(`
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: cluster}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+	yaml := fmt.Sprintf(jsBench("cluster", `
   dataset:
     documents: %d
     batchSize: 250
@@ -335,7 +327,7 @@ spec:
     viewReads:
       repetitions: 1
       views: [emitNull]
-`, docs)
+`), docs)
 	doc, log, err := realRun(t, srv, yaml, Config{PollInterval: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
@@ -373,15 +365,7 @@ spec:
 	}
 }
 
-const compactionBench = `
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: compaction}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+var compactionBench = jsBench("compaction", `
   dataset:
     documents: 500
     batchSize: 250
@@ -390,7 +374,7 @@ spec:
       reducers: [builtin]
       repetitions: 2
       viewCompaction: Paused
-`
+`)
 
 // viewCompactionSettings reads max_size of smoosh's two view channels on node 1 ("" when
 // the key is not set).
@@ -503,15 +487,7 @@ spec:
 	}
 }
 
-const writesBench = `
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: writes}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+var writesBench = jsBench("writes", `
   dataset:
     documents: 100
   workloads:
@@ -522,7 +498,7 @@ spec:
       parallelBulk: {clients: 2, batchSize: 50}
       batchOk: {clients: 2}
       serial: true
-`
+`)
 
 // Every write mode's counts match what CouchDB stored (the write database's doc_count),
 // and batch=ok's 202 Accepted answers are counted apart from 201 Created. Two repetitions:
@@ -596,15 +572,7 @@ func runParts(t *testing.T, srv *couchdbtest.Server, yaml string, step benchv1.S
 func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Cluster(t)
 	const docs, parts = 6000, 3
-	yaml := fmt.Sprintf(`
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: parts}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+	yaml := fmt.Sprintf(jsBench("parts", `
   runner: {parallelism: %d}
   dataset:
     documents: %d
@@ -612,7 +580,7 @@ spec:
     concurrency: 2
   workloads:
     indexing: {repetitions: 1}
-`, parts, docs)
+`), parts, docs)
 	partDocs, lateStart := runParts(t, srv, yaml, benchv1.StepSeed, parts)
 	for part, d := range partDocs {
 		s := d.Arms[0].Profiles[0].Seeding
@@ -680,21 +648,13 @@ func TestThreeRunnersShareTheWritesOnRealCouchDB(t *testing.T) {
 func TestRandomIDsAndTinyDocumentsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	const docs = 1500
-	doc, log, err := realRun(t, srv, fmt.Sprintf(`
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: randomids}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+	doc, log, err := realRun(t, srv, fmt.Sprintf(jsBench("randomids", `
   dataset:
     documents: %d
     ids: Random
   workloads:
     indexing: {repetitions: 1}
-`, docs), Config{})
+`), docs), Config{})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}
@@ -733,22 +693,14 @@ spec:
 func TestWarmUpRunsAreKeptApartOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	const docs = 500
-	doc, log, err := realRun(t, srv, fmt.Sprintf(`
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: warmup}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+	doc, log, err := realRun(t, srv, fmt.Sprintf(jsBench("warmup", `
   dataset:
     documents: %d
   workloads:
     indexing: {repetitions: 2, warmUp: true}
     viewReads: {repetitions: 2, warmUp: true, views: [emitNull]}
     writes: {duration: 1s, serial: true, warmUp: true}
-`, docs), Config{})
+`), docs), Config{})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}

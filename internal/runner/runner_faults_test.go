@@ -34,15 +34,7 @@ func faultCluster(t *testing.T) *couchdbtest.Server {
 	return couchdbtest.Own(t, couchdbtest.OwnOptions{Name: "cbfault", Nodes: 3, Port: couchdbtest.FaultPort()})
 }
 
-const faultBench = `
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: faults}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+var faultBench = jsBench("faults", `
   dataset:
     documents: %d
     batchSize: %d
@@ -51,7 +43,7 @@ spec:
     indexing:
       reducers: [builtin]
       repetitions: 1
-`
+`)
 
 // waitFor polls cond every 50 ms until it is true or done is closed; it reports whether
 // cond became true.
@@ -213,15 +205,7 @@ func TestNodeStoppedMidBuildOnRealCouchDB(t *testing.T) {
 	}
 }
 
-const smallBench = `
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: errors}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+var smallBench = jsBench("errors", `
   dataset:
     documents: 200
     batchSize: 100
@@ -229,7 +213,7 @@ spec:
     indexing:
       reducers: [builtin]
       repetitions: 1
-`
+`)
 
 // A wrong password is refused by the first request, with CouchDB's own words. The user is
 // one of this test's: wrong passwords for the admin would lock the admin out (CouchDB 3.4's

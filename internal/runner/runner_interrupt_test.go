@@ -18,22 +18,14 @@ import (
 	"github.com/couchbench/couchbench/internal/couchtest"
 )
 
-const interruptBench = `
-apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: interrupt}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  queryServers:
-  - {name: js, language: javascript}
+var interruptBench = jsBench("interrupt", `
   dataset:
     documents: 1500
     batchSize: 200
     concurrency: 3
   workloads:
     indexing: {}
-`
+`)
 
 func TestInterruptedRunKeepsWhatWasMeasured(t *testing.T) {
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))

@@ -34,9 +34,16 @@ func freshDB(b *testing.B, srv *couchdbtest.Server, i int) string {
 }
 
 // BenchmarkSeedBulk is couchbench's seeding: _bulk_docs of 1000, 4 in flight.
-func BenchmarkSeedBulk(b *testing.B) {
+func BenchmarkSeedBulk(b *testing.B) { seedBulk(b, benchv1.IDsSequential) }
+
+// BenchmarkSeedBulkRandomIDs is the same with dataset.ids Random (seed 003: random ids make
+// writes seek).
+func BenchmarkSeedBulkRandomIDs(b *testing.B) { seedBulk(b, benchv1.IDsRandom) }
+
+func seedBulk(b *testing.B, ids benchv1.DocumentIDs) {
 	srv, c := benchClient(b, 8)
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	gen.IDs = ids
 	var elapsed time.Duration
 	for i := range b.N {
 		db := freshDB(b, srv, i)

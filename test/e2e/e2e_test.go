@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -81,7 +82,59 @@ func run(m *testing.M) (int, error) {
 	if err := setUp(dir); err != nil {
 		return 0, err
 	}
-	return m.Run(), nil
+	code := m.Run()
+	logManagerMemory()
+	return code, nil
+}
+
+// logManagerMemory prints the manager pod's memory after the suite, as the kubelet reports it
+// (/stats/summary through the API server's node proxy): the operator's own RSS, in a real
+// pod, after every benchmark of the suite (docs/benchmarks.md records it). A figure, not a
+// check: memory targets live in the benchmarks.
+func logManagerMemory() {
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := c.List(ctx, &pods, client.InNamespace(operatorNamespace), client.MatchingLabels{"app.kubernetes.io/name": "couchbench-operator"}); err != nil ||
+		len(pods.Items) == 0 {
+		fmt.Fprintf(os.Stderr, "manager memory: no manager pod (%v)\n", err)
+		return
+	}
+	pod := pods.Items[0]
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager memory:", err)
+		return
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager memory:", err)
+		return
+	}
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", pod.Spec.NodeName, "proxy", "stats", "summary").DoRaw(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "manager memory: reading the kubelet's summary:", err)
+		return
+	}
+	var summary struct {
+		Pods []struct {
+			PodRef struct {
+				Name, Namespace string
+			} `json:"podRef"`
+			Memory struct {
+				RSSBytes, WorkingSetBytes uint64
+			} `json:"memory"`
+		} `json:"pods"`
+	}
+	if err := json.Unmarshal(data, &summary); err != nil {
+		fmt.Fprintln(os.Stderr, "manager memory:", err)
+		return
+	}
+	for _, p := range summary.Pods {
+		if p.PodRef.Name == pod.Name && p.PodRef.Namespace == pod.Namespace {
+			fmt.Fprintf(os.Stderr, "manager memory: pod %s after the suite: RSS %.1f MiB, working set %.1f MiB (kubelet /stats/summary)\n",
+				pod.Name, float64(p.Memory.RSSBytes)/(1<<20), float64(p.Memory.WorkingSetBytes)/(1<<20))
+		}
+	}
 }
 
 // setUp installs the operator with its chart, builds `couchbench`, and makes the chart
