@@ -52,6 +52,7 @@ const (
 	reasonSharedNode            = "SharedNode"
 	reasonSameNodes             = "SameNodes"
 	reasonOtherNodes            = "OtherNodes"
+	reasonPartStopped           = "PartStopped"
 	reasonNoBaseline            = "NoBaseline"
 	reasonBaselineNotFound      = "BaselineNotFound"
 	reasonNotComparable         = "NotComparable"

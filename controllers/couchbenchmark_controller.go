@@ -82,7 +82,7 @@ const (
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks/finalizers,verbs=update
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete

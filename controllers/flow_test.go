@@ -693,3 +693,51 @@ func TestSharedStepsAreOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 		t.Errorf("the results document keeps %d runners' loads and %d runners' writes, want 3 of each", len(p.Seeding.Parts), len(p.Writes[0].Parts))
 	}
 }
+
+// A part of a shared step that fails would leave the others waiting for it at a barrier:
+// the operator cuts their active deadline to a second (the Job controller then stops them)
+// and says so, and the step fails with the failed part's error.
+func TestAFailedPartStopsTheOthers(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.failStep = benchv1.StepSeed
+	h.document = func(arm string, step benchv1.Step) *results.Document {
+		d := okDocument(arm, step)
+		if step == benchv1.StepSeed {
+			d.Error = "profile small: documents 0000000333-0000000665: gave up after 12 attempts"
+		}
+		return d
+	}
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	bench.Spec.QueryServers = bench.Spec.QueryServers[:1]
+	bench.Spec.Runner.Parallelism = 3
+	create(t, bench)
+	_, got := h.reconcile(bench)
+	names := builders.JobNames(got, "js", benchv1.StepSeed)
+	h.only = func(job *batchv1.Job) bool { return job.Name == names[1] }
+	h.playKubelet(got)
+	_, got = h.reconcile(bench)
+
+	for part, name := range names {
+		var job batchv1.Job
+		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &job); err != nil {
+			t.Fatal(err)
+		}
+		stopped := job.Spec.ActiveDeadlineSeconds != nil && *job.Spec.ActiveDeadlineSeconds == 1
+		if stopped != (part != 1) {
+			t.Errorf("Job %s: active deadline %v; want 1 s for the parts still running, untouched for the failed one", name,
+				*job.Spec.ActiveDeadlineSeconds)
+		}
+	}
+	if events := drainEvents(h); !strings.Contains(events, "PartStopped") || !strings.Contains(events, names[0]) {
+		t.Errorf("events %q: want PartStopped for the stopped parts", events)
+	}
+	// The Job controller ends the stopped parts; the step fails with the failed part's error.
+	h.only = nil
+	got = h.drive(bench, 10)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || !strings.Contains(stalled.Message, "gave up after 12 attempts") {
+		t.Errorf("phase %s, Stalled %+v: want the step failed with the part's error", got.Status.Phase, stalled)
+	}
+}

@@ -68,6 +68,8 @@ type harness struct {
 	document func(arm string, step benchv1.Step) *results.Document
 	// failStep makes that step's Job fail.
 	failStep benchv1.Step
+	// only, when set, is the Jobs the kubelet finishes; the others keep running.
+	only func(job *batchv1.Job) bool
 	// k6Summary is k6's summary of runner i of an arm, which the script writes to its log.
 	k6Summary func(arm string, runner int) []byte
 	// logs are the pods' logs the harness serves as the kubelet would.
@@ -178,7 +180,7 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed {
+		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed || (h.only != nil && !h.only(job)) {
 			continue
 		}
 		arm, step := job.Labels[builders.LabelQueryServer], benchv1.Step(job.Labels[builders.LabelStep])

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -173,6 +174,37 @@ func (s jobSet) running() (stepOutcome, bool) {
 		return stepOutcome{}, true
 	}
 	return stepOutcome{}, false
+}
+
+// stopParts ends the Jobs of a set that still run once one of them has failed: the parts of
+// a shared step (and k6 runners) wait for each other at barriers, and would wait for the
+// failed one until the barrier's timeout. Their active deadline is cut to one second, so the
+// Job controller stops their pods (SIGTERM: a runner still hands over what it measured) and
+// marks them failed; the step then fails with every part's end. Idempotent.
+func (r *CouchBenchmarkReconciler) stopParts(ctx context.Context, bench *benchv1.CouchBenchmark, s jobSet) error {
+	var failed *observedJob
+	for i := range s {
+		if s[i].phase == jobFailed {
+			failed = &s[i]
+			break
+		}
+	}
+	if failed == nil || len(s) < 2 {
+		return nil
+	}
+	for _, o := range s {
+		if o.phase != jobRunning || (o.job.Spec.ActiveDeadlineSeconds != nil && *o.job.Spec.ActiveDeadlineSeconds <= 1) {
+			continue
+		}
+		patch := client.MergeFrom(o.job.DeepCopy())
+		o.job.Spec.ActiveDeadlineSeconds = ptr.To[int64](1)
+		if err := r.Patch(ctx, o.job, patch); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		r.Recorder.Eventf(bench, o.job, corev1.EventTypeWarning, reasonPartStopped, "Stop",
+			"Job %s failed (%s); stopping Job %s, which would wait for it", failed.name, failed.detail, o.name)
+	}
+	return nil
 }
 
 // recheck tells whether a Job has finished but its pod's status does not show the end yet.

@@ -50,7 +50,7 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 			return r.startReads(ctx, bench, qs, rep, n)
 		}
 		if out, running := jobs.running(); running {
-			return out, nil
+			return out, r.stopParts(ctx, bench, jobs)
 		}
 		ended = append(ended, jobs)
 	}

@@ -28,7 +28,7 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 		return r.startStep(ctx, bench, qs, step, jobs)
 	}
 	if out, running := jobs.running(); running {
-		return out, nil
+		return out, r.stopParts(ctx, bench, jobs)
 	}
 	var (
 		parts    []*results.Document
