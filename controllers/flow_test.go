@@ -717,7 +717,7 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 	names := builders.JobNames(got, "js", benchv1.StepSeed)
 	h.only = func(job *batchv1.Job) bool { return job.Name == names[1] }
 	h.playKubelet(got)
-	_, got = h.reconcile(bench)
+	h.reconcile(bench)
 
 	for part, name := range names {
 		var job batchv1.Job
