@@ -653,11 +653,7 @@ func TestSharedStepsAreOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 		parts[step]++
 		return d
 	}
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	bench.Spec.QueryServers = bench.Spec.QueryServers[:1]
-	bench.Spec.Runner.Parallelism = 3
-	create(t, bench)
+	bench := createSharedStepsBenchmark(t, ns)
 
 	got := h.drive(bench, 20)
 
@@ -708,11 +704,7 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 		}
 		return d
 	}
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	bench.Spec.QueryServers = bench.Spec.QueryServers[:1]
-	bench.Spec.Runner.Parallelism = 3
-	create(t, bench)
+	bench := createSharedStepsBenchmark(t, ns)
 	_, got := h.reconcile(bench)
 	names := builders.JobNames(got, "js", benchv1.StepSeed)
 	h.only = func(job *batchv1.Job) bool { return job.Name == names[1] }
@@ -740,4 +732,16 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || !strings.Contains(stalled.Message, "gave up after 12 attempts") {
 		t.Errorf("phase %s, Stalled %+v: want the step failed with the part's error", got.Status.Phase, stalled)
 	}
+}
+
+// createSharedStepsBenchmark creates, with its credentials, a benchmark of one arm on an
+// existing CouchDB whose seed and writes steps three runner Jobs share.
+func createSharedStepsBenchmark(t *testing.T, ns string) *benchv1.CouchBenchmark {
+	t.Helper()
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	bench.Spec.QueryServers = bench.Spec.QueryServers[:1]
+	bench.Spec.Runner.Parallelism = 3
+	create(t, bench)
+	return bench
 }

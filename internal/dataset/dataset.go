@@ -41,11 +41,13 @@ type Generator struct {
 	paddingRepeat int
 	// IDs is how ids are made; the zero value is sequential.
 	IDs benchv1.DocumentIDs
+	// idSalt makes random ids differ between seeds (IDSalt of the seed).
+	idSalt uint32
 }
 
 // New returns the generator for a seed and profile, with sequential ids.
 func New(seed int64, profile benchv1.DocumentProfile) *Generator {
-	g := &Generator{seed: uint64(seed), profile: profile, paddingRepeat: seedPaddingRepeat}
+	g := &Generator{seed: uint64(seed), profile: profile, paddingRepeat: seedPaddingRepeat, idSalt: IDSalt(seed)}
 	if profile.Type == benchv1.DocumentLarge && profile.TargetBytes != nil {
 		g.paddingRepeat = paddingRepeatFor(*profile.TargetBytes)
 	}
@@ -90,7 +92,7 @@ func (g *Generator) ID(i int64) string {
 	if g.IDs != benchv1.IDsRandom {
 		return ID(i)
 	}
-	return RandomID(IDSalt(int64(g.seed)), i)
+	return RandomID(g.idSalt, i)
 }
 
 // IDSalt makes a seed's random ids differ from another seed's; the k6 script is handed it.

@@ -217,22 +217,17 @@ var loadSteps = append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads)
 // sharedNodes maps each step whose load generator ran on a node of the arm's CouchDB pods to
 // that node; known is false when the arm's CouchDB pods are not recorded.
 func sharedNodes(c *Cluster) (shared map[benchv1.Step]string, known bool) {
-	if c == nil {
+	couchdb := couchdbNodes(c)
+	if len(couchdb) == 0 {
 		return nil, false
-	}
-	couchdb := map[string]bool{}
-	for _, p := range c.Pods {
-		if p.Role == RoleCouchDB && p.Node != "" {
-			couchdb[p.Node] = true
-		}
 	}
 	shared = map[benchv1.Step]string{}
 	for _, p := range c.Pods {
-		if p.Role != RoleCouchDB && couchdb[p.Node] {
+		if p.Role != RoleCouchDB && slices.Contains(couchdb, p.Node) {
 			shared[p.Step] = p.Node
 		}
 	}
-	return shared, len(couchdb) > 0
+	return shared, true
 }
 
 // couchdbNodes are the nodes an arm's CouchDB pods ran on, sorted; none for an existing

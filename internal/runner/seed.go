@@ -51,7 +51,7 @@ func (a *armRun) seed(ctx context.Context) error {
 			return fmt.Errorf("profile %s: seeding %s: %w", p.Profile, p.DB, err)
 		}
 		logf(a.cfg.Log, "%s: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
-			a.label(i), res.Stored, dataset.ID(from), dataset.ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
+			a.label(i), res.Stored, a.gens[i].ID(from), a.gens[i].ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
 			res.DocsPerSecond(), res.MBPerSecond(), res.Retries)
 	}
 	if a.cfg.Part != 0 || a.cfg.Bench.Spec.Workloads.Indexing == nil && a.cfg.Bench.Spec.Workloads.ViewReads == nil && a.cfg.Bench.Spec.Workloads.Reads == nil {

@@ -128,7 +128,7 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 	for range opts.Concurrency {
 		wg.Go(func() {
 			for b := range batches {
-				r, err := loadBatch(ctx, c, opts, b)
+				r, err := loadBatch(ctx, c, gen, opts, b)
 				mu.Lock()
 				total.add(r)
 				if err != nil && first == nil {
@@ -185,7 +185,6 @@ func (r *Result) add(o Result) {
 	}
 }
 
-// loadBatch writes documents lo..hi-1, retrying transient failures.
 // batch is documents lo..hi-1, generated.
 type batch struct {
 	lo, hi int64
@@ -224,7 +223,8 @@ func cut(ctx context.Context, gen *dataset.Generator, opts Options, out chan<- b
 	}
 }
 
-func loadBatch(ctx context.Context, c *couch.Client, opts Options, b batch) (Result, error) {
+// loadBatch writes a batch, retrying transient failures.
+func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, b batch) (Result, error) {
 	lo, hi, docs, bytes := b.lo, b.hi, b.docs, b.bytes
 	var r Result
 	var results []couch.BulkResult
@@ -237,9 +237,9 @@ func loadBatch(ctx context.Context, c *couch.Client, opts Options, b batch) (Res
 	case ctx.Err() != nil:
 		return r, ctx.Err()
 	case couch.Transient(err):
-		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", dataset.ID(lo), dataset.ID(hi-1), retries+1, err)
+		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", gen.ID(lo), gen.ID(hi-1), retries+1, err)
 	case err != nil:
-		return r, fmt.Errorf("documents %s-%s: %w", dataset.ID(lo), dataset.ID(hi-1), err)
+		return r, fmt.Errorf("documents %s-%s: %w", gen.ID(lo), gen.ID(hi-1), err)
 	}
 	r.count(results, docs)
 	r.Bytes = bytes

@@ -136,20 +136,23 @@ func Join(parts [][]Result) []Result {
 // round when asked for, and returns the results gathered so far (the repetitions', the
 // warm-up's) with any error. Each run writes a new database, deleted after it.
 func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) (results, warmUp []Result, err error) {
+	first := 0
 	if opts.WarmUp {
-		for _, m := range modes {
-			res, err := runMode(ctx, c, m, "warm-up", opts)
-			if err != nil {
-				return nil, warmUp, fmt.Errorf("writes %s, warm-up: %w", m.Name, err)
-			}
-			warmUp = append(warmUp, res)
-		}
+		first = -1 // round -1 is the warm-up
 	}
-	for rep := range max(opts.Repetitions, 1) {
+	for rep := first; rep < max(opts.Repetitions, 1); rep++ {
+		round, which := strconv.Itoa(rep), fmt.Sprintf("repetition %d", rep+1)
+		if rep < 0 {
+			round, which = "warm-up", "warm-up"
+		}
 		for _, m := range modes {
-			res, err := runMode(ctx, c, m, strconv.Itoa(rep), opts)
+			res, err := runMode(ctx, c, m, round, opts)
 			if err != nil {
-				return results, warmUp, fmt.Errorf("writes %s, repetition %d: %w", m.Name, rep+1, err)
+				return results, warmUp, fmt.Errorf("writes %s, %s: %w", m.Name, which, err)
+			}
+			if rep < 0 {
+				warmUp = append(warmUp, res)
+				continue
 			}
 			res.Repetition = rep
 			results = append(results, res)
