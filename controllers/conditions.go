@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"fmt"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -74,7 +73,7 @@ func markStalled(conds *[]metav1.Condition, generation int64, now time.Time, rea
 
 // markProgressing records the step under way.
 func markProgressing(conds *[]metav1.Condition, generation int64, now time.Time, step planStep) {
-	message := fmt.Sprintf("query server %s: %s", step.Arm, step.Step)
+	message := step.String()
 	meta.RemoveStatusCondition(conds, conditionStalled)
 	setCondition(conds, generation, now, conditionReconciling, metav1.ConditionTrue, reasonRunning, message)
 	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)

@@ -218,7 +218,7 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
 
-	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "query server %s: %s done", step.Arm, step.Step)
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "%s done", step)
 	stepDuration.WithLabelValues(string(step.Step)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
 	if pos+1 == len(plan) {
 		if err := r.judge(ctx, bench); err != nil {
@@ -249,18 +249,23 @@ func failed(reason, format string, args ...any) stepOutcome {
 }
 
 func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
-	qs := queryServer(bench, step.Arm)
+	arms := make([]benchv1.QueryServer, len(step.Arms))
+	for i, name := range step.Arms {
+		arms[i] = queryServer(bench, name)
+	}
+	// Only arms that share an existing CouchDB take turns, so the steps of a provisioned
+	// CouchDB are always one arm's.
 	switch {
 	case step.Step == benchv1.StepProvision:
-		return r.provision(ctx, bench, qs)
+		return r.provision(ctx, bench, arms[0])
 	case step.Step == benchv1.StepCluster:
-		return r.waitForCluster(ctx, bench, qs)
+		return r.waitForCluster(ctx, bench, arms[0])
 	case step.Step.IsRunnerStep():
-		return r.runStep(ctx, bench, qs, step.Step)
+		return r.runStep(ctx, bench, arms, step.Step)
 	case step.Step == benchv1.StepReads:
-		return r.runReads(ctx, bench, qs)
+		return r.runReads(ctx, bench, arms)
 	case step.Step == benchv1.StepTeardown:
-		return r.teardown(ctx, bench, qs)
+		return r.teardown(ctx, bench, arms[0])
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
 }
@@ -279,11 +284,11 @@ func queryServer(bench *benchv1.CouchBenchmark, name string) benchv1.QueryServer
 func (r *CouchBenchmarkReconciler) enterStep(bench *benchv1.CouchBenchmark, plan []planStep, pos int) {
 	step := plan[pos]
 	bench.Status.Progress = &benchv1.Progress{
-		QueryServer: step.Arm, Step: step.Step,
+		QueryServer: step.queryServers(), Step: step.Step,
 		Percent:       int32(100 * pos / len(plan)),
 		StepStartTime: &metav1.Time{Time: r.Clock.Now()},
 	}
-	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepStarted, string(step.Step), "query server %s: %s", step.Arm, step.Step)
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepStarted, string(step.Step), "%s", step)
 }
 
 func (r *CouchBenchmarkReconciler) succeed(bench *benchv1.CouchBenchmark) {

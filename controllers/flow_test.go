@@ -63,8 +63,9 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
-	want := map[string]int{"js/seed": 1, "js/index": 1, "js/views": 1, "js/writes": 1, "py/seed": 1, "py/index": 1, "py/views": 1, "py/writes": 1}
-	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["js/index"] != 1 || jobs["py/writes"] != 1 {
+	// The arms share the CouchDB, so each step is one Job in which they take turns.
+	want := map[string]int{"/seed": 1, "/index": 1, "/views": 1, "/writes": 1}
+	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["/index"] != 1 || jobs["/writes"] != 1 {
 		t.Errorf("jobs %v, want one per step %v", jobs, want)
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, conditionReady)
@@ -120,7 +121,7 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 		}
 	}
 	evs := drainEvents(h)
-	if !strings.Contains(evs, "Normal StepStarted query server js: seed") || !strings.Contains(evs, "Normal Succeeded") || strings.Contains(evs, "s3cret") {
+	if !strings.Contains(evs, "Normal StepStarted query servers js, py (taking turns): seed") || !strings.Contains(evs, "Normal Succeeded") || strings.Contains(evs, "s3cret") {
 		t.Errorf("events:\n%s", evs)
 	}
 }
@@ -172,8 +173,8 @@ func TestFailedStepKeepsEarlierResults(t *testing.T) {
 		!strings.Contains(stalled.Message, "does not match the dataset") {
 		t.Errorf("Stalled %+v; want StepFailed naming the step and the runner's error", stalled)
 	}
-	if len(got.Status.Results) != 1 || len(got.Status.Results[0].Seeding) != 1 {
-		t.Errorf("results %+v; the seeding before the failure must stay", got.Status.Results)
+	if len(got.Status.Results) != 2 || len(got.Status.Results[0].Seeding) != 1 || len(got.Status.Results[1].Seeding) != 1 {
+		t.Errorf("results %+v; the seeding of both arms before the failure must stay", got.Status.Results)
 	}
 	var cm corev1.ConfigMap
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: got.Status.ResultsConfigMap}, &cm); err != nil {
@@ -182,7 +183,7 @@ func TestFailedStepKeepsEarlierResults(t *testing.T) {
 	if !strings.Contains(cm.Data[builders.ResultsMarkdownKey], "### Seeding") {
 		t.Errorf("the results ConfigMap lost the seeding:\n%s", cm.Data[builders.ResultsMarkdownKey])
 	}
-	if jobs := jobsOf(t, got); jobs["js/views"] != 0 || jobs["py/seed"] != 0 {
+	if jobs := jobsOf(t, got); jobs["/views"] != 0 {
 		t.Errorf("jobs after the failure: %v", jobs)
 	}
 }
@@ -197,7 +198,7 @@ func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	create(t, bench)
 
 	_, got := h.reconcile(bench)
-	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["js/seed"] != 1 {
+	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["/seed"] != 1 {
 		t.Fatalf("phase %s jobs %v", got.Status.Phase, jobsOf(t, got))
 	}
 	h.clock.SetTime(start.Add(11 * time.Minute))
@@ -206,9 +207,9 @@ func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonTimeout || !strings.Contains(stalled.Message, "10m") {
 		t.Fatalf("phase %s, Stalled %+v; want Failed with reason Timeout", got.Status.Phase, stalled)
 	}
-	if jobs := jobsOf(t, got); jobs["js/seed"] != 0 {
+	if jobs := jobsOf(t, got); jobs["/seed"] != 0 {
 		// envtest has no garbage collector, but the delete itself must have happened.
-		var job = builders.JobName(got, "js", "seed")
+		var job = builders.JobName(got, []string{"js", "py"}, "seed")
 		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: job}, &metav1.PartialObjectMetadata{})
 		if err == nil {
 			t.Errorf("the running Job %s was not deleted", job)
@@ -249,7 +250,7 @@ func TestPreflightWaitsForCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, got = h.reconcile(bench)
-	if got.Status.Phase != benchv1.PhaseRunning || got.Status.StartTime == nil || jobsOf(t, got)["js/seed"] != 1 {
+	if got.Status.Phase != benchv1.PhaseRunning || got.Status.StartTime == nil || jobsOf(t, got)["/seed"] != 1 {
 		t.Errorf("phase %s, jobs %v: the run must start once the Secret is fixed", got.Status.Phase, jobsOf(t, got))
 	}
 	if s := meta.FindStatusCondition(got.Status.Conditions, conditionStalled); s != nil {
@@ -267,7 +268,7 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 	bench := existingBenchmark(ns)
 	create(t, bench)
 
-	// Run into the index step of the first arm and hold its Job open; then "restart": a
+	// Run into the index step and hold its Job open; then "restart": a
 	// new reconciler with no memory, in the same world.
 	h.document = func(arm string, step benchv1.Step) *results.Document {
 		if step == benchv1.StepIndex {
@@ -280,14 +281,14 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 		_, got = h.reconcile(bench)
 		h.playKubelet(got)
 	}
-	if got.Status.Progress == nil || got.Status.Progress.Step != benchv1.StepIndex || jobsOf(t, got)["js/index"] != 1 {
+	if got.Status.Progress == nil || got.Status.Progress.Step != benchv1.StepIndex || jobsOf(t, got)["/index"] != 1 {
 		t.Fatalf("progress %+v, jobs %v: want the index step running", got.Status.Progress, jobsOf(t, got))
 	}
 	h.r = h.reconciler(h.r.Releases)
 	for range 3 {
 		_, got = h.reconcile(bench)
 	}
-	if n := jobsOf(t, got)["js/index"]; n != 1 {
+	if n := jobsOf(t, got)["/index"]; n != 1 {
 		t.Fatalf("%d index Jobs after the restart", n)
 	}
 	h.document = okDocument
@@ -484,7 +485,7 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 	bench := existingBenchmark(ns)
 	old := bench.DeepCopy()
 	old.UID = "0ld-benchmark-uid"
-	leftover := builders.RunnerJob{Bench: old, Arm: "js", Step: benchv1.StepSeed, Image: "x", URL: "http://couchdb:5984",
+	leftover := builders.RunnerJob{Bench: old, Arms: []string{"js"}, Step: benchv1.StepSeed, Image: "x", URL: "http://couchdb:5984",
 		Credentials: benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "username", PasswordKey: "password"}}.Job()
 	create(t, leftover)
 	data, err := results.Encode(okDocument("js", benchv1.StepSeed))
@@ -665,7 +666,7 @@ func TestSharedStepsAreOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 	}
 	for part := range 3 {
 		var job batchv1.Job
-		name := builders.JobNames(got, "js", benchv1.StepWrites)[part]
+		name := builders.JobNames(got, []string{"js"}, benchv1.StepWrites)[part]
 		if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &job); err != nil {
 			t.Fatal(err)
 		}
@@ -706,7 +707,7 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 	}
 	bench := createSharedStepsBenchmark(t, ns)
 	_, got := h.reconcile(bench)
-	names := builders.JobNames(got, "js", benchv1.StepSeed)
+	names := builders.JobNames(got, []string{"js"}, benchv1.StepSeed)
 	h.only = func(job *batchv1.Job) bool { return job.Name == names[1] }
 	h.playKubelet(got)
 	h.reconcile(bench)

@@ -74,6 +74,9 @@ type harness struct {
 	k6Summary func(arm string, runner int) []byte
 	// logs are the pods' logs the harness serves as the kubelet would.
 	logs *podLogs
+	// node is the Node the harness's pods run on: a fake kubelet's, which serves logs to the
+	// API server; empty when the reconciler reads logs directly.
+	node string
 }
 
 // podLogs serves the logs the harness's pods wrote.
@@ -190,7 +193,7 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 			h.finishJob(job, builders.K6Container, results.PayloadK6Summary, summary, nil, false)
 			continue
 		}
-		doc := h.document(arm, step)
+		doc := h.stepDocument(job, step)
 		if doc == nil {
 			continue
 		}
@@ -237,6 +240,7 @@ func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
 		Spec:       *job.Spec.Template.Spec.DeepCopy(),
 	}
+	pod.Spec.NodeName = h.node
 	if err := env.Client.Create(ctx, pod); err != nil {
 		h.t.Fatal(err)
 	}

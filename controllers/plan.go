@@ -1,25 +1,53 @@
 package controllers
 
 import (
+	"strings"
+
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
 
-// planStep is one position of a run.
+// planStep is one position of a run: a step of one arm, or of every arm of a benchmark whose
+// arms share one CouchDB and take turns within the step.
 type planStep struct {
-	Arm  string
+	Arms []string
 	Step benchv1.Step
 }
 
+// queryServers is how status names the step's arms: "js", or "js,erlang" when they take turns.
+func (s planStep) queryServers() string { return strings.Join(s.Arms, ",") }
+
+// arms names the step's arms for people: "query server js", or "query servers js, py
+// (taking turns)".
+func (s planStep) arms() string {
+	if len(s.Arms) == 1 {
+		return "query server " + s.Arms[0]
+	}
+	return "query servers " + strings.Join(s.Arms, ", ") + " (taking turns)"
+}
+
+// String says what the step does, for conditions and events.
+func (s planStep) String() string { return s.arms() + ": " + string(s.Step) }
+
 // buildPlan is the whole run, in order: for each arm, provision and wait for the cluster
 // (provisioned CouchDB only), seed (when a workload reads the dataset), the workloads, then
-// tear down. A run only ever moves forward through its plan; the spec is immutable, so
-// the plan of a benchmark never changes.
+// tear down. Arms that share an existing CouchDB go through the steps together instead, each
+// step one set of Jobs for all of them in which they take turns round by round (A B A B), so
+// that the server's drift over the run does not favour the arm measured first. A run only
+// ever moves forward through its plan; the spec is immutable, so the plan of a benchmark
+// never changes.
 func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 	w := spec.Workloads
 	provisioned := spec.CouchDB.Provision != nil
-	var plan []planStep
+	var groups [][]string
 	for _, qs := range spec.QueryServers {
-		add := func(step benchv1.Step) { plan = append(plan, planStep{Arm: qs.Name, Step: step}) }
+		if provisioned || len(groups) == 0 {
+			groups = append(groups, nil)
+		}
+		groups[len(groups)-1] = append(groups[len(groups)-1], qs.Name)
+	}
+	var plan []planStep
+	for _, arms := range groups {
+		add := func(step benchv1.Step) { plan = append(plan, planStep{Arms: arms, Step: step}) }
 		if provisioned {
 			add(benchv1.StepProvision)
 			add(benchv1.StepCluster)
@@ -53,7 +81,7 @@ func position(plan []planStep, p *benchv1.Progress) (int, bool) {
 		return 0, true
 	}
 	for i, s := range plan {
-		if s.Arm == p.QueryServer && s.Step == p.Step {
+		if s.queryServers() == p.QueryServer && s.Step == p.Step {
 			return i, true
 		}
 	}

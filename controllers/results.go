@@ -35,30 +35,32 @@ const maxDocumentBytes = 900 << 10
 // A failed threshold is a result, not a failed run.
 const conditionThresholds = "ThresholdsPassed"
 
-// storeStepDocument merges what one step of an arm measured into the arm's stored document,
-// then derives status and the rendered results from every arm's document. Merging is
-// idempotent, so a step read twice (a restarted manager) stores the same.
-func (r *CouchBenchmarkReconciler) storeStepDocument(ctx context.Context, bench *benchv1.CouchBenchmark, arm string, step *results.Document) error {
+// storeStepDocument merges what one step measured into the stored document of each arm it
+// measured, then derives status and the rendered results from every arm's document. Merging
+// is idempotent, so a step read twice (a restarted manager) stores the same.
+func (r *CouchBenchmarkReconciler) storeStepDocument(ctx context.Context, bench *benchv1.CouchBenchmark, step *results.Document) error {
 	docs, err := r.storedDocuments(ctx, bench)
 	if err != nil {
 		return err
 	}
-	stored := &results.Document{}
-	for _, d := range docs {
-		if len(d.Arms) > 0 && d.Arms[0].QueryServer == arm {
-			stored = d
+	for _, a := range step.Arms {
+		stored := &results.Document{}
+		for _, d := range docs {
+			if len(d.Arms) > 0 && d.Arms[0].QueryServer == a.QueryServer {
+				stored = d
+			}
 		}
-	}
-	if len(stored.Arms) == 0 {
-		docs = append(docs, stored)
-	}
-	results.Merge(stored, step)
-	data, err := results.EncodeWithin(stored, maxDocumentBytes)
-	if err != nil {
-		return fmt.Errorf("storing the results of query server %s: %w", arm, err)
-	}
-	if err := r.apply(ctx, bench, builders.DocumentConfigMap(bench, arm, data)); err != nil {
-		return err
+		if len(stored.Arms) == 0 {
+			docs = append(docs, stored)
+		}
+		results.Merge(stored, results.ArmDocument(step, a.QueryServer))
+		data, err := results.EncodeWithin(stored, maxDocumentBytes)
+		if err != nil {
+			return fmt.Errorf("storing the results of query server %s: %w", a.QueryServer, err)
+		}
+		if err := r.apply(ctx, bench, builders.DocumentConfigMap(bench, a.QueryServer, data)); err != nil {
+			return err
+		}
 	}
 	return r.summarize(ctx, bench, ordered(bench, docs), nil)
 }

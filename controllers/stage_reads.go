@@ -15,63 +15,104 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// runReads runs an arm's read load: for each repetition, spec.k6.parallelism k6 Jobs,
-// created together, each running its execution segment of the load, against the first
-// document profile's database; the next repetition starts reads.pause after the last ended.
-// Whenever a repetition has ended, the summaries of all that have become the arm's reads in
-// its results document, so that a failure later keeps them.
-func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (stepOutcome, error) {
+// runReads runs the read load of its arms: for each round, every arm in turn (arms that share
+// one CouchDB take turns: A's first repetition, B's, A's second, B's), as spec.k6.parallelism
+// k6 Jobs created together, each running its execution segment of the load, against the arm's
+// first document profile's database; each run starts reads.pause after the one before ended.
+// Whenever a run has ended, the summaries of all that have become the arms' reads in their
+// results documents, so that a failure later keeps them.
+func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer) (stepOutcome, error) {
 	n := int(bench.Spec.K6.Parallelism)
 	reads := bench.Spec.Workloads.Reads
-	var ended []jobSet
+	ended := map[string][]jobSet{}
+	var previous jobSet
 	rounds := int(max(reads.Repetitions, 1))
 	if reads.WarmUp {
 		rounds++ // round 0 is the warm-up
 	}
 	for rep := range rounds {
-		jobNames := make([]string, n)
-		for i := range n {
-			jobNames[i] = builders.K6JobName(bench, qs.Name, rep, i)
-		}
-		jobs, err := r.observeJobs(ctx, bench, jobNames)
-		switch {
-		case err != nil:
-			return stepOutcome{}, err
-		case jobs.missing() && rep > 0:
-			if out, err := r.storeReads(ctx, bench, qs, ended); err != nil || out.failure != nil {
-				return out, err
+		for _, qs := range arms {
+			jobNames := make([]string, n)
+			for i := range n {
+				jobNames[i] = builders.K6JobName(bench, qs.Name, rep, i)
 			}
-			_, lastEnd := spansOf(ended[len(ended)-1])
-			if wait := lastEnd.Add(reads.PauseDuration()).Sub(r.Clock.Now()); wait > 0 {
-				return stepOutcome{requeueAfter: wait}, nil
+			jobs, err := r.observeJobs(ctx, bench, jobNames)
+			switch {
+			case err != nil:
+				return stepOutcome{}, err
+			case jobs.missing() && previous != nil:
+				if out, err := r.storeReads(ctx, bench, arms, ended); err != nil || out.failure != nil {
+					return out, err
+				}
+				_, lastEnd := spansOf(previous)
+				if wait := lastEnd.Add(reads.PauseDuration()).Sub(r.Clock.Now()); wait > 0 {
+					return stepOutcome{requeueAfter: wait}, nil
+				}
+				return r.startReads(ctx, bench, qs, rep, n)
+			case jobs.missing():
+				return r.startReads(ctx, bench, qs, rep, n)
 			}
-			return r.startReads(ctx, bench, qs, rep, n)
-		case jobs.missing():
-			return r.startReads(ctx, bench, qs, rep, n)
+			if out, running := jobs.running(); running {
+				return out, r.stopParts(ctx, bench, jobs)
+			}
+			ended[qs.Name] = append(ended[qs.Name], jobs)
+			previous = jobs
 		}
-		if out, running := jobs.running(); running {
-			return out, r.stopParts(ctx, bench, jobs)
-		}
-		ended = append(ended, jobs)
 	}
-	if out, err := r.storeReads(ctx, bench, qs, ended); err != nil || out.failure != nil {
+	if out, err := r.storeReads(ctx, bench, arms, ended); err != nil || out.failure != nil {
 		return out, err
 	}
 	return stepOutcome{done: true}, nil
 }
 
-// storeReads turns the k6 summaries of the repetitions that have ended into the arm's reads.
-// A failed runner fails the step after the repetitions before its own are stored.
-func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer,
-	ended []jobSet) (stepOutcome, error) {
+// storeReads turns the k6 summaries of the runs that have ended into the arms' reads, stored
+// together. A failed runner fails the step after the runs before its own are stored.
+func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer,
+	ended map[string][]jobSet) (stepOutcome, error) {
+	doc := &results.Document{
+		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
+		RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed,
+	}
+	var failure stepOutcome
+	for _, qs := range arms {
+		arm, record, out, err := r.armReads(ctx, bench, qs, ended[qs.Name])
+		if err != nil {
+			return stepOutcome{}, err
+		}
+		if failure.failure == nil {
+			failure = out
+		}
+		if arm == nil {
+			continue
+		}
+		doc.Arms, doc.Steps = append(doc.Arms, *arm), append(doc.Steps, record)
+		if doc.StartedAt.IsZero() || record.StartedAt.Before(doc.StartedAt) {
+			doc.StartedAt = record.StartedAt
+		}
+		if record.FinishedAt.After(doc.FinishedAt) {
+			doc.FinishedAt = record.FinishedAt
+		}
+	}
+	if len(doc.Arms) > 0 {
+		if err := r.storeStepDocument(ctx, bench, doc); err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	return failure, nil
+}
+
+// armReads is one arm's reads from the k6 summaries of its runs that have ended, and its step
+// record; nil when none has. A failed runner ends it at the run before its own.
+func (r *CouchBenchmarkReconciler) armReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer,
+	ended []jobSet) (*results.Arm, results.StepRecord, stepOutcome, error) {
+	record := results.StepRecord{QueryServer: qs.Name, Step: benchv1.StepReads}
 	cfg, err := r.readsConfig(bench, qs)
 	if err != nil {
-		return stepOutcome{}, err
+		return nil, record, stepOutcome{}, err
 	}
 	n := int(bench.Spec.K6.Parallelism)
 	segments, _ := loadtest.Segments(n)
 	reads := &results.Reads{Scenario: cfg.Scenario}
-	record := results.StepRecord{QueryServer: qs.Name, Step: benchv1.StepReads}
 	var all jobSet
 	var failure stepOutcome
 	warmUp := bench.Spec.Workloads.Reads.WarmUp
@@ -85,7 +126,7 @@ func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv
 		for i, job := range jobs {
 			if failure.failure == nil {
 				if failure, err = r.readsRunner(ctx, qs, job, rep, i, n, loadtest.SegmentName(segments[i]), cfg.UserThresholds, &runners); err != nil {
-					return stepOutcome{}, err
+					return nil, record, stepOutcome{}, err
 				}
 			}
 		}
@@ -99,21 +140,14 @@ func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv
 		}
 		all = append(all, jobs...)
 	}
-	if len(all) > 0 {
-		record.StartedAt, record.FinishedAt = spansOf(all)
-		profile := bench.Spec.Dataset.Profiles[0]
-		doc := &results.Document{
-			SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
-			RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed, StartedAt: record.StartedAt, FinishedAt: record.FinishedAt,
-			Arms: []results.Arm{{QueryServer: qs.Name, Cluster: r.provenance(ctx, bench, qs.Name, benchv1.StepReads, results.RoleK6, all),
-				Profiles: []results.Profile{{Profile: dataset.ProfileName(profile), DB: cfg.DB, Reads: reads}}}},
-			Steps: []results.StepRecord{record},
-		}
-		if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
-			return stepOutcome{}, err
-		}
+	if len(all) == 0 {
+		return nil, record, failure, nil
 	}
-	return failure, nil
+	record.StartedAt, record.FinishedAt = spansOf(all)
+	profile := bench.Spec.Dataset.Profiles[0]
+	arm := &results.Arm{QueryServer: qs.Name, Cluster: r.provenance(ctx, bench, qs.Name, benchv1.StepReads, results.RoleK6, all),
+		Profiles: []results.Profile{{Profile: dataset.ProfileName(profile), DB: cfg.DB, Reads: reads}}}
+	return arm, record, failure, nil
 }
 
 // readsRunner reads one k6 Job's summary into runners, or says why the step fails.

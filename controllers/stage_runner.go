@@ -14,18 +14,19 @@ import (
 // requestTimeout bounds the operator's own requests to CouchDB.
 const requestTimeout = 10 * time.Second
 
-// runStep runs one runner step as its Jobs (one, or spec.runner.parallelism for the seed
-// step) and stores the results document they hand over, the parts' documents joined into one.
+// runStep runs one runner step of its arms (one, or several that take turns in the same Jobs)
+// as its Jobs (one, or spec.runner.parallelism for the seed and writes steps) and stores the
+// results document they hand over, the parts' documents joined into one.
 // The Jobs' names are fixed per step, so creating them again after a manager restart finds the
 // ones that exist: never a second set. Jobs are watched, so a finished one wakes its
 // benchmark. What the parts measured is stored even when one of them failed.
-func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
-	jobs, err := r.observeJobs(ctx, bench, builders.JobNames(bench, qs.Name, step))
+func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
+	jobs, err := r.observeJobs(ctx, bench, builders.JobNames(bench, armNames(arms), step))
 	switch {
 	case err != nil:
 		return stepOutcome{}, err
 	case jobs.missing():
-		return r.startStep(ctx, bench, qs, step, jobs)
+		return r.startStep(ctx, bench, arms, step, jobs)
 	}
 	if out, running := jobs.running(); running {
 		return out, r.stopParts(ctx, bench, jobs)
@@ -57,13 +58,15 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	}
 	if len(parts) > 0 {
 		doc := results.JoinParts(parts)
-		withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, results.RoleRunner, jobs))
-		if err := r.storeStepDocument(ctx, bench, qs.Name, doc); err != nil {
+		for _, qs := range arms {
+			withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, results.RoleRunner, jobs))
+		}
+		if err := r.storeStepDocument(ctx, bench, doc); err != nil {
 			return stepOutcome{}, err
 		}
 	}
 	if len(problems) > 0 {
-		return failed(reasonStepFailed, "query server %s, step %s: %s", qs.Name, step, strings.Join(problems, "; ")), nil
+		return failed(reasonStepFailed, "%s, step %s: %s", planStep{Arms: armNames(arms)}.arms(), step, strings.Join(problems, "; ")), nil
 	}
 	return stepOutcome{done: true}, nil
 }
@@ -71,7 +74,7 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 // startStep creates the spec ConfigMap (once) and every Job of the step that does not exist
 // yet, in one pass, so that parts that share the step start together.
 func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark,
-	qs benchv1.QueryServer, step benchv1.Step, jobs jobSet) (stepOutcome, error) {
+	arms []benchv1.QueryServer, step benchv1.Step, jobs jobSet) (stepOutcome, error) {
 	spec, err := builders.SpecConfigMap(bench)
 	if err != nil {
 		return stepOutcome{}, err
@@ -79,17 +82,27 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 	if out, ok, err := r.createOwned(ctx, bench, spec); !ok {
 		return out, err
 	}
-	url, creds := r.target(bench, qs)
+	// Arms that share a step share their CouchDB.
+	url, creds := r.target(bench, arms[0])
 	for part, o := range jobs {
 		if o.phase != jobMissing {
 			continue
 		}
 		job := builders.RunnerJob{
-			Bench: bench, Arm: qs.Name, Step: step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench), Part: part,
+			Bench: bench, Arms: armNames(arms), Step: step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench), Part: part,
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
 			return out, err
 		}
 	}
 	return stepOutcome{}, nil
+}
+
+// armNames are the names of the arms, in order.
+func armNames(arms []benchv1.QueryServer) []string {
+	names := make([]string, len(arms))
+	for i, qs := range arms {
+		names[i] = qs.Name
+	}
+	return names
 }

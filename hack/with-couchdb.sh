@@ -88,11 +88,16 @@ start() { # what dir nodes port name
 }
 
 mkdir -p "$state/own"
-# The instances start side by side; each prints its own progress.
+# The single node starts first, alone: on a fresh machine its start installs the kit's Debian
+# packages, and starts side by side would race for apt's lock (seen: the cluster's start
+# failed with "Could not get lock /var/lib/dpkg/lock-frontend"). The clusters then start side
+# by side, each printing its own progress.
 t=$(date +%s)
+start "1 node" "$state/single" 1 15984 cbsingle || {
+  echo "couchdb: error: CouchDB did not start (output above)" >&2
+  exit 1
+}
 pids=()
-start "1 node" "$state/single" 1 15984 cbsingle &
-pids+=($!)
 fault_pid=""
 if ((cluster)); then
   start "3 nodes" "$state/cluster" 3 25984 cbcluster &
@@ -101,7 +106,7 @@ if ((cluster)); then
   fault_pid=$!
 fi
 failed=0
-for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+for pid in ${pids[@]+"${pids[@]}"}; do wait "$pid" || failed=1; done
 if ((failed)); then
   echo "couchdb: error: CouchDB did not start (output above)" >&2
   exit 1

@@ -24,7 +24,10 @@ type CouchBenchmarkSpec struct {
 	CouchDB CouchDBTarget `json:"couchdb"`
 
 	// QueryServers are the arms of the comparison: every workload runs once per entry,
-	// against a database of its own. Names must be unique.
+	// against a database of its own. Names must be unique. Arms of a provisioned CouchDB run
+	// one after the other, each on its own CouchDB; arms of an existing CouchDB share it and
+	// take turns within each step, round by round (A's first repetition, B's, A's second,
+	// B's), so that the server's drift over the run favours none.
 	// +required
 	// +listType=map
 	// +listMapKey=name

@@ -129,7 +129,8 @@ type MetricChange struct {
 
 // Progress is the step in flight.
 type Progress struct {
-	// QueryServer is the arm being measured.
+	// QueryServer is the arm being measured; arms that take turns in the step are listed
+	// comma-separated.
 	// +optional
 	QueryServer string `json:"queryServer,omitempty"`
 

@@ -202,7 +202,7 @@ func TestArmCouchDBOverridesMergeLast(t *testing.T) {
 func TestNamesFitAndStayUnique(t *testing.T) {
 	long := provisioned()
 	long.Name = strings.Repeat("a-very-long-benchmark-name-", 3)[:60]
-	a, b := JobName(long, "couchpy-simplejson", "index"), JobName(long, "couchpy-simplejson", "seed")
+	a, b := JobName(long, []string{"couchpy-simplejson"}, "index"), JobName(long, []string{"couchpy-simplejson"}, "seed")
 	if len(a) > 63 || len(b) > 63 || a == b {
 		t.Errorf("job names %q %q", a, b)
 	}
@@ -246,7 +246,7 @@ func TestAdminSecret(t *testing.T) {
 func TestRunnerJob(t *testing.T) {
 	bench := provisioned()
 	job := RunnerJob{
-		Bench: bench, Arm: "js", Step: "index", Image: "couchbench/manager:dev", URL: "http://bench-js-svc-couchdb.ns.svc:5984",
+		Bench: bench, Arms: []string{"js"}, Step: "index", Image: "couchbench/manager:dev", URL: "http://bench-js-svc-couchdb.ns.svc:5984",
 		Credentials: benchv1.SecretKeys{Name: "bench-js-admin", UsernameKey: AdminUsernameKey, PasswordKey: AdminPasswordKey},
 		Deadline:    90 * time.Minute,
 	}.Job()
@@ -281,6 +281,25 @@ func TestRunnerJob(t *testing.T) {
 		if strings.Contains(strings.ToLower(e.Name), "password") {
 			t.Errorf("a password in the environment: %s", e.Name)
 		}
+	}
+}
+
+// Arms that share an existing CouchDB take turns in one Job per step: it names them all, in
+// order, and carries no one arm's label.
+func TestRunnerJobOfArmsTakingTurns(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.CouchDB = benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{URL: "http://couchdb:5984"}}
+	bench.Spec.Runner.Parallelism = 2
+	job := RunnerJob{Bench: bench, Arms: []string{"js", "erlang"}, Step: benchv1.StepWrites, Part: 1, Deadline: time.Hour}.Job()
+	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
+	if job.Name != "bench-js-erlang-writes-1" || !strings.Contains(args, "--arm js,erlang") || !strings.Contains(args, "--part 1 --parts 2") {
+		t.Errorf("Job %s, args %q", job.Name, args)
+	}
+	if _, ok := job.Labels[LabelQueryServer]; ok || job.Labels[LabelStep] != "writes" {
+		t.Errorf("labels %v: want the step's and no query server's", job.Labels)
+	}
+	if a := job.Spec.Template.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		t.Errorf("an existing CouchDB has no pods of ours to keep away from: %+v", a.PodAntiAffinity)
 	}
 }
 

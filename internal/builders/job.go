@@ -2,6 +2,7 @@ package builders
 
 import (
 	"strconv"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -28,7 +29,8 @@ const (
 // RunnerJob describes one runner step.
 type RunnerJob struct {
 	Bench *benchv1.CouchBenchmark
-	Arm   string
+	// Arms the Job runs: one, or several that share one CouchDB and take turns.
+	Arms []string
 	// Step is a runner step; the runner's subcommand of the same name carries it out.
 	Step  benchv1.Step
 	Image string
@@ -47,12 +49,16 @@ type RunnerJob struct {
 // handoff that checks it to the termination message (see results.Handoff); the pod itself
 // needs no API access.
 func (r RunnerJob) Job() *batchv1.Job {
-	labels := Labels(r.Bench, r.Arm, r.Step)
+	arm := ""
+	if len(r.Arms) == 1 {
+		arm = r.Arms[0]
+	}
+	labels := Labels(r.Bench, arm, r.Step)
 	args := []string{
 		string(r.Step),
 		"-f", specDir + "/" + SpecKey,
 		"--url", r.URL,
-		"--arm", r.Arm,
+		"--arm", strings.Join(r.Arms, ","),
 		"--credentials-dir", credentialsDir,
 		"--handoff", corev1.TerminationMessagePathDefault,
 		// One run's steps share its databases; another run's never touch them.
@@ -85,8 +91,8 @@ func (r RunnerJob) Job() *batchv1.Job {
 			},
 		}}},
 	}
-	job := oneShotJob(r.Bench, JobNames(r.Bench, r.Arm, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
-	placeLoadGenerator(job, r.Bench, r.Arm, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
+	job := oneShotJob(r.Bench, JobNames(r.Bench, r.Arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
+	placeLoadGenerator(job, r.Bench, arm, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
 	return job
 }
 

@@ -66,9 +66,10 @@ func AdminSecretName(bench *benchv1.CouchBenchmark, arm string) string {
 	return name(maxObjectName, bench.Name, arm, "admin")
 }
 
-// JobName is the runner Job of one step of one arm.
-func JobName(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) string {
-	return name(maxObjectName, bench.Name, arm, string(step))
+// JobName is the runner Job of one step of its arms: one arm, or every arm of a benchmark whose
+// arms share one CouchDB and take turns ("<benchmark>-<arm>-<arm>-<step>").
+func JobName(bench *benchv1.CouchBenchmark, arms []string, step benchv1.Step) string {
+	return name(maxObjectName, bench.Name, strings.Join(arms, "-"), string(step))
 }
 
 // RunnerParts is how many runner Jobs share a step: spec.runner.parallelism for the seed
@@ -80,16 +81,16 @@ func RunnerParts(bench *benchv1.CouchBenchmark, step benchv1.Step) int {
 	return 1
 }
 
-// JobNames are the runner Jobs of one step of one arm, by part: JobName, or with parts
-// "<benchmark>-<arm>-<step>-<part>".
-func JobNames(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) []string {
+// JobNames are the runner Jobs of one step of its arms, by part: JobName, or with parts
+// JobName followed by "-<part>".
+func JobNames(bench *benchv1.CouchBenchmark, arms []string, step benchv1.Step) []string {
 	parts := RunnerParts(bench, step)
 	if parts == 1 {
-		return []string{JobName(bench, arm, step)}
+		return []string{JobName(bench, arms, step)}
 	}
 	out := make([]string, parts)
 	for i := range out {
-		out[i] = name(maxObjectName, bench.Name, arm, string(step), strconv.Itoa(i))
+		out[i] = name(maxObjectName, bench.Name, strings.Join(arms, "-"), string(step), strconv.Itoa(i))
 	}
 	return out
 }
@@ -119,7 +120,8 @@ const (
 // and ends in a hash, like the object names.
 func LabelValue(objectName string) string { return name(maxObjectName, objectName) }
 
-// Labels for an object of a benchmark, optionally of one arm and step.
+// Labels for an object of a benchmark, optionally of one arm and step. An object of several
+// arms (a runner Job in which they take turns) has no query-server label.
 func Labels(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) map[string]string {
 	l := map[string]string{LabelBenchmark: LabelValue(bench.Name), labelManagedBy: managedBy}
 	if arm != "" {

@@ -40,7 +40,7 @@ func TestLoadGeneratorsAreSizedAndKeptOffCouchDBNodes(t *testing.T) {
 	pods := func(bench *benchv1.CouchBenchmark) map[string]corev1.PodSpec {
 		creds := benchv1.SecretKeys{Name: "s", UsernameKey: "u", PasswordKey: "p"}
 		return map[string]corev1.PodSpec{
-			"runner": RunnerJob{Bench: bench, Arm: "js", Step: benchv1.StepSeed, Credentials: creds, Deadline: time.Hour}.Job().Spec.Template.Spec,
+			"runner": RunnerJob{Bench: bench, Arms: []string{"js"}, Step: benchv1.StepSeed, Credentials: creds, Deadline: time.Hour}.Job().Spec.Template.Spec,
 			"k6":     K6Job{Bench: bench, Arm: "js", Credentials: creds, Deadline: time.Hour}.Job().Spec.Template.Spec,
 		}
 	}

@@ -68,8 +68,11 @@ type Options struct {
 
 // Run is the measurement of one build.
 type Run struct {
-	DesignDoc string `json:"designDoc"`
-	Documents int64  `json:"documents"`
+	// StartedAt is when the build was triggered: the order of the builds, which arms and
+	// reducers alternate so that drift spreads over all of them.
+	StartedAt time.Time `json:"startedAt,omitzero"`
+	DesignDoc string    `json:"designDoc"`
+	Documents int64     `json:"documents"`
 	// Queryable is when the view request answered 200; Built when the last shard copy was
 	// built, BuiltFrom says how that was taken and BuiltUncertainty how far off it can be.
 	Queryable        time.Duration `json:"queryableNs"`
@@ -121,6 +124,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	poller := startPolling(ctx, c, opts.PollInterval)
 	start := time.Now()
 	poller.setOrigin(start)
+	run.StartedAt = start.UTC()
 
 	// The seed's blocking view request.
 	run.ViewTimeouts, err = c.WaitForView(ctx, opts.DB, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}, "limit": {"11"}})

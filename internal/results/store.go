@@ -77,6 +77,24 @@ func Merge(into, step *Document) {
 	}
 }
 
+// ArmDocument is the part of a step's document that is one arm's: its results and its step
+// records, a shallow copy of the step's.
+func ArmDocument(step *Document, arm string) *Document {
+	d := *step
+	d.Arms, d.Steps = nil, nil
+	for _, a := range step.Arms {
+		if a.QueryServer == arm {
+			d.Arms = append(d.Arms, a)
+		}
+	}
+	for _, rec := range step.Steps {
+		if rec.QueryServer == arm {
+			d.Steps = append(d.Steps, rec)
+		}
+	}
+	return &d
+}
+
 // mergeCluster adds a step's pods and nodes to what the arm's earlier steps saw; a pod or a
 // node seen again replaces its entry.
 func mergeCluster(into, step *Cluster) *Cluster {

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -11,67 +10,74 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// index times the builds of every reducer on every profile, with view compaction paused
-// unless the spec allows it; the pause is undone whatever happens.
-func (a *armRun) index(ctx context.Context) (err error) {
+// indexBegin checks the dataset is there and opens a series per profile and reducer.
+func (a *armRun) indexBegin(ctx context.Context) error {
 	if err := a.checkSeeded(ctx); err != nil {
 		return err
 	}
 	w := a.cfg.Bench.Spec.Workloads.Indexing
-	compaction := "allowed"
-	if w.ViewCompaction != benchv1.ViewCompactionAllowed {
-		compaction = "paused"
-		restore, perr := indexing.PauseViewCompaction(ctx, a.cfg.Client, a.nodes)
-		defer func() {
-			if rerr := restore(); rerr != nil {
-				err = errors.Join(err, rerr)
-			}
-		}()
-		if perr != nil {
-			return perr
+	compaction := "paused"
+	if w.ViewCompaction == benchv1.ViewCompactionAllowed {
+		compaction = "allowed"
+	}
+	a.nonce = a.cfg.RunID
+	if a.nonce == "" {
+		a.nonce = time.Now().UTC().Format("20060102t150405")
+	}
+	for i := range a.result.Profiles {
+		p := &a.result.Profiles[i]
+		for _, reducer := range w.Reducers {
+			p.Indexing = append(p.Indexing, results.IndexingSeries{
+				Reducer: string(reducer), ViewCompaction: compaction, PollInterval: a.pollInterval(),
+			})
 		}
 	}
-	poll := a.cfg.PollInterval
-	if poll <= 0 {
-		poll = indexing.DefaultPollInterval
+	return nil
+}
+
+func (a *armRun) pollInterval() time.Duration {
+	if a.cfg.PollInterval > 0 {
+		return a.cfg.PollInterval
 	}
-	nonceBase := a.cfg.RunID
-	if nonceBase == "" {
-		nonceBase = time.Now().UTC().Format("20060102t150405")
-	}
+	return indexing.DefaultPollInterval
+}
+
+// indexRound times one build of every reducer on every profile, each of a new design
+// document; round 0 is the warm-up.
+func (a *armRun) indexRound(ctx context.Context, round int) error {
 	docs := a.cfg.Bench.Spec.Dataset.Documents
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
 		expected := a.gens[i].Expected(docs)
-		for _, reducer := range w.Reducers {
-			series := results.IndexingSeries{Reducer: string(reducer), ViewCompaction: compaction, PollInterval: poll}
-			first := 1
-			if w.WarmUp {
-				first = 0 // run 0 is the warm-up
+		for j := range p.Indexing {
+			series := &p.Indexing[j]
+			reducer := benchv1.Reducer(series.Reducer)
+			run, err := indexing.Build(ctx, a.cfg.Client, a.nodes, indexing.Options{
+				DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
+				Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),
+				PollInterval: series.PollInterval, Expected: expected,
+			})
+			if err != nil {
+				return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, round, err)
 			}
-			for rep := first; rep <= int(w.Repetitions); rep++ {
-				run, err := indexing.Build(ctx, a.cfg.Client, a.nodes, indexing.Options{
-					DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
-					Nonce:        fmt.Sprintf("%s-%s-%s-%d", nonceBase, p.Profile, reducer, rep),
-					PollInterval: poll, Expected: expected,
-				})
-				if err != nil {
-					series.Finish()
-					p.Indexing = append(p.Indexing, series)
-					return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, rep, err)
-				}
-				if rep == 0 {
-					series.WarmUp = &run
-				} else {
-					series.Runs = append(series.Runs, run)
-				}
-				logf(a.cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
-					a.label(i), reducer, rep, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
-					run.DocsPerSecond, run.ShardChangesPerSecond)
+			if round == 0 {
+				series.WarmUp = &run
+			} else {
+				series.Runs = append(series.Runs, run)
 			}
-			series.Finish()
-			p.Indexing = append(p.Indexing, series)
+			logf(a.cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
+				a.label(i), reducer, round, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
+				run.DocsPerSecond, run.ShardChangesPerSecond)
 		}
 	}
 	return nil
+}
+
+// indexEnd summarizes each series, also one that an error left short.
+func (a *armRun) indexEnd() {
+	for i := range a.result.Profiles {
+		for j := range a.result.Profiles[i].Indexing {
+			a.result.Profiles[i].Indexing[j].Finish()
+		}
+	}
 }

@@ -3,10 +3,12 @@
 // reads views and measures inserts, and collects everything in a results document.
 //
 // Steps can run alone (the operator runs each as its own Job) or all together
-// (`couchbench run`); either way an arm's steps run in the plan's order, each over every
-// profile, and each step is recorded with its start and end. Whatever happens, the document
-// keeps what was measured before an error or an interrupt. One file per step: seed.go,
-// index.go, views.go, writes.go; probe.go asks the arm's CouchDB what runs its views.
+// (`couchbench run`); either way they run in the plan's order, each over every arm and
+// profile, and each arm's step is recorded with its start and end. The arms of one runner
+// share its CouchDB, so they take turns round by round within a step (rounds.go). Whatever
+// happens, the document keeps what was measured before an error or an interrupt. One file per
+// step: seed.go, index.go, views.go, writes.go; probe.go asks the arm's CouchDB what runs its
+// views.
 package runner
 
 import (
@@ -27,14 +29,14 @@ import (
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/serverload"
 )
 
 // Config is one invocation of the runner.
 type Config struct {
 	Bench  *benchv1.CouchBenchmark
 	Client *couch.Client
-	// Arms limits the run to these query servers; empty runs all.
+	// Arms limits the run to these query servers; empty runs all. Arms take turns within
+	// each step, round by round, in this order (the spec's without names).
 	Arms []string
 	// Steps to run (runner steps: benchv1.RunnerSteps); they run in that order whatever
 	// order they are given in.
@@ -108,16 +110,25 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	}
 	logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), info.Vendor.Name, info.Version, len(members.ClusterNodes))
 
-	arms, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
+	selected, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
 	if err != nil {
 		return err
 	}
-	for _, qs := range arms {
-		a := newArmRun(cfg, members.ClusterNodes, qs)
-		err := a.run(ctx, doc)
-		doc.Arms = append(doc.Arms, a.result)
-		if err != nil {
-			return fmt.Errorf("query server %s: %w", qs.Name, err)
+	arms := make([]*armRun, len(selected))
+	for i, qs := range selected {
+		arms[i] = newArmRun(cfg, members.ClusterNodes, qs)
+	}
+	defer func() {
+		for _, a := range arms {
+			doc.Arms = append(doc.Arms, a.result)
+		}
+	}()
+	for _, step := range benchv1.RunnerSteps {
+		if !slices.Contains(cfg.Steps, step) || !steps[step].asked(cfg.Bench.Spec.Workloads) {
+			continue
+		}
+		if err := runStep(ctx, cfg, members.ClusterNodes, step, arms, doc); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -158,6 +169,8 @@ type armRun struct {
 	gens []*dataset.Generator
 	// pauses are the current step's waits at barriers for the other parts.
 	pauses []cpuuse.Pause
+	// nonce tells this run's design documents from another's on the same databases.
+	nonce string
 }
 
 func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
@@ -182,51 +195,6 @@ func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
 		a.gens = append(a.gens, gen)
 	}
 	return a
-}
-
-// steps are what each runner step does for an arm, and whether the spec asks for it.
-var steps = map[benchv1.Step]struct {
-	run   func(a *armRun, ctx context.Context) error
-	asked func(w benchv1.Workloads) bool
-}{
-	benchv1.StepSeed:   {(*armRun).seed, func(benchv1.Workloads) bool { return true }},
-	benchv1.StepIndex:  {(*armRun).index, func(w benchv1.Workloads) bool { return w.Indexing != nil }},
-	benchv1.StepViews:  {(*armRun).views, func(w benchv1.Workloads) bool { return w.ViewReads != nil }},
-	benchv1.StepWrites: {(*armRun).writes, func(w benchv1.Workloads) bool { return w.Writes != nil }},
-}
-
-// run runs the configured steps the spec asks for, in order, recording each in doc.
-func (a *armRun) run(ctx context.Context, doc *results.Document) error {
-	for _, step := range benchv1.RunnerSteps {
-		s := steps[step]
-		if !slices.Contains(a.cfg.Steps, step) || !s.asked(a.cfg.Bench.Spec.Workloads) {
-			continue
-		}
-		rec := results.StepRecord{QueryServer: a.qs.Name, Step: step, StartedAt: time.Now().UTC()}
-		// What the step cost the runner itself, and CouchDB's own view of its load meanwhile
-		// (watched by one part only: the others would see the same).
-		var watch *serverload.Watcher
-		if a.cfg.Part == 0 {
-			watch = serverload.Watch(ctx, a.cfg.Client, a.nodes, serverload.Interval)
-		}
-		before := cpuuse.Read()
-		a.pauses = nil
-		err := s.run(a, ctx)
-		use := cpuuse.Between(before, cpuuse.Read(), a.pauses...)
-		rec.FinishedAt = time.Now().UTC()
-		rec.LoadGenerator = &use
-		if watch != nil {
-			rec.CouchDBLoad = watch.Stop()
-		}
-		if err != nil {
-			rec.Error = err.Error()
-		}
-		doc.Steps = append(doc.Steps, rec)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // barrier meets the other parts at the barrier called name in database db: waiting for all

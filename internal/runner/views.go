@@ -4,28 +4,48 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/viewreads"
 )
 
-// views times full reads of seed 002's views on every profile.
-func (a *armRun) views(ctx context.Context) error {
+// viewsBegin checks the dataset is there and builds seed 002's views on every profile.
+func (a *armRun) viewsBegin(ctx context.Context) error {
 	if err := a.checkSeeded(ctx); err != nil {
 		return err
 	}
-	w := a.cfg.Bench.Spec.Workloads.ViewReads
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
-		res, err := viewreads.Run(ctx, a.cfg.Client, viewreads.Options{
-			DB: p.DB, Documents: a.cfg.Bench.Spec.Dataset.Documents, Language: a.language, Views: w.Views, Repetitions: int(w.Repetitions),
-			WarmUp: w.WarmUp,
-		})
-		p.ViewReads = res
-		for _, r := range res {
-			logf(a.cfg.Log, "%s: view %s: %.3f s per full read (median of %d)", a.label(i), r.View, results.ViewReadSeconds(r).Median, len(r.Reads))
-		}
-		if err != nil {
+		if err := viewreads.Build(ctx, a.cfg.Client, a.viewReadsOptions(i)); err != nil {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
+		}
+		for _, kind := range a.cfg.Bench.Spec.Workloads.ViewReads.Views {
+			p.ViewReads = append(p.ViewReads, viewreads.Result{View: kind})
+		}
+	}
+	return nil
+}
+
+func (a *armRun) viewReadsOptions(profile int) viewreads.Options {
+	return viewreads.Options{
+		DB: a.result.Profiles[profile].DB, Documents: a.cfg.Bench.Spec.Dataset.Documents, Language: a.language,
+	}
+}
+
+// viewsRound times one full read of every view on every profile; round 0 is the warm-up.
+func (a *armRun) viewsRound(ctx context.Context, round int) error {
+	for i := range a.result.Profiles {
+		p := &a.result.Profiles[i]
+		for j := range p.ViewReads {
+			res := &p.ViewReads[j]
+			read, err := viewreads.ReadOnce(ctx, a.cfg.Client, a.viewReadsOptions(i), res.View)
+			if err != nil {
+				return fmt.Errorf("profile %s: %w", p.Profile, err)
+			}
+			if round == 0 {
+				res.WarmUp = &read
+			} else {
+				res.Reads = append(res.Reads, read)
+			}
+			logf(a.cfg.Log, "%s: view %s read %d: %.3f s", a.label(i), res.View, round, read.Elapsed.Seconds())
 		}
 	}
 	return nil

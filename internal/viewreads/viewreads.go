@@ -19,20 +19,19 @@ import (
 
 // Options describe the reads of one database.
 type Options struct {
-	DB          string
-	Documents   int64
-	Language    string
-	Views       []benchv1.ViewReadKind
-	Repetitions int
-	// WarmUp reads each view once first, kept apart from the timed reads.
-	WarmUp bool
+	DB        string
+	Documents int64
+	Language  string
 }
 
 // Read is one full read of a view.
 type Read struct {
-	Rows    int64         `json:"rows"`
-	Bytes   int64         `json:"bytes"`
-	Elapsed time.Duration `json:"elapsedNs"`
+	// StartedAt is when the read began: the order of the reads, which arms and views
+	// alternate so that drift spreads over all of them.
+	StartedAt time.Time     `json:"startedAt,omitzero"`
+	Rows      int64         `json:"rows"`
+	Bytes     int64         `json:"bytes"`
+	Elapsed   time.Duration `json:"elapsedNs"`
 }
 
 // Result is every read of one view.
@@ -55,48 +54,34 @@ func viewOf(kind benchv1.ViewReadKind) (string, url.Values) {
 	}
 }
 
-// Run builds the views (untimed: seed 002 pre-warms them) and then times each full read.
-// A read that returns another number of rows than there are documents fails the run.
-// It returns the results gathered so far with any error.
-func Run(ctx context.Context, c *couch.Client, opts Options) ([]Result, error) {
+// Build puts the views in the database and builds them, untimed: seed 002 pre-warms them.
+func Build(ctx context.Context, c *couch.Client, opts Options) error {
 	doc, err := ddoc.ViewReads(names.ViewReadsDesignDoc, opts.Language)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil && couch.StatusOf(err) != 409 {
-		return nil, fmt.Errorf("creating %s: %w", names.ViewReadsDesignDoc, err)
+		return fmt.Errorf("creating %s: %w", names.ViewReadsDesignDoc, err)
 	}
 	// One index holds every view of the design document: building one builds them all.
 	if _, err := c.WaitForView(ctx, opts.DB, names.ViewReadsDesignDoc, ddoc.UserDoc, url.Values{"limit": {"0"}}); err != nil {
-		return nil, fmt.Errorf("building the views of %s: %w", names.ViewReadsDesignDoc, err)
+		return fmt.Errorf("building the views of %s: %w", names.ViewReadsDesignDoc, err)
 	}
-	var results []Result
-	for _, kind := range opts.Views {
-		view, params := viewOf(kind)
-		res := Result{View: kind}
-		runs := opts.Repetitions
-		if opts.WarmUp {
-			runs++
-		}
-		for rep := range runs {
-			start := time.Now()
-			read, err := c.ReadView(ctx, opts.DB, names.ViewReadsDesignDoc, view, params)
-			elapsed := time.Since(start)
-			if err != nil {
-				return append(results, res), fmt.Errorf("reading view %s (%s): %w", view, kind, err)
-			}
-			if read.Rows != opts.Documents {
-				return append(results, res), fmt.Errorf("view %s (%s) returned %d rows, want %d (one per document)",
-					view, kind, read.Rows, opts.Documents)
-			}
-			r := Read{Rows: read.Rows, Bytes: read.Bytes, Elapsed: elapsed}
-			if opts.WarmUp && rep == 0 {
-				res.WarmUp = &r
-				continue
-			}
-			res.Reads = append(res.Reads, r)
-		}
-		results = append(results, res)
+	return nil
+}
+
+// ReadOnce times one full read of a built view. A read that returns another number of rows
+// than there are documents is an error.
+func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.ViewReadKind) (Read, error) {
+	view, params := viewOf(kind)
+	start := time.Now()
+	read, err := c.ReadView(ctx, opts.DB, names.ViewReadsDesignDoc, view, params)
+	elapsed := time.Since(start)
+	if err != nil {
+		return Read{}, fmt.Errorf("reading view %s (%s): %w", view, kind, err)
 	}
-	return results, nil
+	if read.Rows != opts.Documents {
+		return Read{}, fmt.Errorf("view %s (%s) returned %d rows, want %d (one per document)", view, kind, read.Rows, opts.Documents)
+	}
+	return Read{StartedAt: start.UTC(), Rows: read.Rows, Bytes: read.Bytes, Elapsed: elapsed}, nil
 }

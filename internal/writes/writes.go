@@ -88,10 +88,6 @@ type Options struct {
 	Replicas  int
 	Duration  time.Duration
 	Generator *dataset.Generator
-	// Repetitions of every mode (at least 1), the modes in turn.
-	Repetitions int
-	// WarmUp runs every mode once before the repetitions, apart from them.
-	WarmUp bool
 	// Part and Parts: this runner is part Part of Parts runners that share the writes
 	// (Parts 0 or 1: alone). Each runs its share of every mode's clients (a mode of one
 	// client is part 0's alone) with ids of its own, from a common start; part 0 makes each
@@ -132,33 +128,24 @@ func Join(parts [][]Result) []Result {
 	return joined
 }
 
-// Run runs each mode for the duration, all modes once per repetition, after one warm-up
-// round when asked for, and returns the results gathered so far (the repetitions', the
-// warm-up's) with any error. Each run writes a new database, deleted after it.
-func Run(ctx context.Context, c *couch.Client, modes []Mode, opts Options) (results, warmUp []Result, err error) {
-	first := 0
-	if opts.WarmUp {
-		first = -1 // round -1 is the warm-up
+// Round runs every mode once for the duration, each writing a new database that is deleted
+// after it, and returns the results gathered so far with any error. Round 0 is the warm-up;
+// round r counts as repetition r-1.
+func Round(ctx context.Context, c *couch.Client, modes []Mode, opts Options, round int) ([]Result, error) {
+	name, which := strconv.Itoa(round-1), fmt.Sprintf("repetition %d", round)
+	if round == 0 {
+		name, which = "warm-up", "warm-up"
 	}
-	for rep := first; rep < max(opts.Repetitions, 1); rep++ {
-		round, which := strconv.Itoa(rep), fmt.Sprintf("repetition %d", rep+1)
-		if rep < 0 {
-			round, which = "warm-up", "warm-up"
+	var results []Result
+	for _, m := range modes {
+		res, err := runMode(ctx, c, m, name, opts)
+		if err != nil {
+			return results, fmt.Errorf("writes %s, %s: %w", m.Name, which, err)
 		}
-		for _, m := range modes {
-			res, err := runMode(ctx, c, m, round, opts)
-			if err != nil {
-				return results, warmUp, fmt.Errorf("writes %s, %s: %w", m.Name, which, err)
-			}
-			if rep < 0 {
-				warmUp = append(warmUp, res)
-				continue
-			}
-			res.Repetition = rep
-			results = append(results, res)
-		}
+		res.Repetition = max(round-1, 0)
+		results = append(results, res)
 	}
-	return results, warmUp, nil
+	return results, nil
 }
 
 // runMode writes for the duration in mode m; a part that shares the writes returns its own

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +15,8 @@ import (
 )
 
 // A CouchDB that already runs (the Apache chart, installed by the suite as a user's own):
-// two arms on one server, JavaScript and Erlang views, indexing and writes. The runners get
+// two arms on one server, JavaScript and Erlang views, indexing and writes. The arms share the
+// server, so they take turns: their builds alternate, js, erl, js, erl. The runners get
 // a hundredth of a CPU: their writes, which keep a writer busy making documents, are the
 // runner's speed, not CouchDB's, and must say so.
 func TestExistingCouchDB(t *testing.T) {
@@ -48,6 +50,25 @@ func TestExistingCouchDB(t *testing.T) {
 	}
 	if engines["js"] != "spidermonkey" || engines["erl"] != "erlang" {
 		t.Errorf("engines %v", engines)
+	}
+	type build struct {
+		name string
+		at   time.Time
+	}
+	var builds []build
+	for _, d := range docs {
+		a := d.Arms[0]
+		for i, r := range a.Profiles[0].Indexing[0].Runs {
+			builds = append(builds, build{fmt.Sprintf("%s%d", a.QueryServer, i+1), r.StartedAt})
+		}
+	}
+	slices.SortFunc(builds, func(x, y build) int { return x.at.Compare(y.at) })
+	var order []string
+	for _, b := range builds {
+		order = append(order, b.name)
+	}
+	if want := []string{"js1", "erl1", "js2", "erl2"}; !slices.Equal(order, want) {
+		t.Errorf("builds in the order %v, want the arms taking turns %v", order, want)
 	}
 	for _, q := range got.Status.Results {
 		for _, w := range q.Writes {
