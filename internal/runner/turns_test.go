@@ -34,22 +34,15 @@ func order(ms []measured) []string {
 // leaves the other arm's turns out.
 func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
-	doc, log, err := realRun(t, srv, `apiVersion: bench.couchbench.io/v1alpha1
-kind: CouchBenchmark
-metadata: {name: turns}
-spec:
-  couchdb:
-    existing: {url: "http://unused:5984", credentialsSecret: {name: s}}
-  allowErlangViews: true
-  queryServers:
-  - {name: js, language: javascript}
+	doc, log, err := realRun(t, srv, jsBench("turns", `
   - {name: erl, language: erlang}
+  allowErlangViews: true
   dataset: {documents: 400}
   workloads:
     indexing: {repetitions: 2, warmUp: true}
     viewReads: {repetitions: 2, views: [emitNull, emitDoc]}
     writes: {duration: 1s, repetitions: 2, serial: true}
-`, Config{})
+`), Config{})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}
