@@ -3,22 +3,14 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"os"
-	"runtime"
 	"sort"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
-	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -27,46 +19,35 @@ import (
 // scaleBenchmarks is how many CouchBenchmarks the manager gets at once.
 const scaleBenchmarks = 100
 
-// The operator at scale: one manager (informers, watches, the operator's own RBAC) gets 100
-// CouchBenchmarks at once, against an existing CouchDB, every workload; the benchmark plays
-// kubelet and the Job controller, finishing Jobs as soon as it sees them. Every benchmark must
-// reach Succeeded with exactly one Job per step. Reported: the time from a benchmark's
-// creation to its first Job and to its end, reconcile latency (controller-runtime's
-// histogram), and the process's peak RSS and Go heap — the process is the manager and this
-// harness together, so the RSS is an upper bound of the manager's. The harness polls, so the
-// times include up to one pass of it over every benchmark. No CouchDB is involved.
+// The operator at scale: the manager binary (cmd/manager, built as the image builds it) runs
+// as its own process with the operator's own RBAC and gets 100 CouchBenchmarks at once,
+// against an existing CouchDB, every workload. The benchmark plays kubelet and the Job
+// controller, finishing Jobs as soon as it sees them: their pods run on a Node whose kubelet
+// is the benchmark's (kubelet_bench_test.go), so the manager reads their results through the
+// API server's pods/log as in a cluster. Every benchmark must reach Succeeded with exactly one
+// Job per step, every result read that way. Reported: the time from a benchmark's creation to
+// its first Job and to its end; reconcile latency (controller-runtime's histogram, scraped
+// from the manager's metrics endpoint); and the manager process's own memory: peak RSS as the
+// kernel keeps it (VmHWM in /proc/<pid>/status) and as sampled every 100 ms (VmRSS), and the
+// peak Go heap in use (go_memstats_heap_inuse_bytes, scraped once per pass of the harness).
+// The harness polls, so the times include up to one pass of it over every benchmark. No
+// CouchDB is involved.
 func BenchmarkHundredBenchmarksOnOneManager(b *testing.B) {
+	manager := buildManager(b)
 	for range b.N {
-		runAtScale(b)
+		runAtScale(b, manager)
 	}
 }
 
-func runAtScale(b *testing.B) {
+func runAtScale(b *testing.B, managerBinary string) {
 	ns := env.Namespace(b)
-	cfg := env.OperatorConfig(b)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		b.Fatal(err)
-	}
 	h := &harness{t: b, document: okDocument, clock: clocktesting.NewFakePassiveClock(time.Now()), logs: &podLogs{}}
-	r := &CouchBenchmarkReconciler{
-		Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("couchbench"),
-		Clock: clock.RealClock{}, Logs: h.logs, RunnerImage: "couchbench/manager:test",
-	}
-	if err := r.SetupWithManager(mgr); err != nil {
-		b.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		stop()
-		if err := <-done; err != nil {
-			b.Errorf("manager: %v", err)
-		}
-	}()
+	kubelet := startFakeKubelet(b, ns, h.logs)
+	h.node = kubelet.node
+	manager := startManager(b, managerBinary)
+	ctx := context.Background()
 	create(b, credentials(ns))
-	before := reconcileHistogram(b)
+	before := reconcileHistogram(b, manager.scrape(b))
 
 	created := map[string]time.Time{}
 	var names []string
@@ -78,12 +59,16 @@ func runAtScale(b *testing.B) {
 		names = append(names, bench.Name)
 	}
 
-	var peakRSS, peakHeap uint64
+	var peakHeap float64
 	firstJob, finished := map[string]time.Duration{}, map[string]time.Duration{}
 	deadline := time.Now().Add(10 * time.Minute)
 	for len(finished) < scaleBenchmarks {
+		manager.checkRunning(b)
+		if n := kubelet.missing.Load(); n > 0 {
+			b.Fatalf("the API server asked the fake kubelet for %d logs the harness never wrote", n)
+		}
 		if time.Now().After(deadline) {
-			b.Fatalf("%d of %d benchmarks finished in 10 minutes", len(finished), scaleBenchmarks)
+			b.Fatalf("%d of %d benchmarks finished in 10 minutes; the manager's log ends:\n%s", len(finished), scaleBenchmarks, manager.logTail())
 		}
 		var list benchv1.CouchBenchmarkList
 		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
@@ -112,9 +97,10 @@ func runAtScale(b *testing.B) {
 				h.playKubelet(bench)
 			}
 		}
-		peakRSS, peakHeap = max(peakRSS, rss()), max(peakHeap, heapInUse())
+		peakHeap = max(peakHeap, heapInUse(b, manager.scrape(b)))
 		time.Sleep(100 * time.Millisecond)
 	}
+	var jobCount int64
 	for _, name := range names {
 		bench := &benchv1.CouchBenchmark{}
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, bench); err != nil {
@@ -124,9 +110,22 @@ func runAtScale(b *testing.B) {
 			if n != 1 {
 				b.Errorf("%s: %d Jobs for %s, want 1", name, n, step)
 			}
+			jobCount += int64(n)
 		}
 	}
-	latencies := reconcileHistogram(b)
+	served := kubelet.served.Load()
+	if served < jobCount {
+		b.Errorf("the API server read %d logs from the fake kubelet for %d Jobs: the manager got results another way", served, jobCount)
+	}
+	b.Logf("the manager read %d logs of %d Jobs through pods/log", served, jobCount)
+	latencies := reconcileHistogram(b, manager.scrape(b))
+	// Both peaks before SIGTERM: the run's, not the shutdown's.
+	peakRSS, err := manager.status("VmHWM")
+	if err != nil {
+		b.Fatal(err)
+	}
+	sampledRSS := manager.sampledRSS.Load()
+	manager.stop(b)
 	b.ReportMetric(percentile(firstJob, 50).Seconds(), "s-to-first-job-p50")
 	b.ReportMetric(percentile(firstJob, 99).Seconds(), "s-to-first-job-p99")
 	b.ReportMetric(percentile(finished, 50).Seconds(), "s-to-succeeded-p50")
@@ -134,8 +133,9 @@ func runAtScale(b *testing.B) {
 	b.ReportMetric(latencies.quantile(before, 0.50)*1000, "ms-reconcile-p50")
 	b.ReportMetric(latencies.quantile(before, 0.99)*1000, "ms-reconcile-p99")
 	b.ReportMetric(float64(latencies.count-before.count), "reconciles")
-	b.ReportMetric(float64(peakRSS)/(1<<20), "MiB-peak-RSS")
-	b.ReportMetric(float64(peakHeap)/(1<<20), "MiB-peak-heap")
+	b.ReportMetric(float64(peakRSS)/(1<<20), "MiB-manager-VmHWM")
+	b.ReportMetric(float64(sampledRSS)/(1<<20), "MiB-manager-peak-RSS-sampled")
+	b.ReportMetric(peakHeap/(1<<20), "MiB-manager-peak-heap")
 }
 
 // percentile of the durations, nearest rank.
@@ -151,42 +151,32 @@ func percentile(d map[string]time.Duration, p int) time.Duration {
 	return all[min(len(all)-1, (len(all)*p+99)/100-1)]
 }
 
-// histogram is controller-runtime's reconcile_time_seconds of this controller, cumulative.
+// histogram is controller-runtime's reconcile_time_seconds of the CouchBenchmark controller,
+// cumulative.
 type histogram struct {
 	count   uint64
 	buckets map[float64]uint64
 }
 
-func reconcileHistogram(b *testing.B) histogram {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		b.Fatal(err)
-	}
+func reconcileHistogram(b *testing.B, samples []sample) histogram {
+	b.Helper()
 	h := histogram{buckets: map[float64]uint64{}}
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_time_seconds" {
+	for _, s := range samples {
+		if s.labels["controller"] != "couchbenchmark" {
 			continue
 		}
-		for _, m := range f.GetMetric() {
-			if !hasLabel(m, "controller", "couchbenchmark") {
-				continue
+		switch s.name {
+		case "controller_runtime_reconcile_time_seconds_count":
+			h.count += uint64(s.value)
+		case "controller_runtime_reconcile_time_seconds_bucket":
+			bound, err := strconv.ParseFloat(s.labels["le"], 64)
+			if err != nil {
+				b.Fatalf("%s: le: %v", s.name, err)
 			}
-			h.count += m.GetHistogram().GetSampleCount()
-			for _, bucket := range m.GetHistogram().GetBucket() {
-				h.buckets[bucket.GetUpperBound()] += bucket.GetCumulativeCount()
-			}
+			h.buckets[bound] += uint64(s.value)
 		}
 	}
 	return h
-}
-
-func hasLabel(m *dto.Metric, name, value string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name && l.GetValue() == value {
-			return true
-		}
-	}
-	return false
 }
 
 // quantile is the upper bound of the bucket that holds quantile q of the reconciles since
@@ -204,25 +194,4 @@ func (h histogram) quantile(before histogram, q float64) float64 {
 		}
 	}
 	return bounds[len(bounds)-1]
-}
-
-// rss is this process's resident set size (VmRSS).
-func rss() uint64 {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmRSS:") {
-			kb, _ := strconv.ParseUint(strings.Fields(line)[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-func heapInUse() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapInuse
 }

@@ -19,6 +19,8 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/yaml"
@@ -161,6 +163,32 @@ func (e *Env) OperatorConfig(t testing.TB) *rest.Config {
 	cfg := rest.CopyConfig(e.Config)
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: OperatorServiceAccount}
 	return cfg
+}
+
+// OperatorKubeconfig writes a kubeconfig file with OperatorConfig's identity (the same
+// server, credentials and impersonation) and returns its path: the operator's RBAC for a
+// manager run as its own process, which takes a kubeconfig, not a rest.Config.
+func (e *Env) OperatorKubeconfig(t testing.TB) string {
+	t.Helper()
+	cfg := e.OperatorConfig(t)
+	const name = "envtest-operator"
+	kubeconfig := clientcmdapi.NewConfig()
+	kubeconfig.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kubeconfig.AuthInfos[name] = &clientcmdapi.AuthInfo{
+		// envtest's admin identity, whichever of these it uses...
+		ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData,
+		Token: cfg.BearerToken, Username: cfg.Username, Password: cfg.Password,
+		// ...acting as the operator's service account.
+		Impersonate: cfg.Impersonate.UserName, ImpersonateUID: cfg.Impersonate.UID,
+		ImpersonateGroups: cfg.Impersonate.Groups, ImpersonateUserExtra: cfg.Impersonate.Extra,
+	}
+	kubeconfig.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kubeconfig.CurrentContext = name
+	path := filepath.Join(t.TempDir(), "operator.kubeconfig")
+	if err := clientcmd.WriteToFile(*kubeconfig, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func (e *Env) installOperatorRBAC() error {

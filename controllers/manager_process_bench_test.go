@@ -1,0 +1,308 @@
+package controllers
+
+// The manager binary in a process of its own, so that what is measured is the operator alone:
+// built from cmd/manager as images/manager/Dockerfile builds it, run against envtest's API
+// server with the operator's RBAC, and read from outside through /proc and its own metrics
+// endpoint, as a cluster's monitoring would.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/couchbench/couchbench/internal/testenv"
+)
+
+// managerProcess is a running cmd/manager.
+type managerProcess struct {
+	cmd        *exec.Cmd
+	logPath    string
+	metricsURL string
+	// exited is closed when the process has ended, with exitErr what Wait said.
+	exited  chan struct{}
+	exitErr error
+	// sampledRSS is the largest VmRSS read while it ran.
+	sampledRSS atomic.Uint64
+}
+
+// buildManager builds cmd/manager as the image does (static, stripped, -trimpath): the same
+// binary, so the same text pages to map.
+func buildManager(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "manager")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", bin, "./cmd/manager")
+	cmd.Dir = testenv.ModuleRoot(b)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Fatalf("go build ./cmd/manager: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// startManager runs the manager as the operator's service account, with the production
+// defaults (every namespace, no client-side rate limit) but no leader election and its
+// metrics on a free loopback port, and returns once its CouchBenchmark controller has
+// started workers. A benchmark that ends early kills it.
+func startManager(b *testing.B, bin string) *managerProcess {
+	b.Helper()
+	dir := b.TempDir()
+	m := &managerProcess{logPath: filepath.Join(dir, "manager.log"), exited: make(chan struct{})}
+	metricsAddr := freeLoopbackAddress(b)
+	m.metricsURL = "http://" + metricsAddr + "/metrics"
+	log, err := os.Create(m.logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = log.Close() }()
+	m.cmd = exec.Command(bin,
+		"--kubeconfig", env.OperatorKubeconfig(b),
+		"--leader-elect=false",
+		"--health-probe-bind-address", "0",
+		"--metrics-bind-address", metricsAddr,
+		"--runner-image", "couchbench/manager:test",
+		"--chart-cache", filepath.Join(dir, "charts"))
+	// A pod's environment rather than the test's: nothing that tunes the Go runtime (GOGC,
+	// GOMEMLIMIT, GODEBUG) nor a KUBECONFIG to take instead of the operator's.
+	m.cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir}
+	m.cmd.Stdout, m.cmd.Stderr = log, log
+	if err := m.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		m.exitErr = m.cmd.Wait()
+		close(m.exited)
+	}()
+	go m.sampleRSS()
+	b.Cleanup(m.kill)
+	m.waitForWorkers(b)
+	return m
+}
+
+// freeLoopbackAddress is a loopback address with a port free a moment ago.
+func freeLoopbackAddress(b *testing.B) string {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// waitForWorkers waits for controller-runtime's "Starting workers" of the CouchBenchmark
+// controller in the manager's log: its caches are synced, and benchmarks created from now
+// on measure reconciling, not the manager's start.
+func (m *managerProcess) waitForWorkers(b *testing.B) {
+	b.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		m.checkRunning(b)
+		data, err := os.ReadFile(m.logPath)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			if strings.Contains(line, `"msg":"Starting workers"`) && strings.Contains(line, `"controller":"couchbenchmark"`) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the manager's CouchBenchmark controller started no workers in a minute; its log ends:\n%s", m.logTail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// checkRunning fails the benchmark if the manager has exited.
+func (m *managerProcess) checkRunning(b *testing.B) {
+	b.Helper()
+	select {
+	case <-m.exited:
+		b.Fatalf("the manager exited early (%v); its log ends:\n%s", m.exitErr, m.logTail())
+	default:
+	}
+}
+
+// stop ends the manager as the kubelet does, SIGTERM then after a grace period SIGKILL, and
+// fails the benchmark if it did not exit cleanly.
+func (m *managerProcess) stop(b *testing.B) {
+	b.Helper()
+	if err := m.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		b.Fatal(err)
+	}
+	select {
+	case <-m.exited:
+	case <-time.After(30 * time.Second):
+		m.kill()
+		b.Errorf("the manager did not exit in 30 s after SIGTERM; its log ends:\n%s", m.logTail())
+		return
+	}
+	if m.exitErr != nil {
+		b.Errorf("the manager exited with %v after SIGTERM; its log ends:\n%s", m.exitErr, m.logTail())
+	}
+}
+
+// kill ends the manager if it still runs.
+func (m *managerProcess) kill() {
+	select {
+	case <-m.exited:
+	default:
+		_ = m.cmd.Process.Kill()
+		<-m.exited
+	}
+}
+
+// logTail is the end of the manager's log, for failures.
+func (m *managerProcess) logTail() string {
+	data, err := os.ReadFile(m.logPath)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.SplitAfter(string(data), "\n")
+	return strings.Join(lines[max(0, len(lines)-40):], "")
+}
+
+// sampleRSS keeps the largest VmRSS, read every 100 ms until the manager exits: VmHWM is the
+// kernel's exact peak, this is a check on it.
+func (m *managerProcess) sampleRSS() {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.exited:
+			return
+		case <-tick.C:
+			if rss, err := m.status("VmRSS"); err == nil && rss > m.sampledRSS.Load() {
+				m.sampledRSS.Store(rss)
+			}
+		}
+	}
+}
+
+// status is a memory figure of /proc/<pid>/status (VmRSS, VmHWM), in bytes.
+func (m *managerProcess) status(field string) (uint64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.Lines(string(data)) {
+		if value, ok := strings.CutPrefix(line, field+":"); ok {
+			kB, unit, _ := strings.Cut(strings.TrimSpace(value), " ")
+			if unit != "kB" {
+				return 0, fmt.Errorf("%s: %q, want kB", field, value)
+			}
+			n, err := strconv.ParseUint(kB, 10, 64)
+			return n << 10, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in /proc/%d/status", field, m.cmd.Process.Pid)
+}
+
+// sample is one line of the Prometheus text format: a series and its value.
+type sample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrape reads the manager's metrics endpoint: plain HTTP, as cmd/manager serves it (it does
+// not set controller-runtime's metricsserver.Options.SecureServing).
+func (m *managerProcess) scrape(b *testing.B) []sample {
+	b.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.metricsURL, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	req.Header.Set("Accept", "text/plain; version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		m.checkRunning(b)
+		b.Fatalf("scraping the manager's metrics: %v", err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		b.Fatalf("scraping the manager's metrics: %s %v\n%s", resp.Status, err, body)
+	}
+	samples, err := parseSamples(string(body))
+	if err != nil {
+		b.Fatalf("the manager's metrics: %v", err)
+	}
+	return samples
+}
+
+// parseSamples reads the Prometheus text format, version 0.0.4, which has no timestamps
+// from a client library's registry: `name{label="value",...} value` lines and # comments.
+func parseSamples(text string) ([]sample, error) {
+	var samples []sample
+	for line := range strings.Lines(text) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		cut := strings.LastIndexByte(line, ' ')
+		if cut < 0 {
+			return nil, fmt.Errorf("no value: %q", line)
+		}
+		value, err := strconv.ParseFloat(line[cut+1:], 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q: %w", line, err)
+		}
+		s := sample{name: line[:cut], labels: map[string]string{}, value: value}
+		if name, labels, ok := strings.Cut(s.name, "{"); ok {
+			s.name = name
+			if s.labels, err = parseLabels(strings.TrimSuffix(labels, "}")); err != nil {
+				return nil, fmt.Errorf("%q: %w", line, err)
+			}
+		}
+		samples = append(samples, s)
+	}
+	return samples, nil
+}
+
+// parseLabels reads `name="value",...`; the format escapes values as Go quotes strings.
+func parseLabels(s string) (map[string]string, error) {
+	labels := map[string]string{}
+	for s != "" {
+		name, rest, ok := strings.Cut(s, "=")
+		if !ok {
+			return nil, errors.New("a label without a value")
+		}
+		quoted, err := strconv.QuotedPrefix(rest)
+		if err != nil {
+			return nil, fmt.Errorf("label %s: %w", name, err)
+		}
+		if labels[name], err = strconv.Unquote(quoted); err != nil {
+			return nil, fmt.Errorf("label %s: %w", name, err)
+		}
+		s = strings.TrimPrefix(rest[len(quoted):], ",")
+	}
+	return labels, nil
+}
+
+// heapInUse is the Go heap in use the manager reports (go_memstats_heap_inuse_bytes, from
+// controller-runtime's Go collector).
+func heapInUse(b *testing.B, samples []sample) float64 {
+	b.Helper()
+	for _, s := range samples {
+		if s.name == "go_memstats_heap_inuse_bytes" {
+			return s.value
+		}
+	}
+	b.Fatal("the manager's metrics have no go_memstats_heap_inuse_bytes")
+	return 0
+}
