@@ -20,7 +20,8 @@ const requestTimeout = 10 * time.Second
 // The Jobs' names are fixed per step, so creating them again after a manager restart finds the
 // ones that exist: never a second set. Jobs are watched, so a finished one wakes its
 // benchmark. What the parts measured is stored even when one of them failed.
-func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer, step benchv1.Step) (stepOutcome, error) {
+func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer,
+	step benchv1.Step) (stepOutcome, error) {
 	jobs, err := r.observeJobs(ctx, bench, builders.JobNames(bench, armNames(arms), step))
 	switch {
 	case err != nil:

@@ -90,7 +90,8 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	}
 	for _, step := range []string{"index", "views", "writes"} {
 		js, erl := records["js/"+step], records["erl/"+step]
-		if !(js.StartedAt.Before(erl.StartedAt) && erl.StartedAt.Before(js.FinishedAt) && js.FinishedAt.Before(erl.FinishedAt)) {
+		interleaved := js.StartedAt.Before(erl.StartedAt) && erl.StartedAt.Before(js.FinishedAt) && js.FinishedAt.Before(erl.FinishedAt)
+		if !interleaved {
 			t.Errorf("%s: js ran %s-%s, erl %s-%s; want overlapping spans, js first", step,
 				js.StartedAt.Format(time.StampMilli), js.FinishedAt.Format(time.StampMilli), erl.StartedAt.Format(time.StampMilli), erl.FinishedAt.Format(time.StampMilli))
 		}
