@@ -30,6 +30,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -48,7 +49,8 @@ type Releases interface {
 // CouchBenchmarkReconciler reconciles CouchBenchmark objects.
 type CouchBenchmarkReconciler struct {
 	client.Client
-	// APIReader reads objects the manager does not cache (Secrets), from the API server.
+	// APIReader reads objects the manager does not cache (Secrets, pods, Helm's StatefulSets),
+	// from the API server.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	// Clock is injected so that tests control time.
@@ -317,12 +319,14 @@ func (r *CouchBenchmarkReconciler) fail(ctx context.Context, bench *benchv1.Couc
 }
 
 // SetupWithManager registers the reconciler: benchmarks, and the Jobs and ConfigMaps they
-// own (a finished Job wakes its benchmark).
+// own (a finished Job wakes its benchmark). ConfigMaps are watched as metadata only: a change
+// to one only has to wake its benchmark, and their data (results documents, the rendered
+// report) would otherwise sit in the informer's cache for every benchmark ever run.
 func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&benchv1.CouchBenchmark{}).
 		Owns(&batchv1.Job{}).
-		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Named("couchbenchmark").
 		// Helm installs and CouchDB checks run inside a reconcile: one slow benchmark must
 		// not hold the others up.

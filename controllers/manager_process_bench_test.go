@@ -25,6 +25,10 @@ import (
 	"github.com/couchbench/couchbench/internal/testenv"
 )
 
+// chartMemoryLimit is the manager container's default memory limit in the chart and
+// config/manager (256Mi), which both pass to the manager as GOMEMLIMIT.
+const chartMemoryLimit = 256 << 20
+
 // managerProcess is a running cmd/manager.
 type managerProcess struct {
 	cmd        *exec.Cmd
@@ -33,8 +37,9 @@ type managerProcess struct {
 	// exited is closed when the process has ended, with exitErr what Wait said.
 	exited  chan struct{}
 	exitErr error
-	// sampledRSS is the largest VmRSS read while it ran.
-	sampledRSS atomic.Uint64
+	// sampledRSS is the largest VmRSS read while it ran; sampledAnon the largest RssAnon, its
+	// part that is not the binary's file pages (the pod's RSS as the kubelet reports it).
+	sampledRSS, sampledAnon atomic.Uint64
 }
 
 // buildManager builds cmd/manager as the image does (static, stripped, -trimpath): the same
@@ -73,9 +78,10 @@ func startManager(b *testing.B, bin string) *managerProcess {
 		"--metrics-bind-address", metricsAddr,
 		"--runner-image", "couchbench/manager:test",
 		"--chart-cache", filepath.Join(dir, "charts"))
-	// A pod's environment rather than the test's: nothing that tunes the Go runtime (GOGC,
-	// GOMEMLIMIT, GODEBUG) nor a KUBECONFIG to take instead of the operator's.
-	m.cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir}
+	// A pod's environment rather than the test's: no KUBECONFIG to take instead of the
+	// operator's, and of what tunes the Go runtime (GOGC, GOMEMLIMIT, GODEBUG) only what the
+	// chart sets: GOMEMLIMIT, the container's memory limit, 256Mi by default.
+	m.cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir, "GOMEMLIMIT=" + strconv.Itoa(chartMemoryLimit)}
 	m.cmd.Stdout, m.cmd.Stderr = log, log
 	if err := m.cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -174,8 +180,9 @@ func (m *managerProcess) logTail() string {
 	return strings.Join(lines[max(0, len(lines)-40):], "")
 }
 
-// sampleRSS keeps the largest VmRSS, read every 100 ms until the manager exits: VmHWM is the
-// kernel's exact peak, this is a check on it.
+// sampleRSS keeps the largest VmRSS and RssAnon, read every 100 ms until the manager exits:
+// VmHWM is the kernel's exact peak of VmRSS, the sample a check on it; the kernel keeps no
+// peak of RssAnon.
 func (m *managerProcess) sampleRSS() {
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
@@ -187,11 +194,14 @@ func (m *managerProcess) sampleRSS() {
 			if rss, err := m.status("VmRSS"); err == nil && rss > m.sampledRSS.Load() {
 				m.sampledRSS.Store(rss)
 			}
+			if anon, err := m.status("RssAnon"); err == nil && anon > m.sampledAnon.Load() {
+				m.sampledAnon.Store(anon)
+			}
 		}
 	}
 }
 
-// status is a memory figure of /proc/<pid>/status (VmRSS, VmHWM), in bytes.
+// status is a memory figure of /proc/<pid>/status (VmRSS, VmHWM, RssAnon), in bytes.
 func (m *managerProcess) status(field string) (uint64, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {

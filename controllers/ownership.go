@@ -63,8 +63,10 @@ func (r *CouchBenchmarkReconciler) createOwned(ctx context.Context, bench *bench
 	if !apierrors.IsAlreadyExists(err) {
 		return stepOutcome{}, false, err
 	}
+	// Read past the cache: it holds only the operator's own Jobs, and the one in the way may
+	// be anybody's.
 	existing := obj.DeepCopyObject().(client.Object)
-	if err := r.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), existing); err != nil {
 		return stepOutcome{}, false, err
 	}
 	owner, err := r.ownerOf(ctx, bench, existing)

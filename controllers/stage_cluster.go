@@ -27,8 +27,10 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 	}
 	size := int(bench.Spec.CouchDB.Provision.ClusterSize)
 	release := builders.ReleaseName(bench, qs.Name)
+	// Helm's StatefulSet, polled rather than watched: read past the cache, so that the
+	// operator keeps no watch on every StatefulSet of the cluster.
 	var sts appsv1.StatefulSet
-	err := r.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: builders.StatefulSetName(release)}, &sts)
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: builders.StatefulSetName(release)}, &sts)
 	if apierrors.IsNotFound(err) {
 		return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
 	}

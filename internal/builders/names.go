@@ -111,9 +111,11 @@ const (
 	LabelQueryServer = "bench.couchbench.io/query-server"
 	LabelStep        = "bench.couchbench.io/step"
 	// LabelPart is the part of a runner Job among the Jobs that share a step.
-	LabelPart      = "bench.couchbench.io/part"
-	labelManagedBy = "app.kubernetes.io/managed-by"
-	managedBy      = "couchbench"
+	LabelPart = "bench.couchbench.io/part"
+	// LabelManagedBy is ManagedBy on every object a benchmark makes: the manager caches
+	// only such Jobs and ConfigMaps.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedBy      = "couchbench"
 )
 
 // LabelValue is an object's name as a label value: a name longer than 63 characters is cut
@@ -123,7 +125,7 @@ func LabelValue(objectName string) string { return name(maxObjectName, objectNam
 // Labels for an object of a benchmark, optionally of one arm and step. An object of several
 // arms (a runner Job in which they take turns) has no query-server label.
 func Labels(bench *benchv1.CouchBenchmark, arm string, step benchv1.Step) map[string]string {
-	l := map[string]string{LabelBenchmark: LabelValue(bench.Name), labelManagedBy: managedBy}
+	l := map[string]string{LabelBenchmark: LabelValue(bench.Name), LabelManagedBy: ManagedBy}
 	if arm != "" {
 		l[LabelQueryServer] = arm
 	}
