@@ -55,6 +55,15 @@ type Dataset struct {
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('64Ki')) >= 0 && quantity(string(self)).compareTo(quantity('1Gi')) <= 0",message="dataset.maxBatchBytes must be between 64Ki and 1Gi, e.g. 16Mi"
 	MaxBatchBytes *resource.Quantity `json:"maxBatchBytes,omitempty"`
 
+	// SeedRepetitions loads the dataset this many times, each into a new database (arms that
+	// share a CouchDB taking turns), so that seeding's docs/s is a median with its spread like
+	// every workload's; the workloads read the last load.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=20
+	SeedRepetitions int32 `json:"seedRepetitions,omitempty"`
+
 	// Concurrency is the number of _bulk_docs requests in flight while seeding.
 	// +optional
 	// +kubebuilder:default=4

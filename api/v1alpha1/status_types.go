@@ -192,7 +192,8 @@ type SeedingResult struct {
 	// one: the rate is every document over the first runner's start to the last one's end.
 	// +optional
 	Runners int32 `json:"runners,omitempty"`
-	// Spread is over the repetitions (one, for now).
+	// Spread is over the loads (dataset.seedRepetitions); DocsPerSecond and MBPerSecond
+	// are their medians, Retries their sum.
 	Spread `json:",inline"`
 }
 

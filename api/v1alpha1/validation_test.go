@@ -202,6 +202,7 @@ workloads:
 		{"dataset.seed", s.Dataset.Seed, int64(1)},
 		{"dataset.batchSize", s.Dataset.BatchSize, int32(1000)},
 		{"dataset.concurrency", s.Dataset.Concurrency, int32(4)},
+		{"dataset.seedRepetitions", s.Dataset.SeedRepetitions, int32(1)},
 		{"dataset.shards", s.Dataset.Shards, int32(2)},
 		{"dataset.replicas", s.Dataset.Replicas == nil, true},
 		{"workloads.indexing.reducers", strings.Join(reducers(s.Workloads.Indexing.Reducers), ","), "builtin"},

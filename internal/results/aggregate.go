@@ -285,16 +285,19 @@ func readsRunners(r *Reads) []ReadsRunner {
 // compactArm is one arm in the API's compact shapes; flags are stepFlags.
 func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.ResultFlag) benchv1.QueryServerResults {
 	r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
-	// once is the spread of a step measured once, with the step's flags.
-	once := func(step benchv1.Step) benchv1.Spread {
-		return withStepFlags(benchv1.Spread{Runs: 1}, flags, step)
-	}
 	for _, p := range a.Profiles {
 		if p.Seeding != nil {
+			var docsPerSecond, mbPerSecond []float64
+			var retries int64
+			for _, s := range p.Seedings() {
+				docsPerSecond, mbPerSecond = append(docsPerSecond, s.DocsPerSecond()), append(mbPerSecond, s.MBPerSecond())
+				retries += s.Retries
+			}
+			st := Summarize(docsPerSecond)
 			r.Seeding = append(r.Seeding, benchv1.SeedingResult{
-				Profile: p.Profile, Documents: p.Seeding.Stored, DocsPerSecond: round(p.Seeding.DocsPerSecond()),
-				MBPerSecond: fmt.Sprintf("%.2f", p.Seeding.MBPerSecond()), Retries: p.Seeding.Retries, Runners: int32(len(p.Seeding.Parts)),
-				Spread: once(benchv1.StepSeed),
+				Profile: p.Profile, Documents: p.Seeding.Stored, DocsPerSecond: round(st.Median),
+				MBPerSecond: fmt.Sprintf("%.2f", Summarize(mbPerSecond).Median), Retries: retries, Runners: int32(len(p.Seeding.Parts)),
+				Spread: withStepFlags(spread(st, noisyAbove), flags, benchv1.StepSeed),
 			})
 		}
 		for _, ix := range p.Indexing {

@@ -57,7 +57,9 @@ func Metrics(docs ...*Document) []Metric {
 				if p.Seeding != nil {
 					m := base
 					m.Workload, m.Variant, m.Name, m.Direction = "seeding", "bulk", "docs_per_second", HigherIsBetter
-					m.Samples = []float64{p.Seeding.DocsPerSecond()}
+					for _, s := range p.Seedings() {
+						m.Samples = append(m.Samples, s.DocsPerSecond())
+					}
 					add(m)
 				}
 				for _, ix := range p.Indexing {

@@ -45,6 +45,16 @@ func JoinParts(parts []*Document) *Document {
 				total := seeding.Join(loads)
 				p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &total, total.DocsPerSecond(), total.MBPerSecond()
 			}
+			// A repeated load is joined load by load, the parts' i-th loads together.
+			for i := range p.SeedingRuns {
+				var load []seeding.Result
+				for _, d := range parts {
+					if q := profileIn(d, a.QueryServer, p.Profile); q != nil && i < len(q.SeedingRuns) {
+						load = append(load, q.SeedingRuns[i])
+					}
+				}
+				p.SeedingRuns[i] = seeding.Join(load)
+			}
 			var written, warmUps [][]writes.Result
 			for _, d := range parts {
 				if w := profileIn(d, a.QueryServer, p.Profile); w != nil {

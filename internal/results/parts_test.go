@@ -65,10 +65,57 @@ func TestPartsJoinIntoOneExactRate(t *testing.T) {
 	}
 	// Cells are padded to their column's width; compare with single spaces.
 	report := strings.Join(strings.Fields(md.String()), " ")
-	for _, want := range []string{"### Seeding per runner", "| js | small | 1 | 1000 | 333 | +30 ms | 3s |", "| 990 GeneratorBound |"} {
+	for _, want := range []string{"### Seeding per runner", "| js | small | 1 | 1000 | 333 | +30 ms | 3s |", "| 990 (n=1) GeneratorBound |"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+// Two runners that loaded the dataset three times: the parts' i-th loads join into the i-th
+// load, the last is the one the workloads read, and status gives the median load with the
+// loads' spread, flagged Noisy past the threshold.
+func TestRepeatedLoadsJoinLoadByLoad(t *testing.T) {
+	t0 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	elapsed := []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} // 2,000, 1,000 and 500 docs/s joined
+	parts := make([]*Document, 2)
+	for part := range parts {
+		d := partDocument(part, t0, time.Second, 40)
+		p := &d.Arms[0].Profiles[0]
+		for i, e := range elapsed {
+			start := t0.Add(time.Duration(i) * 10 * time.Second)
+			p.SeedingRuns = append(p.SeedingRuns, seeding.Result{Stored: 1000, Created: 1000, Bytes: 500_000, Elapsed: e,
+				StartedAt: start, FinishedAt: start.Add(e)})
+		}
+		last := p.SeedingRuns[2]
+		p.Seeding = &last
+		parts[part] = d
+	}
+	doc := JoinParts(parts)
+	p := doc.Arms[0].Profiles[0]
+	if len(p.SeedingRuns) != 3 {
+		t.Fatalf("%d joined loads, want 3", len(p.SeedingRuns))
+	}
+	for i, load := range p.SeedingRuns {
+		if load.Stored != 2000 || load.Elapsed != elapsed[i] || len(load.Parts) != 2 {
+			t.Errorf("load %d joined: %d stored in %s by %d parts, want 2000 in %s by 2", i, load.Stored, load.Elapsed, len(load.Parts), elapsed[i])
+		}
+	}
+	if p.Seeding.Stored != 2000 || p.Seeding.Elapsed != 4*time.Second {
+		t.Errorf("the load the workloads read: %+v, want the last", p.Seeding)
+	}
+	r := Aggregate(doc).Results[0].Seeding[0]
+	if r.DocsPerSecond != 1000 || r.Runs != 3 || r.CV == "" || !contains(r.Flags, benchv1.FlagNoisy) || r.Documents != 2000 {
+		t.Errorf("status seeding %+v: want the median 1,000 docs/s over 3 loads, Noisy", r)
+	}
+	var metric *Metric
+	for _, m := range Metrics(doc) {
+		if m.Workload == "seeding" {
+			metric = &m
+		}
+	}
+	if metric == nil || len(metric.Samples) != 3 {
+		t.Errorf("seeding metric %+v: want every load as a sample", metric)
 	}
 }
 

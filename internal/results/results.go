@@ -151,11 +151,16 @@ type Runtime struct {
 
 // Profile is the results of one arm on one document profile.
 type Profile struct {
-	Profile  string          `json:"profile"`
-	DB       string          `json:"db"`
-	Shards   int             `json:"shards"`
-	Replicas int             `json:"replicas"`
-	Seeding  *seeding.Result `json:"seeding,omitempty"`
+	Profile  string `json:"profile"`
+	DB       string `json:"db"`
+	Shards   int    `json:"shards"`
+	Replicas int    `json:"replicas"`
+	// Seeding is the load of the dataset the workloads read: the last, when it was loaded
+	// more than once.
+	Seeding *seeding.Result `json:"seeding,omitempty"`
+	// SeedingRuns is every load in order, Seeding last, when the dataset was loaded more
+	// than once (dataset.seedRepetitions).
+	SeedingRuns []seeding.Result `json:"seedingRuns,omitempty"`
 	// SeedingDocsPerSecond and SeedingMBPerSecond are derived from Seeding.
 	SeedingDocsPerSecond float64            `json:"seedingDocsPerSecond,omitempty"`
 	SeedingMBPerSecond   float64            `json:"seedingMBPerSecond,omitempty"`
@@ -167,6 +172,17 @@ type Profile struct {
 	WritesWarmUp []writes.Result `json:"writesWarmUp,omitempty"`
 	// Reads is the k6 read load, run on an arm's first profile.
 	Reads *Reads `json:"reads,omitempty"`
+}
+
+// Seedings are the profile's loads of the dataset: SeedingRuns, or Seeding alone.
+func (p Profile) Seedings() []seeding.Result {
+	if len(p.SeedingRuns) > 0 {
+		return p.SeedingRuns
+	}
+	if p.Seeding != nil {
+		return []seeding.Result{*p.Seeding}
+	}
+	return nil
 }
 
 // IndexingSeries is the repeated builds of one reducer.

@@ -48,7 +48,8 @@ func Merge(into, step *Document) {
 		for _, sp := range sa.Profiles {
 			p := profileOf(a, sp)
 			if sp.Seeding != nil {
-				p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = sp.Seeding, sp.SeedingDocsPerSecond, sp.SeedingMBPerSecond
+				p.Seeding, p.SeedingRuns = sp.Seeding, sp.SeedingRuns
+				p.SeedingDocsPerSecond, p.SeedingMBPerSecond = sp.SeedingDocsPerSecond, sp.SeedingMBPerSecond
 			}
 			if len(sp.Indexing) > 0 {
 				p.Indexing = sp.Indexing

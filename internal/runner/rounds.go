@@ -22,7 +22,7 @@ import (
 type stepWork struct {
 	asked func(w benchv1.Workloads) bool
 	// rounds are the step's first and last round: first is 0 when there is a warm-up.
-	rounds func(w benchv1.Workloads) (first, last int)
+	rounds func(spec *benchv1.CouchBenchmarkSpec) (first, last int)
 	// begin readies an arm before its first round (checks and untimed setup); nil: nothing.
 	begin func(a *armRun, ctx context.Context) error
 	round func(a *armRun, ctx context.Context, round int) error
@@ -34,29 +34,31 @@ type stepWork struct {
 
 var steps = map[benchv1.Step]stepWork{
 	benchv1.StepSeed: {
-		asked:  func(benchv1.Workloads) bool { return true },
-		rounds: func(benchv1.Workloads) (int, int) { return 1, 1 },
-		round:  func(a *armRun, ctx context.Context, _ int) error { return a.seed(ctx) },
+		asked: func(benchv1.Workloads) bool { return true },
+		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
+			return repetitions(false, spec.Dataset.SeedRepetitions)
+		},
+		round: (*armRun).seed,
 	},
 	benchv1.StepIndex: {
 		asked: func(w benchv1.Workloads) bool { return w.Indexing != nil },
-		rounds: func(w benchv1.Workloads) (int, int) {
-			return repetitions(w.Indexing.WarmUp, w.Indexing.Repetitions)
+		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
+			return repetitions(spec.Workloads.Indexing.WarmUp, spec.Workloads.Indexing.Repetitions)
 		},
 		begin: (*armRun).indexBegin, round: (*armRun).indexRound, end: (*armRun).indexEnd,
 		hold: pauseViewCompaction,
 	},
 	benchv1.StepViews: {
 		asked: func(w benchv1.Workloads) bool { return w.ViewReads != nil },
-		rounds: func(w benchv1.Workloads) (int, int) {
-			return repetitions(w.ViewReads.WarmUp, w.ViewReads.Repetitions)
+		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
+			return repetitions(spec.Workloads.ViewReads.WarmUp, spec.Workloads.ViewReads.Repetitions)
 		},
 		begin: (*armRun).viewsBegin, round: (*armRun).viewsRound,
 	},
 	benchv1.StepWrites: {
 		asked: func(w benchv1.Workloads) bool { return w.Writes != nil },
-		rounds: func(w benchv1.Workloads) (int, int) {
-			return repetitions(w.Writes.WarmUp, w.Writes.Repetitions)
+		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
+			return repetitions(spec.Workloads.Writes.WarmUp, spec.Workloads.Writes.Repetitions)
 		},
 		round: (*armRun).writesRound,
 	},
@@ -150,7 +152,6 @@ func runStep(ctx context.Context, cfg Config, nodes []string, step benchv1.Step,
 		}
 		return nil
 	}
-	w := cfg.Bench.Spec.Workloads
 	for i := range arms {
 		if work.begin == nil {
 			break
@@ -159,7 +160,7 @@ func runStep(ctx context.Context, cfg Config, nodes []string, step benchv1.Step,
 			return err
 		}
 	}
-	first, last := work.rounds(w)
+	first, last := work.rounds(&cfg.Bench.Spec)
 	for round := first; round <= last; round++ {
 		for i := range arms {
 			if err := take(i, func(a *armRun) error { return work.round(a, ctx, round) }); err != nil {

@@ -567,8 +567,10 @@ func runParts(t *testing.T, srv *couchdbtest.Server, yaml string, step benchv1.S
 }
 
 // Three runners seed one dataset together on the kit's real 3-node cluster, each through a
-// node of its own: no part may start loading before the late one arrives at the barrier, and
-// together they store every document exactly once; their documents join into one load.
+// node of its own, twice: no part may start loading before the late one arrives at the
+// barrier, part 0 makes the database afresh for the second load only once every part has
+// finished the first, and together they store every document exactly once each time; their
+// documents join into one load per load.
 func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Cluster(t)
 	const docs, parts = 6000, 3
@@ -576,6 +578,7 @@ func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
   runner: {parallelism: %d}
   dataset:
     documents: %d
+    seedRepetitions: 2
     batchSize: 200
     concurrency: 2
   workloads:
@@ -588,9 +591,13 @@ func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
 		if s.Stored != count || s.Created != count {
 			t.Errorf("part %d stored %d (created %d), want its slice of %d from %s", part, s.Stored, s.Created, count, dataset.ID(from))
 		}
-		if s.StartedAt.Before(lateStart) {
+		loads := d.Arms[0].Profiles[0].SeedingRuns
+		if len(loads) != 2 || loads[0].Stored != count || loads[1].Stored != count {
+			t.Fatalf("part %d: loads %+v, want 2 of its slice of %d", part, loads, count)
+		}
+		if loads[0].StartedAt.Before(lateStart) {
 			t.Errorf("part %d started loading at %s, before part %d arrived at the barrier (%s)", part,
-				s.StartedAt.Format(time.StampMicro), parts-1, lateStart.Format(time.StampMicro))
+				loads[0].StartedAt.Format(time.StampMicro), parts-1, lateStart.Format(time.StampMicro))
 		}
 		if got := d.Arms[0].Runtime != nil; got != (part == 0) {
 			t.Errorf("part %d asked what runs the views: %v; only part 0 does", part, got)
@@ -599,6 +606,16 @@ func TestThreeRunnersSeedTogetherOnRealCouchDB(t *testing.T) {
 	joined := results.JoinParts(partDocs)
 	p := joined.Arms[0].Profiles[0]
 	checkSeededExactly(t, srv, p, docs)
+	for i, load := range p.SeedingRuns {
+		if load.Stored != docs || load.Failed != 0 || len(load.Parts) != parts {
+			t.Errorf("load %d joined: %d stored, %d failed, by %d parts; want %d, none, %d", i+1, load.Stored, load.Failed, len(load.Parts), docs, parts)
+		}
+	}
+	// The second load began only after every part had finished the first.
+	first, second := p.SeedingRuns[0], p.SeedingRuns[1]
+	if second.StartedAt.Before(first.FinishedAt) {
+		t.Errorf("the second load began at %s, before the first ended at %s", second.StartedAt.Format(time.StampMicro), first.FinishedAt.Format(time.StampMicro))
+	}
 	if len(p.Seeding.Parts) != parts || p.Seeding.Elapsed < p.Seeding.Parts[0].Elapsed {
 		t.Errorf("joined seeding %+v: want %d parts, over all of them", p.Seeding, parts)
 	}

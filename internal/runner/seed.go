@@ -10,11 +10,14 @@ import (
 	"github.com/couchbench/couchbench/internal/seeding"
 )
 
-// seed loads the dataset into a new database per profile, then asks the arm's CouchDB what
-// runs its views (the seed step is the one every benchmark that builds views has). A runner
-// that shares the seeding loads its slice of each profile, starting with the other parts at
-// a barrier once part 0 has made the database afresh; the operator joins the parts' loads.
-func (a *armRun) seed(ctx context.Context) error {
+// seed loads the dataset into a new database per profile; round r of dataset.seedRepetitions
+// makes the database afresh each time, and the last load is what the workloads read. After
+// the last load it asks the arm's CouchDB what runs its views (the seed step is the one every
+// benchmark that builds views has). A runner that shares the seeding loads its slice of each
+// profile, starting with the other parts at a barrier once part 0 has made the database
+// afresh, and, before a load that follows, part 0 waits for every part to finish: it deletes
+// the database next. The operator joins the parts' loads.
+func (a *armRun) seed(ctx context.Context, round int) error {
 	c, ds := a.cfg.Client, a.cfg.Bench.Spec.Dataset
 	var maxBatchBytes int64
 	if ds.MaxBatchBytes != nil {
@@ -24,6 +27,8 @@ func (a *armRun) seed(ctx context.Context) error {
 	if a.cfg.shared() {
 		from, count = dataset.Slice(ds.Documents, a.cfg.Part, a.cfg.Parts)
 	}
+	repeated, last := ds.SeedRepetitions > 1, round == int(max(ds.SeedRepetitions, 1))
+	barrier := fmt.Sprintf("%s-%d", benchv1.StepSeed, round)
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
 		if a.cfg.Part == 0 {
@@ -35,7 +40,7 @@ func (a *armRun) seed(ctx context.Context) error {
 			}
 		}
 		if a.cfg.shared() {
-			if err := a.barrier(ctx, p.DB, string(benchv1.StepSeed), true); err != nil {
+			if err := a.barrier(ctx, p.DB, barrier, true); err != nil {
 				return fmt.Errorf("profile %s: %w", p.Profile, err)
 			}
 		}
@@ -44,17 +49,25 @@ func (a *armRun) seed(ctx context.Context) error {
 			Retry: seeding.DefaultBackoff,
 		})
 		p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()
+		if repeated {
+			p.SeedingRuns = append(p.SeedingRuns, res)
+		}
 		if err == nil {
 			err = res.Check()
 		}
 		if err != nil {
-			return fmt.Errorf("profile %s: seeding %s: %w", p.Profile, p.DB, err)
+			return fmt.Errorf("profile %s: seeding %s (load %d): %w", p.Profile, p.DB, round, err)
 		}
-		logf(a.cfg.Log, "%s: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
-			a.label(i), res.Stored, a.gens[i].ID(from), a.gens[i].ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
+		logf(a.cfg.Log, "%s: load %d: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
+			a.label(i), round, res.Stored, a.gens[i].ID(from), a.gens[i].ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
 			res.DocsPerSecond(), res.MBPerSecond(), res.Retries)
+		if a.cfg.shared() && !last {
+			if err := a.barrier(ctx, p.DB, barrier+"-done", a.cfg.Part == 0); err != nil {
+				return fmt.Errorf("profile %s: %w", p.Profile, err)
+			}
+		}
 	}
-	if a.cfg.Part != 0 || a.cfg.Bench.Spec.Workloads.Indexing == nil && a.cfg.Bench.Spec.Workloads.ViewReads == nil && a.cfg.Bench.Spec.Workloads.Reads == nil {
+	if !last || a.cfg.Part != 0 || a.cfg.Bench.Spec.Workloads.Indexing == nil && a.cfg.Bench.Spec.Workloads.ViewReads == nil && a.cfg.Bench.Spec.Workloads.Reads == nil {
 		return nil
 	}
 	rt, err := a.probe(ctx)

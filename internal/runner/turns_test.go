@@ -29,15 +29,15 @@ func order(ms []measured) []string {
 }
 
 // Two arms on the real Apache CouchDB single node take turns in every step, round by round,
-// warm-up first: js's build, erlang's, js's, erlang's — and likewise the view reads and the
-// writes. Each arm's step record spans its own turns, so the two overlap, and its CPU share
+// warm-up first: js's build, erlang's, js's, erlang's — and likewise the loads of the
+// dataset, the view reads and the writes. Each arm's step record spans its own turns, so the two overlap, and its CPU share
 // leaves the other arm's turns out.
 func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	doc, log, err := realRun(t, srv, jsBench("turns", `
   - {name: erl, language: erlang}
   allowErlangViews: true
-  dataset: {documents: 400}
+  dataset: {documents: 400, seedRepetitions: 2}
   workloads:
     indexing: {repetitions: 2, warmUp: true}
     viewReads: {repetitions: 2, views: [emitNull, emitDoc]}
@@ -49,9 +49,15 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	if len(doc.Arms) != 2 {
 		t.Fatalf("%d arms in the document, want 2", len(doc.Arms))
 	}
-	var builds, reads, writes []measured
+	var seeds, builds, reads, writes []measured
 	for _, a := range doc.Arms {
 		p := a.Profiles[0]
+		for i, load := range p.SeedingRuns {
+			if load.Stored != 400 {
+				t.Errorf("%s load %d stored %d, want 400", a.QueryServer, i+1, load.Stored)
+			}
+			seeds = append(seeds, measured{a.QueryServer, i + 1, load.StartedAt})
+		}
 		for _, series := range p.Indexing {
 			if series.WarmUp == nil || len(series.Runs) != 2 {
 				t.Fatalf("%s %s: warm-up %v, %d runs; want a warm-up and 2 runs", a.QueryServer, series.Reducer, series.WarmUp != nil, len(series.Runs))
@@ -69,6 +75,9 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 		for _, w := range p.Writes {
 			writes = append(writes, measured{a.QueryServer, w.Repetition + 1, w.StartedAt})
 		}
+	}
+	if got, want := order(seeds), []string{"js1", "erl1", "js2", "erl2"}; !slices.Equal(got, want) {
+		t.Errorf("loads in the order %v, want %v", got, want)
 	}
 	if got, want := order(builds), []string{"js0", "erl0", "js1", "erl1", "js2", "erl2"}; !slices.Equal(got, want) {
 		t.Errorf("builds in the order %v, want %v", got, want)
@@ -88,7 +97,7 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	if len(records) != 8 || len(doc.Steps) != 8 {
 		t.Fatalf("step records %+v, want one per arm and step", doc.Steps)
 	}
-	for _, step := range []string{"index", "views", "writes"} {
+	for _, step := range []string{"seed", "index", "views", "writes"} {
 		js, erl := records["js/"+step], records["erl/"+step]
 		interleaved := js.StartedAt.Before(erl.StartedAt) && erl.StartedAt.Before(js.FinishedAt) && js.FinishedAt.Before(erl.FinishedAt)
 		if !interleaved {
