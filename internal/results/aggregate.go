@@ -287,10 +287,11 @@ func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.Resu
 	r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
 	for _, p := range a.Profiles {
 		if p.Seeding != nil {
-			var docsPerSecond, mbPerSecond []float64
+			loads := p.Seedings()
+			docsPerSecond, mbPerSecond := make([]float64, len(loads)), make([]float64, len(loads))
 			var retries int64
-			for _, s := range p.Seedings() {
-				docsPerSecond, mbPerSecond = append(docsPerSecond, s.DocsPerSecond()), append(mbPerSecond, s.MBPerSecond())
+			for i, s := range loads {
+				docsPerSecond[i], mbPerSecond[i] = s.DocsPerSecond(), s.MBPerSecond()
 				retries += s.Retries
 			}
 			st := Summarize(docsPerSecond)

@@ -150,7 +150,10 @@ func (r Report) indexingDetailTable() Table {
 }
 
 func (r Report) seedingTable() Table {
-	t := Table{Title: "Seeding (_bulk_docs; median of loads, CV)", Header: []string{colOption, colProfile, "Documents", colDocsPerSecond, "MB/s", "Retries", "Runners"}}
+	t := Table{
+		Title:  "Seeding (_bulk_docs; median of loads, CV)",
+		Header: []string{colOption, colProfile, "Documents", colDocsPerSecond, "MB/s", "Retries", "Runners"},
+	}
 	for _, q := range r.Results {
 		for _, s := range q.Seeding {
 			t.Rows = append(t.Rows, []string{option(q), s.Profile, strconv.FormatInt(s.Documents, 10), whole(s.DocsPerSecond) + spreadNote(s.Spread),

@@ -67,7 +67,8 @@ func (a *armRun) seed(ctx context.Context, round int) error {
 			}
 		}
 	}
-	if !last || a.cfg.Part != 0 || a.cfg.Bench.Spec.Workloads.Indexing == nil && a.cfg.Bench.Spec.Workloads.ViewReads == nil && a.cfg.Bench.Spec.Workloads.Reads == nil {
+	w := a.cfg.Bench.Spec.Workloads
+	if !last || a.cfg.Part != 0 || w.Indexing == nil && w.ViewReads == nil && w.Reads == nil {
 		return nil
 	}
 	rt, err := a.probe(ctx)
