@@ -3,12 +3,17 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -32,8 +37,8 @@ const scaleBenchmarks = 100
 // peak of its anonymous part (RssAnon, sampled: RSS without the binary's file pages), its RSS
 // once started with no benchmark (VmRSS, the floor), and the peak Go heap in use
 // (go_memstats_heap_inuse_bytes, scraped once per pass of the harness).
-// The harness polls, so the times include up to one pass of it over every benchmark. No
-// CouchDB is involved.
+// A Job's appearance is seen by a watch; the harness finishes Jobs in passes over every
+// benchmark, so the time to Succeeded includes those passes. No CouchDB is involved.
 func BenchmarkHundredBenchmarksOnOneManager(b *testing.B) {
 	manager := buildManager(b)
 	for range b.N {
@@ -55,6 +60,7 @@ func runAtScale(b *testing.B, managerBinary string) {
 	ctx := context.Background()
 	create(b, credentials(ns))
 	before := reconcileHistogram(b, manager.scrape(b))
+	jobsSeen := watchFirstJobs(b, ns)
 
 	created := map[string]time.Time{}
 	var names []string
@@ -67,7 +73,7 @@ func runAtScale(b *testing.B, managerBinary string) {
 	}
 
 	var peakHeap float64
-	firstJob, finished := map[string]time.Duration{}, map[string]time.Duration{}
+	finished := map[string]time.Duration{}
 	deadline := time.Now().Add(10 * time.Minute)
 	for len(finished) < scaleBenchmarks {
 		manager.checkRunning(b)
@@ -80,16 +86,6 @@ func runAtScale(b *testing.B, managerBinary string) {
 		var list benchv1.CouchBenchmarkList
 		if err := env.Client.List(ctx, &list, client.InNamespace(ns)); err != nil {
 			b.Fatal(err)
-		}
-		var jobs batchv1.JobList
-		if err := env.Client.List(ctx, &jobs, client.InNamespace(ns)); err != nil {
-			b.Fatal(err)
-		}
-		for _, j := range jobs.Items {
-			name := j.Labels[builders.LabelBenchmark]
-			if _, seen := firstJob[name]; !seen {
-				firstJob[name] = time.Since(created[name])
-			}
 		}
 		for i := range list.Items {
 			bench := &list.Items[i]
@@ -133,6 +129,13 @@ func runAtScale(b *testing.B, managerBinary string) {
 	}
 	sampledRSS, sampledAnon := manager.sampledRSS.Load(), manager.sampledAnon.Load()
 	manager.stop(b)
+	firstJob := map[string]time.Duration{}
+	for name, at := range jobsSeen() {
+		firstJob[name] = at.Sub(created[name])
+	}
+	if len(firstJob) != scaleBenchmarks {
+		b.Errorf("the watch saw the first Job of %d benchmarks, want %d", len(firstJob), scaleBenchmarks)
+	}
 	b.ReportMetric(percentile(firstJob, 50).Seconds(), "s-to-first-job-p50")
 	b.ReportMetric(percentile(firstJob, 99).Seconds(), "s-to-first-job-p99")
 	b.ReportMetric(percentile(finished, 50).Seconds(), "s-to-succeeded-p50")
@@ -145,6 +148,48 @@ func runAtScale(b *testing.B, managerBinary string) {
 	b.ReportMetric(float64(sampledAnon)/(1<<20), "MiB-manager-peak-RssAnon-sampled")
 	b.ReportMetric(float64(idleRSS)/(1<<20), "MiB-manager-idle-RSS")
 	b.ReportMetric(peakHeap/(1<<20), "MiB-manager-peak-heap")
+}
+
+// watchFirstJobs notes when the first Job of each benchmark in namespace appears, from a
+// watch, and returns what it noted so far: the harness's passes take seconds with 100
+// benchmarks, and seeing Jobs in them would count that too.
+func watchFirstJobs(b *testing.B, namespace string) func() map[string]time.Time {
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := cs.BatchV1().Jobs(namespace).Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var mu sync.Mutex
+	first := map[string]time.Time{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			job, ok := ev.Object.(*batchv1.Job)
+			if !ok || ev.Type != watch.Added {
+				continue
+			}
+			mu.Lock()
+			if name := job.Labels[builders.LabelBenchmark]; first[name].IsZero() {
+				first[name] = time.Now()
+			}
+			mu.Unlock()
+		}
+	}()
+	b.Cleanup(func() {
+		cancel()
+		w.Stop()
+		<-done
+	})
+	return func() map[string]time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(first)
+	}
 }
 
 // percentile of the durations, nearest rank.
