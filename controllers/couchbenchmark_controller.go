@@ -30,7 +30,6 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -87,7 +86,7 @@ const (
 // +kubebuilder:rbac:groups=batch,resources=jobs,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete;deletecollection
@@ -318,15 +317,14 @@ func (r *CouchBenchmarkReconciler) fail(ctx context.Context, bench *benchv1.Couc
 	log.FromContext(ctx).Info("benchmark failed", "reason", reason, "message", message)
 }
 
-// SetupWithManager registers the reconciler: benchmarks, and the Jobs and ConfigMaps they
-// own (a finished Job wakes its benchmark). ConfigMaps are watched as metadata only: a change
-// to one only has to wake its benchmark, and their data (results documents, the rendered
-// report) would otherwise sit in the informer's cache for every benchmark ever run.
+// SetupWithManager registers the reconciler: benchmarks, and the Jobs they own (a finished
+// Job wakes its benchmark). The ConfigMaps a benchmark owns are not watched: the operator
+// writes them and reads them past the cache, and an event for its own write would only wake
+// the benchmark again before its status had reached the cache, to read a step's logs twice.
 func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&benchv1.CouchBenchmark{}).
 		Owns(&batchv1.Job{}).
-		Owns(&corev1.ConfigMap{}, builder.OnlyMetadata).
 		Named("couchbenchmark").
 		// Helm installs and CouchDB checks run inside a reconcile: one slow benchmark must
 		// not hold the others up.

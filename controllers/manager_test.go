@@ -24,7 +24,8 @@ import (
 )
 
 // The operator as it runs in a cluster: a controller-runtime manager (informers, watches,
-// the events API) acting as the operator's service account with only the generated RBAC,
+// the events API, the production cache and client options) acting as the operator's service
+// account with only the generated RBAC,
 // installing the real Apache chart with Helm, tearing it down and finalizing a deletion. The
 // test plays kubelet and the Job controller; CouchDB's answers come from the couchtest fake.
 func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
@@ -35,7 +36,7 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 	var refused forbiddenRequests
 	cfg.WrapTransport = refused.wrap
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme: env.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		Scheme: env.Scheme, Cache: CacheOptions(), Client: ClientOptions(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,26 +7,18 @@ import (
 	"os"
 	"strings"
 
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/controllers"
-	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/version"
 )
@@ -51,17 +43,16 @@ func main() {
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(benchv1.AddToScheme(scheme))
 
-	cacheOptions := managerCacheOptions()
+	var namespaces []string
 	if watchNamespaces != "" {
-		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range strings.Split(watchNamespaces, ",") {
-			cacheOptions.DefaultNamespaces[strings.TrimSpace(ns)] = cache.Config{}
+			namespaces = append(namespaces, strings.TrimSpace(ns))
 		}
 	}
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                 scheme,
-		Cache:                  cacheOptions,
-		Client:                 client.Options{Cache: &client.CacheOptions{DisableFor: uncached}},
+		Cache:                  controllers.CacheOptions(namespaces...),
+		Client:                 controllers.ClientOptions(),
 		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress: probeAddr,
 		LeaderElection:         leaderElect,
@@ -122,30 +113,6 @@ func main() {
 		os.Exit(1)
 	}
 }
-
-// managedBy selects the objects the operator makes: builders.Labels puts it on every one.
-var managedBy = labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagedBy})
-
-// managerCacheOptions keeps the informer caches to what the reconcilers watch, and lean: no
-// managedFields (nothing reads them); Jobs only the operator's own (it reads no other Job);
-// ConfigMaps only as metadata, and only the operator's own, since the watch on them only
-// wakes their benchmark. Every other ConfigMap read goes to the API server (uncached).
-func managerCacheOptions() cache.Options {
-	return cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}: {Label: managedBy},
-			&metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}: {Label: managedBy},
-		},
-	}
-}
-
-// uncached are the kinds the manager's client reads from the API server, never from an
-// informer: kinds the reconcilers do not watch. Reading one through the cache would start
-// a watch on every such object in the cluster (every Secret, Helm's release Secrets among
-// them) and keep them all in memory for a read now and then. ConfigMaps are read whole only
-// when a step's results are stored; the cache keeps their metadata for the watch.
-var uncached = []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.StatefulSet{}}
 
 func envOr(name, fallback string) string {
 	if v := os.Getenv(name); v != "" {

@@ -1,0 +1,42 @@
+package controllers
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/couchbench/couchbench/internal/builders"
+)
+
+// ownObjects selects the objects the operator makes: builders.Labels puts it on every one.
+var ownObjects = labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagedBy})
+
+// CacheOptions keep the manager's informer caches to what the reconcilers watch, and lean:
+// no managedFields (nothing reads them), and only the operator's own Jobs (it reads no other).
+// namespaces, when given, are the only ones watched.
+func CacheOptions(namespaces ...string) cache.Options {
+	opts := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: ownObjects}},
+	}
+	for _, ns := range namespaces {
+		if opts.DefaultNamespaces == nil {
+			opts.DefaultNamespaces = map[string]cache.Config{}
+		}
+		opts.DefaultNamespaces[ns] = cache.Config{}
+	}
+	return opts
+}
+
+// ClientOptions make the manager's client read what no reconciler watches from the API
+// server, never from an informer: reading one of those kinds through the cache would start a
+// watch on every such object in the cluster (every ConfigMap and Secret, Helm's release
+// Secrets among them) and keep them all in memory for a read now and then.
+func ClientOptions() client.Options {
+	return client.Options{Cache: &client.CacheOptions{
+		DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.StatefulSet{}},
+	}}
+}
