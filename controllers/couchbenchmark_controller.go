@@ -12,7 +12,8 @@
 //   - ownership.go tells this benchmark's objects from a deleted namesake's;
 //   - finalizer.go removes Helm releases when a benchmark is deleted;
 //   - preflight.go checks what admission cannot; conditions.go keeps the kstatus
-//     conditions consistent; metrics.go exports stage durations and results.
+//     conditions consistent; metrics.go exports stage durations and results;
+//   - cache.go is what the manager caches, and what it reads past the cache.
 package controllers
 
 import (
