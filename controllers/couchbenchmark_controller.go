@@ -263,7 +263,7 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	case step.Step == benchv1.StepCluster:
 		return r.waitForCluster(ctx, bench, arms[0])
 	case step.Step.IsRunnerStep():
-		return r.runStep(ctx, bench, arms, step.Step)
+		return r.runStep(ctx, bench, step)
 	case step.Step == benchv1.StepReads:
 		return r.runReads(ctx, bench, arms)
 	case step.Step == benchv1.StepTeardown:

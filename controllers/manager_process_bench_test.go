@@ -7,7 +7,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -21,6 +20,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/couchbench/couchbench/internal/testenv"
 )
@@ -220,16 +223,9 @@ func (m *managerProcess) status(field string) (uint64, error) {
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, m.cmd.Process.Pid)
 }
 
-// sample is one line of the Prometheus text format: a series and its value.
-type sample struct {
-	name   string
-	labels map[string]string
-	value  float64
-}
-
 // scrape reads the manager's metrics endpoint: plain HTTP, as cmd/manager serves it (it does
 // not set controller-runtime's metricsserver.Options.SecureServing).
-func (m *managerProcess) scrape(b *testing.B) []sample {
+func (m *managerProcess) scrape(b *testing.B) map[string]*dto.MetricFamily {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -244,75 +240,25 @@ func (m *managerProcess) scrape(b *testing.B) []sample {
 		b.Fatalf("scraping the manager's metrics: %v", err)
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		b.Fatalf("scraping the manager's metrics: %s %v\n%s", resp.Status, err, body)
+	if resp.StatusCode != http.StatusOK {
+		body, _ := io.ReadAll(resp.Body)
+		b.Fatalf("scraping the manager's metrics: %s\n%s", resp.Status, body)
 	}
-	samples, err := parseSamples(string(body))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
 	if err != nil {
 		b.Fatalf("the manager's metrics: %v", err)
 	}
-	return samples
-}
-
-// parseSamples reads the Prometheus text format, version 0.0.4, which has no timestamps
-// from a client library's registry: `name{label="value",...} value` lines and # comments.
-func parseSamples(text string) ([]sample, error) {
-	var samples []sample
-	for line := range strings.Lines(text) {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		cut := strings.LastIndexByte(line, ' ')
-		if cut < 0 {
-			return nil, fmt.Errorf("no value: %q", line)
-		}
-		value, err := strconv.ParseFloat(line[cut+1:], 64)
-		if err != nil {
-			return nil, fmt.Errorf("%q: %w", line, err)
-		}
-		s := sample{name: line[:cut], labels: map[string]string{}, value: value}
-		if name, labels, ok := strings.Cut(s.name, "{"); ok {
-			s.name = name
-			if s.labels, err = parseLabels(strings.TrimSuffix(labels, "}")); err != nil {
-				return nil, fmt.Errorf("%q: %w", line, err)
-			}
-		}
-		samples = append(samples, s)
-	}
-	return samples, nil
-}
-
-// parseLabels reads `name="value",...`; the format escapes values as Go quotes strings.
-func parseLabels(s string) (map[string]string, error) {
-	labels := map[string]string{}
-	for s != "" {
-		name, rest, ok := strings.Cut(s, "=")
-		if !ok {
-			return nil, errors.New("a label without a value")
-		}
-		quoted, err := strconv.QuotedPrefix(rest)
-		if err != nil {
-			return nil, fmt.Errorf("label %s: %w", name, err)
-		}
-		if labels[name], err = strconv.Unquote(quoted); err != nil {
-			return nil, fmt.Errorf("label %s: %w", name, err)
-		}
-		s = strings.TrimPrefix(rest[len(quoted):], ",")
-	}
-	return labels, nil
+	return families
 }
 
 // heapInUse is the Go heap in use the manager reports (go_memstats_heap_inuse_bytes, from
 // controller-runtime's Go collector).
-func heapInUse(b *testing.B, samples []sample) float64 {
+func heapInUse(b *testing.B, families map[string]*dto.MetricFamily) float64 {
 	b.Helper()
-	for _, s := range samples {
-		if s.name == "go_memstats_heap_inuse_bytes" {
-			return s.value
-		}
+	f, ok := families["go_memstats_heap_inuse_bytes"]
+	if !ok || len(f.GetMetric()) == 0 {
+		b.Fatal("the manager's metrics have no go_memstats_heap_inuse_bytes")
 	}
-	b.Fatal("the manager's metrics have no go_memstats_heap_inuse_bytes")
-	return 0
+	return f.GetMetric()[0].GetGauge().GetValue()
 }

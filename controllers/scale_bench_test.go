@@ -4,12 +4,13 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -212,22 +213,18 @@ type histogram struct {
 	buckets map[float64]uint64
 }
 
-func reconcileHistogram(b *testing.B, samples []sample) histogram {
+func reconcileHistogram(b *testing.B, families map[string]*dto.MetricFamily) histogram {
 	b.Helper()
 	h := histogram{buckets: map[float64]uint64{}}
-	for _, s := range samples {
-		if s.labels["controller"] != "couchbenchmark" {
+	for _, m := range families["controller_runtime_reconcile_time_seconds"].GetMetric() {
+		if !slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool {
+			return l.GetName() == "controller" && l.GetValue() == "couchbenchmark"
+		}) {
 			continue
 		}
-		switch s.name {
-		case "controller_runtime_reconcile_time_seconds_count":
-			h.count += uint64(s.value)
-		case "controller_runtime_reconcile_time_seconds_bucket":
-			bound, err := strconv.ParseFloat(s.labels["le"], 64)
-			if err != nil {
-				b.Fatalf("%s: le: %v", s.name, err)
-			}
-			h.buckets[bound] += uint64(s.value)
+		h.count += m.GetHistogram().GetSampleCount()
+		for _, bucket := range m.GetHistogram().GetBucket() {
+			h.buckets[bucket.GetUpperBound()] += bucket.GetCumulativeCount()
 		}
 	}
 	return h

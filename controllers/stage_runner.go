@@ -20,14 +20,13 @@ const requestTimeout = 10 * time.Second
 // The Jobs' names are fixed per step, so creating them again after a manager restart finds the
 // ones that exist: never a second set. Jobs are watched, so a finished one wakes its
 // benchmark. What the parts measured is stored even when one of them failed.
-func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer,
-	step benchv1.Step) (stepOutcome, error) {
-	jobs, err := r.observeJobs(ctx, bench, builders.JobNames(bench, armNames(arms), step))
+func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
+	jobs, err := r.observeJobs(ctx, bench, builders.JobNames(bench, step.Arms, step.Step))
 	switch {
 	case err != nil:
 		return stepOutcome{}, err
 	case jobs.missing():
-		return r.startStep(ctx, bench, arms, step, jobs)
+		return r.startStep(ctx, bench, step, jobs)
 	}
 	if out, running := jobs.running(); running {
 		return out, r.stopParts(ctx, bench, jobs)
@@ -59,23 +58,24 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	}
 	if len(parts) > 0 {
 		doc := results.JoinParts(parts)
-		for _, qs := range arms {
-			withProvenance(doc, qs.Name, r.provenance(ctx, bench, qs.Name, step, results.RoleRunner, jobs))
+		// Arms that share the Jobs share a CouchDB of no release of theirs: one provenance.
+		cluster := r.provenance(ctx, bench, step.Arms[0], step.Step, results.RoleRunner, jobs)
+		for _, arm := range step.Arms {
+			withProvenance(doc, arm, cluster)
 		}
 		if err := r.storeStepDocument(ctx, bench, doc); err != nil {
 			return stepOutcome{}, err
 		}
 	}
 	if len(problems) > 0 {
-		return failed(reasonStepFailed, "%s, step %s: %s", planStep{Arms: armNames(arms)}.arms(), step, strings.Join(problems, "; ")), nil
+		return failed(reasonStepFailed, "%s, step %s: %s", step.arms(), step.Step, strings.Join(problems, "; ")), nil
 	}
 	return stepOutcome{done: true}, nil
 }
 
 // startStep creates the spec ConfigMap (once) and every Job of the step that does not exist
 // yet, in one pass, so that parts that share the step start together.
-func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark,
-	arms []benchv1.QueryServer, step benchv1.Step, jobs jobSet) (stepOutcome, error) {
+func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep, jobs jobSet) (stepOutcome, error) {
 	spec, err := builders.SpecConfigMap(bench)
 	if err != nil {
 		return stepOutcome{}, err
@@ -84,26 +84,17 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 		return out, err
 	}
 	// Arms that share a step share their CouchDB.
-	url, creds := r.target(bench, arms[0])
+	url, creds := r.target(bench, queryServer(bench, step.Arms[0]))
 	for part, o := range jobs {
 		if o.phase != jobMissing {
 			continue
 		}
 		job := builders.RunnerJob{
-			Bench: bench, Arms: armNames(arms), Step: step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench), Part: part,
+			Bench: bench, Arms: step.Arms, Step: step.Step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench), Part: part,
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
 			return out, err
 		}
 	}
 	return stepOutcome{}, nil
-}
-
-// armNames are the names of the arms, in order.
-func armNames(arms []benchv1.QueryServer) []string {
-	names := make([]string, len(arms))
-	for i, qs := range arms {
-		names[i] = qs.Name
-	}
-	return names
 }
