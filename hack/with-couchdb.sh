@@ -119,11 +119,13 @@ fi
 log "CouchDB ready in $(since "$t")"
 eval "$(couchdb env --dir "$state/single")"
 export COUCHBENCH_TEST_COUCHDB_URL=$COUCHDB_URL
+export COUCHBENCH_TEST_COUCHDB_DIR=$state/single
 export COUCHBENCH_TEST_COUCHDB_USER=$COUCHDB_USER
 export COUCHBENCH_TEST_COUCHDB_PASSWORD=$COUCHDB_PASSWORD
 if ((cluster)); then
   eval "$(couchdb env --dir "$state/cluster")"
   export COUCHBENCH_TEST_COUCHDB_CLUSTER_URLS=$COUCHDB_URLS
+  export COUCHBENCH_TEST_COUCHDB_CLUSTER_DIR=$state/cluster
 fi
 export COUCHBENCH_TEST_COUCHDB_FAULT_PORT=$fault_port
 export COUCHBENCH_TEST_COUCHDB_KIT=$kit

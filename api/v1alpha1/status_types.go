@@ -250,10 +250,10 @@ type IndexingResult struct {
 	ShardChangesPerSecond int64 `json:"shardChangesPerSecond,omitempty"`
 	// Spread is over the builds' rates.
 	Spread `json:",inline"`
-	// Uncertainty of the median build's rate from timing the build's end, e.g. "±1.2%":
-	// "±0%" where the view request answers only once every shard copy is built (n=1), else
-	// half the gap between the last /_active_tasks poll that showed a build task and the
-	// first that did not. Above 5% the result is flagged Imprecise.
+	// Uncertainty of the builds' rates from timing each build's start and end, e.g.
+	// "±0.4%", the largest over the builds: every shard copy is asked on its own node, and
+	// the start and the end are each bounded between two of its answers (see
+	// docs/measurement.md). Above 5% the result is flagged Imprecise.
 	// +optional
 	Uncertainty string `json:"uncertainty,omitempty"`
 	// BuiltSeconds is the median time to a fully built view, e.g. "14.39".
@@ -266,9 +266,6 @@ type IndexingResult struct {
 	// ViewCompaction is "paused" or "allowed" during the builds.
 	// +optional
 	ViewCompaction string `json:"viewCompaction,omitempty"`
-	// ViewTimeouts counts 500 timeouts of the view request ridden through.
-	// +optional
-	ViewTimeouts int32 `json:"viewTimeouts,omitempty"`
 }
 
 // ViewReadResult is the median full read of one view.

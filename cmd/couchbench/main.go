@@ -279,10 +279,20 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	return runErr
 }
 
-// maxConns sizes the connection pool for the most concurrent requests any step makes,
-// plus the /_active_tasks poller beside a blocking view request.
+// maxConns sizes the connection pool for the most concurrent requests any step makes, plus
+// two: the /_active_tasks poller and a probe beside a view build's request to every shard
+// copy (q x n of them; n unset is at most 3).
 func maxConns(spec benchv1.CouchBenchmarkSpec) int {
-	n := int(spec.Dataset.Concurrency)
+	replicas, shards := int32(3), spec.Dataset.Shards
+	if spec.Dataset.Replicas != nil {
+		replicas = *spec.Dataset.Replicas
+	}
+	for _, qs := range spec.QueryServers {
+		if qs.Shards != nil {
+			shards = max(shards, *qs.Shards)
+		}
+	}
+	n := max(int(spec.Dataset.Concurrency), int(shards*replicas))
 	if w := spec.Workloads.Writes; w != nil {
 		if w.ParallelBulk != nil {
 			n = max(n, int(w.ParallelBulk.Clients))

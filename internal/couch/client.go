@@ -54,9 +54,10 @@ type Options struct {
 
 // Client talks to one CouchDB cluster through one base URL.
 type Client struct {
-	base  *url.URL
-	creds Credentials
-	http  *http.Client
+	base     *url.URL
+	creds    Credentials
+	http     *http.Client
+	maxConns int
 }
 
 // New makes a client. The URL must not carry credentials: they would show wherever the URL
@@ -84,8 +85,12 @@ func New(baseURL string, creds Credentials, opts Options) (*Client, error) {
 		// belongs to the load it generates.
 		DisableCompression: true,
 	}
-	return &Client{base: u, creds: creds, http: &http.Client{Transport: transport, Timeout: opts.RequestTimeout}}, nil
+	return &Client{base: u, creds: creds, http: &http.Client{Transport: transport, Timeout: opts.RequestTimeout}, maxConns: maxConns}, nil
 }
+
+// MaxConns is the most requests the client has on their way at once; more wait for a
+// connection.
+func (c *Client) MaxConns() int { return c.maxConns }
 
 // URL is the server's base URL (without credentials).
 func (c *Client) URL() string { return c.base.String() }

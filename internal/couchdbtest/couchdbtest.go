@@ -57,6 +57,10 @@ const (
 	EnvOwnDir = "COUCHBENCH_TEST_COUCHDB_OWN_DIR"
 	// EnvFaultPort is node 1's port of the fault tests' own cluster (FaultPort).
 	EnvFaultPort = "COUCHBENCH_TEST_COUCHDB_FAULT_PORT"
+	// EnvDir and EnvClusterDir are the kit directories of the single node and of the
+	// cluster: node i writes its log to <dir>/node<i>/couchdb.log.
+	EnvDir        = "COUCHBENCH_TEST_COUCHDB_DIR"
+	EnvClusterDir = "COUCHBENCH_TEST_COUCHDB_CLUSTER_DIR"
 )
 
 // DefaultFaultPort is node 1's port of the fault tests' own 3-node cluster: 22984-22986 (and
@@ -75,7 +79,8 @@ func FaultPort() int {
 
 const runMakeTest = "run the tests with `make test`, which starts Apache CouchDB 3.4.3 from the kit " +
 	"(COUCHDB_KIT, default ../shared/apache-couchdb: a single node on 15984 and a 3-node cluster on 25984) " +
-	"and sets " + EnvURL + ", " + EnvClusterURLs + ", " + EnvUser + ", " + EnvPassword + ", " + EnvKit + " and " + EnvOwnDir
+	"and sets " + EnvURL + ", " + EnvClusterURLs + ", " + EnvUser + ", " + EnvPassword + ", " + EnvKit + ", " + EnvDir + ", " +
+	EnvClusterDir + " and " + EnvOwnDir
 
 // Server is a running Apache CouchDB: one node or a cluster.
 type Server struct {
@@ -88,7 +93,7 @@ type Server struct {
 	// Version is CouchDB's version (GET /).
 	Version string
 
-	// Own instances only: the kit, the instance's directory and its couchdb.sh options.
+	// The kit (own instances only) and the instance's directory.
 	kit, dir string
 }
 
@@ -123,24 +128,24 @@ func (s *Server) NodeClient(t testing.TB, i int, opts couch.Options) *couch.Clie
 // shared instances' lock until it ends.
 func Single(t testing.TB) *Server {
 	t.Helper()
-	return shared(t, "single node", EnvURL)
+	return shared(t, "single node", EnvURL, EnvDir)
 }
 
 // Cluster is the 3-node cluster `make test` started. The calling test holds the shared
 // instances' lock until it ends.
 func Cluster(t testing.TB) *Server {
 	t.Helper()
-	return shared(t, "3-node cluster", EnvClusterURLs)
+	return shared(t, "3-node cluster", EnvClusterURLs, EnvClusterDir)
 }
 
-func shared(t testing.TB, what, env string) *Server {
+func shared(t testing.TB, what, env, dirEnv string) *Server {
 	t.Helper()
-	urls, user, password := os.Getenv(env), os.Getenv(EnvUser), os.Getenv(EnvPassword)
-	if urls == "" || user == "" {
-		t.Fatalf("%s and %s are not set, and this test needs the real Apache CouchDB %s: %s", env, EnvUser, what, runMakeTest)
+	urls, user, password, dir := os.Getenv(env), os.Getenv(EnvUser), os.Getenv(EnvPassword), os.Getenv(dirEnv)
+	if urls == "" || user == "" || dir == "" {
+		t.Fatalf("%s, %s or %s is not set, and this test needs the real Apache CouchDB %s: %s", env, EnvUser, dirEnv, what, runMakeTest)
 	}
 	lockShared(t)
-	s := &Server{URLs: strings.Split(urls, ","), User: user, Password: password}
+	s := &Server{URLs: strings.Split(urls, ","), User: user, Password: password, dir: dir}
 	if err := s.describe(context.Background()); err != nil {
 		t.Fatalf("the Apache CouchDB %s of `make test` (%s=%s) cannot be used: %v; `make test` starts it (hack/with-couchdb.sh)", what, env, urls, err)
 	}

@@ -236,5 +236,5 @@ func (s *Server) start(ctx context.Context, args ...string) (string, error) {
 // errPortTaken: a node of an own instance cannot bind its port.
 var errPortTaken = errors.New("own CouchDB cannot start: a node's port is taken")
 
-// Dir is an own instance's directory (node i's log is Dir()/nodeI/couchdb.log).
+// Dir is the instance's kit directory (node i's log is Dir()/nodeI/couchdb.log).
 func (s *Server) Dir() string { return s.dir }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"strconv"
+	"strings"
 )
 
 // Node endpoints: /_node/{node}/... with "_local" for the node that answers, which here is
@@ -61,6 +62,13 @@ func (s *Server) routeNode(r *http.Request, method, node string, rest []string) 
 		return s.configSection(node, rest[1])
 	case rest[0] == "_config" && len(rest) == 3:
 		return s.configKey(r, method, node, rest[1], rest[2])
+	case rest[0] == "_dbs" && len(rest) == 2:
+		if method != http.MethodGet {
+			return methodNotAllowed("GET")
+		}
+		return s.shardMap(rest[1])
+	case strings.HasPrefix(rest[0], "shards/"):
+		return s.copyRequest(r, method, node, rest[0], rest[1:])
 	}
 	return errDocMissing
 }

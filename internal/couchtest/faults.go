@@ -18,9 +18,11 @@ type Fault struct {
 	// Times is how many matching requests get the fault (less than 1 counts as 1); then it
 	// is used up.
 	Times int
-	// Status answers with this status and {"error":"unknown_error","reason":...}, without
-	// running the request.
+	// Status answers with this status and {"error":Error,"reason":...}, without running the
+	// request; Error defaults to "unknown_error". CouchDB's own errors include 412
+	// "nodedown", for a request it forwards to a node that is down.
 	Status int
+	Error  string
 	// Drop closes the connection without an answer. With AfterWrite the request runs first
 	// (a _bulk_docs stores its documents), so that a client's retry meets conflicts.
 	Drop       bool
@@ -73,7 +75,11 @@ func (s *Server) applyFault(w http.ResponseWriter, r *http.Request, f Fault) boo
 	}
 	switch {
 	case f.Status != 0:
-		send(w, errorReply(f.Status, "unknown_error", "injected by couchtest"))
+		name := f.Error
+		if name == "" {
+			name = "unknown_error"
+		}
+		send(w, errorReply(f.Status, name, "injected by couchtest"))
 		return false
 	case f.Drop:
 		if f.AfterWrite {

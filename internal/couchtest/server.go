@@ -7,9 +7,10 @@
 // framing of view rows, the error texts. Where nothing was recorded, a comment says where an
 // answer comes from. State lives in memory.
 //
-// It must never pass for CouchDB in numbers. It measures nothing and invents no timings: the
-// only durations and progress figures it produces are recorded series replayed on request
-// (WithIndexSeries). Sizes it reports are byte counts of the JSON it stores, revision hashes
+// It must never pass for CouchDB in numbers. It measures nothing and invents no timings: it
+// builds an index at once and shows no tasks while it does, so nothing about how long a
+// build takes can be tested against it (the runner's build times are checked against real
+// CouchDB's log, internal/indexing). Sizes it reports are byte counts of the JSON it stores, revision hashes
 // are its own, and views are evaluated by name, not by running their code (see views.go).
 //
 // It is for Go tests only; nothing in production may use it.
@@ -43,7 +44,6 @@ type Server struct {
 	finished bool // POST /_cluster_setup finish_cluster was done
 	requests []requestLine
 	faults   []*pendingFault
-	replay   *replay
 	ids      idGenerator
 }
 
@@ -52,8 +52,6 @@ type config struct {
 	nodes           []string
 	maxDocumentSize int
 	maxBulkDocs     int // 0: no limit, as in CouchDB 3.4.3
-	seriesName      string
-	speedup         float64
 }
 
 // Option configures a Server.
@@ -87,12 +85,6 @@ func WithMaxBulkDocsCount(n int) Option {
 	return func(c *config) { c.maxBulkDocs = n }
 }
 
-// WithIndexSeries replays a recorded /_active_tasks series (a LoadSeries name) during the
-// first index build, speedup times faster than recorded; see tasks.go.
-func WithIndexSeries(name string, speedup float64) Option {
-	return func(c *config) { c.seriesName, c.speedup = name, speedup }
-}
-
 const (
 	defaultNode            = "couchdb@127.0.0.1"
 	defaultMaxDocumentSize = 8000000
@@ -120,13 +112,6 @@ func New(t testing.TB, opts ...Option) *Server {
 	for _, node := range cfg.nodes {
 		s.conf[node] = initialConfig(len(cfg.nodes))
 		s.stats[node] = &nodeStats{}
-	}
-	if cfg.seriesName != "" {
-		rp, err := newReplay(cfg.seriesName, cfg.speedup, cfg.nodes)
-		if err != nil {
-			t.Fatalf("couchtest: %v", err)
-		}
-		s.replay = rp
 	}
 	ts := httptest.NewServer(http.HandlerFunc(s.handle))
 	t.Cleanup(func() {

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // This server cannot run JavaScript, Python or Erlang, so it evaluates a view by its NAME,
@@ -128,21 +127,24 @@ func parseDesign(doc object) (designDoc, *errorBody) {
 	return dd, nil
 }
 
-// index is a design document's built views: the rows each document emitted, as of db.seq
-// == seq. A new revision of the design document starts it over.
+// index is the built views of a design document: the rows each document emitted, as of
+// db.seq == seq. As in CouchDB, it belongs to the views' signature, not to the design
+// document: design documents with the same language and views share it, and a new revision
+// with other views starts another.
 type index struct {
-	ddocRev string
-	seq     int64
-	rows    map[string]map[string][]emitted // view -> doc id -> rows
+	seq  int64
+	rows map[string]map[string][]emitted // view -> doc id -> rows
 }
 
-// current is the index built for the design document's current revision, if any.
-func (db *database) current(ddocID string) *index {
-	idx := db.indexes[ddocID]
-	if idx == nil || idx.ddocRev != db.docs[ddocID].rev {
-		return nil
-	}
-	return idx
+// signature is the index's name: a hash of the language and views, not CouchDB's own.
+func signature(doc *document, dd designDoc) string {
+	views, _ := doc.body.get("views")
+	return fmt.Sprintf("%x", md5.Sum(append([]byte(dd.language), views...)))
+}
+
+// current is the index of the design document's views, if it was ever built.
+func (db *database) current(ddocID string, dd designDoc) *index {
+	return db.indexes[signature(db.docs[ddocID], dd)]
 }
 
 // refresh brings an index up to the database, mapping each changed document once for all
@@ -150,10 +152,10 @@ func (db *database) current(ddocID string) *index {
 // node holds a copy of every shard in the setups this server stands for (one node, or three
 // with n=3), and this server keeps one copy of the index for all of them.
 func (s *Server) refresh(db *database, ddocID string, dd designDoc) *index {
-	idx := db.current(ddocID)
+	idx := db.current(ddocID, dd)
 	if idx == nil {
-		idx = &index{ddocRev: db.docs[ddocID].rev, rows: map[string]map[string][]emitted{}}
-		db.indexes[ddocID] = idx
+		idx = &index{rows: map[string]map[string][]emitted{}}
+		db.indexes[signature(db.docs[ddocID], dd)] = idx
 	}
 	var mapped, emits int64
 	for id, doc := range db.docs {
@@ -250,30 +252,32 @@ func (s *Server) viewInfo(dbName, ddocID string) reply {
 	if !ok {
 		return rep
 	}
-	views, _ := db.docs[ddocID].body.get("views")
 	info := viewIndexInfo{
-		Signature:        fmt.Sprintf("%x", md5.Sum(append([]byte(dd.language), views...))),
+		Signature:        signature(db.docs[ddocID], dd),
 		Language:         dd.language,
 		CollatorVersions: []string{"153.120"},
-		UpdaterRunning:   s.replay.building(dbName, ddocID),
 	}
-	seq := int64(0)
-	if idx := db.current(ddocID); idx != nil {
-		seq = idx.seq
-		var n int64
-		for _, byDoc := range idx.rows {
-			for _, rows := range byDoc {
-				for _, e := range rows {
-					n += int64(len(e.key) + len(e.value))
-				}
-			}
-		}
-		info.Sizes = sizes{File: n, External: n, Active: n}
-	}
-	info.UpdateSeq = seq
-	pending := db.seq - seq
+	info.UpdateSeq, info.Sizes = db.current(ddocID, dd).state()
+	pending := db.seq - info.UpdateSeq
 	info.UpdatesPending.Minimum, info.UpdatesPending.Preferred, info.UpdatesPending.Total = pending, pending, pending
 	return jsonReply(http.StatusOK, viewInfoBody{Name: strings.TrimPrefix(ddocID, "_design/"), ViewIndex: info})
+}
+
+// state is the index's update_seq and sizes (the bytes of the emitted rows' JSON); zero for
+// an index never built.
+func (idx *index) state() (int64, sizes) {
+	if idx == nil {
+		return 0, sizes{}
+	}
+	var n int64
+	for _, byDoc := range idx.rows {
+		for _, rows := range byDoc {
+			for _, e := range rows {
+				n += int64(len(e.key) + len(e.value))
+			}
+		}
+	}
+	return idx.seq, sizes{File: n, External: n, Active: n}
 }
 
 // viewQuery is the part of CouchDB's view query parameters this server understands; others
@@ -370,46 +374,26 @@ func parseViewQuery(v url.Values) (viewQuery, reply, bool) {
 }
 
 // queryView answers GET /{db}/_design/{ddoc}/_view/{view}. A query with update=true on an
-// index that is not up to date builds it first (blocking, as in CouchDB); update=false
-// answers from the index as it is, update=lazy too and then brings it up to date. While a
-// recorded build is replayed (tasks.go), queries on that index wait as the recording did,
-// and reads that do not wait see it empty.
+// index that is not up to date builds it first (blocking, as in CouchDB, but at once);
+// update=false answers from the index as it is, update=lazy too and then brings it up to
+// date.
 func (s *Server) queryView(r *http.Request, dbName, ddocID, view string) reply {
 	q, rep, ok := parseViewQuery(r.URL.Query())
 	if !ok {
 		return rep
 	}
 	s.mu.Lock()
-	if rep, ok := s.checkView(dbName, ddocID, view, &q); !ok {
-		s.mu.Unlock()
-		return rep
-	}
-	var wait time.Duration
-	status := http.StatusOK
-	if q.update == updateTrue {
-		db := s.dbs[dbName]
-		wait, status = s.replay.gate(db, ddocID, db.current(ddocID) != nil)
-	}
-	s.mu.Unlock()
-	if wait > 0 && !s.sleep(r.Context(), wait) {
-		return errTimeout // nobody is left to read the answer
-	}
-
-	s.mu.Lock()
 	defer s.mu.Unlock()
 	if rep, ok := s.checkView(dbName, ddocID, view, &q); !ok {
-		return rep // deleted while waiting
+		return rep
 	}
 	db, dd, _, _ := s.lookupDesign(dbName, ddocID)
-	idx := db.current(ddocID)
+	idx := db.current(ddocID, dd)
 	upToDate := idx != nil && idx.seq == db.seq
 	if q.update == updateTrue && !upToDate {
 		idx = s.refresh(db, ddocID, dd)
 	}
-	if status != http.StatusOK {
-		return errTimeout
-	}
-	if idx == nil || s.replay.building(dbName, ddocID) {
+	if idx == nil {
 		idx = &index{}
 	}
 	rep = viewAnswer(db, idx, view, dd.views[view], q)
@@ -418,10 +402,6 @@ func (s *Server) queryView(r *http.Request, dbName, ddocID, view string) reply {
 	}
 	return rep
 }
-
-// errTimeout is the recorded answer of a view request that outlived the cluster's request
-// timeout (06_cluster_javascript_view_group_true_limit11).
-var errTimeout = errorReply(http.StatusInternalServerError, "timeout", "The request could not be processed in a reasonable amount of time.")
 
 // checkView validates the request against the design document; it settles q.reduce.
 func (s *Server) checkView(dbName, ddocID, view string, q *viewQuery) (reply, bool) {

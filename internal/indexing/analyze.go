@@ -1,6 +1,7 @@
 package indexing
 
 import (
+	"slices"
 	"strings"
 	"time"
 
@@ -22,20 +23,17 @@ type Sample struct {
 	Err   error
 }
 
-// Analysis is what a series of samples says about one build.
+// Analysis is what a series of samples says about one build: its progress curve.
 //
-// The rate that matters is documents over the wall time to a fully built view; the
-// samples only tell when that was (the first poll after the last one that showed a build
-// task) and draw the curve. Summing changes_done over the visible tasks under-reads: a
-// shard copy's task vanishes when it finishes, before its last changes are ever shown.
+// The samples tell neither the build's rate nor its end. Summing changes_done over the
+// visible tasks under-reads: a shard copy's task vanishes when it finishes, before its last
+// changes are ever shown. And a copy's task is its mapper's: it leaves /_active_tasks once
+// the copy's documents are mapped, while the copy's writer can go on writing the index for
+// seconds (couch_mrview_updater), so no task left is not every copy built.
 type Analysis struct {
 	// TasksObserved is false when no poll showed a build task for this design document
 	// (a build shorter than the poll interval, or a server without indexer tasks).
 	TasksObserved bool
-	// LastSeen is when a build task was last visible; BuildEnd is the first successful poll
-	// after it: the build ended in (LastSeen, BuildEnd].
-	LastSeen time.Duration
-	BuildEnd time.Duration
 	// CopiesObserved is the number of shard copies (node, shard) whose build task was seen.
 	CopiesObserved int
 	// ShardChanges is the sum over observed copies of their build task's total_changes:
@@ -73,9 +71,13 @@ type copyState struct {
 	live     bool
 }
 
-// Analyze reads the samples of a build of design document ddocID on database db. Samples
-// must be in time order.
-func Analyze(samples []Sample, db, ddocID string) Analysis {
+// Analyze reads the samples of a build on database db of the index of the design documents
+// ddocIDs (one design document, or one and its twins: see Build). Samples must be in time
+// order.
+func Analyze(samples []Sample, db string, ddocIDs ...string) Analysis {
+	ofBuild := func(t couch.Task) bool {
+		return isShardOf(t.Database, db) && slices.Contains(ddocIDs, t.DesignDocument)
+	}
 	var a Analysis
 	copies := map[copyKey]*copyState{}
 	var order []copyKey
@@ -95,14 +97,14 @@ func Analyze(samples []Sample, db, ddocID string) Analysis {
 		}
 		live := 0
 		for _, t := range s.Tasks {
-			if !isShardOf(t.Database, db) {
+			if !ofBuild(t) {
 				continue
 			}
-			if t.Type == taskViewCompaction && t.DesignDocument == ddocID {
+			if t.Type == taskViewCompaction {
 				compactionPIDs[copyKey{t.Node, t.PID}] = true
 				continue
 			}
-			if t.Type != taskIndexer || t.DesignDocument != ddocID {
+			if t.Type != taskIndexer {
 				continue
 			}
 			key := copyKey{t.Node, t.Database}
@@ -122,15 +124,9 @@ func Analyze(samples []Sample, db, ddocID string) Analysis {
 			live++
 		}
 		if prev != nil {
-			a.PeakShardChangesPerSecond = max(a.PeakShardChangesPerSecond, rateBetween(*prev, *s, db, ddocID, copies))
+			a.PeakShardChangesPerSecond = max(a.PeakShardChangesPerSecond, rateBetween(*prev, *s, ofBuild, copies))
 		}
-		if live > 0 {
-			a.TasksObserved = true
-			a.LastSeen = s.At
-			a.BuildEnd = 0
-		} else if a.TasksObserved && a.BuildEnd == 0 {
-			a.BuildEnd = s.At
-		}
+		a.TasksObserved = a.TasksObserved || live > 0
 		// A live copy counts what it has done, a finished one its total. CouchDB can report
 		// changes_done one above total_changes at the very end; capping keeps the curve
 		// from dipping when that task vanishes.
@@ -157,22 +153,21 @@ func Analyze(samples []Sample, db, ddocID string) Analysis {
 
 // rateBetween sums, over build tasks visible in both polls, the changes done between them
 // per second.
-func rateBetween(prev, cur Sample, db, ddocID string, copies map[copyKey]*copyState) float64 {
+func rateBetween(prev, cur Sample, ofBuild func(couch.Task) bool, copies map[copyKey]*copyState) float64 {
 	dt := (cur.At - prev.At).Seconds()
 	if dt <= 0 {
 		return 0
 	}
 	before := map[copyKey]int64{}
 	for _, t := range prev.Tasks {
-		if st, ok := copies[copyKey{t.Node, t.Database}]; ok && t.Type == taskIndexer && t.DesignDocument == ddocID &&
-			t.IndexerPID == st.buildPID && isShardOf(t.Database, db) {
+		if st, ok := copies[copyKey{t.Node, t.Database}]; ok && t.Type == taskIndexer && ofBuild(t) && t.IndexerPID == st.buildPID {
 			before[copyKey{t.Node, t.Database}] = t.ChangesDone
 		}
 	}
 	var delta int64
 	for _, t := range cur.Tasks {
 		key := copyKey{t.Node, t.Database}
-		if done, ok := before[key]; ok && t.Type == taskIndexer && t.DesignDocument == ddocID && t.IndexerPID == copies[key].buildPID {
+		if done, ok := before[key]; ok && t.Type == taskIndexer && ofBuild(t) && t.IndexerPID == copies[key].buildPID {
 			delta += t.ChangesDone - done
 		}
 	}

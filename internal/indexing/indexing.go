@@ -1,11 +1,15 @@
 // Package indexing measures how fast CouchDB builds a view: the seed article's "scores by
-// month" view, built from scratch, timed to a fully built index on every shard copy.
+// month" view, built from scratch, timed from the start of the first shard copy's index
+// update to the end of the last one's, the span CouchDB's own log shows ("Starting index
+// update" to "Index update finished" over every copy on every node).
 //
-// In a cluster the blocking view request returns once one copy of each shard range is
-// built, while the other copies keep indexing, and it can even answer 500 timeout after
-// 60 s while the build goes on. So a build has two times: queryable (the view request
-// answered) and built (no build task left on any node, from /_active_tasks polled every
-// 250 ms). Rates divide documents by the built time: the seed's "c/s", measured to the end.
+// No request to the cluster can see that end: a blocking view request returns once one copy
+// of each shard range is built, and then computes its answer (a grouped reduce adds up to
+// 8% to a build, in the log), and a copy's indexer task leaves /_active_tasks when its
+// documents are mapped, while its writer may go on writing the index for seconds (2 s on the
+// kit's 3-node cluster). So every copy is asked by itself, on its own node
+// (/_node/{node}/{shard copy}/...): a view request that computes nothing waits until that
+// copy's index is written. See docs/measurement.md.
 package indexing
 
 import (
@@ -13,10 +17,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"maps"
+	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -26,29 +35,14 @@ import (
 	"github.com/couchbench/couchbench/internal/names"
 )
 
-// DefaultPollInterval is the longest /_active_tasks poll interval: CouchDB refreshes a
-// task's counters about every 500 ms, and 250 ms puts a long build's end within a quarter
-// second.
+// DefaultPollInterval is how often /_active_tasks is polled for the progress curve during a
+// build. CouchDB refreshes a task's counters about every 500 ms. The build's time does not
+// come from these polls.
 const DefaultPollInterval = 250 * time.Millisecond
 
-// MinPollInterval is the shortest: polls start this often and slow down as the build goes
-// on (a twentieth of the time elapsed), so that a short build's end is bracketed as tightly,
-// relative to its length, as a long one's.
-const MinPollInterval = 50 * time.Millisecond
-
-// How Run.Built was taken.
-const (
-	// BuiltFromViewResponse: with one copy of each shard range (n=1) the blocking view
-	// request answers only once every copy is built, so its answer is the build's end.
-	BuiltFromViewResponse = "view response (n=1)"
-	// BuiltFromActiveTasks: the middle of the bracket between the last poll that showed a
-	// build task and the first after it that did not.
-	BuiltFromActiveTasks = "active tasks"
-)
-
-// quietPolls is how many consecutive polls without a build task end the wait, so that a
-// single poll that raced a task's start is not taken for the end.
-const quietPolls = 2
+// BuiltFromCopies says how Run.Built was taken: from every shard copy's own answer (the
+// only way since 2026-11-24; older documents say "view response (n=1)" or "active tasks").
+const BuiltFromCopies = "shard copies"
 
 // Options describe one build.
 type Options struct {
@@ -73,15 +67,17 @@ type Run struct {
 	StartedAt time.Time `json:"startedAt,omitzero"`
 	DesignDoc string    `json:"designDoc"`
 	Documents int64     `json:"documents"`
-	// Queryable is when the view request answered 200; Built when the last shard copy was
-	// built, BuiltFrom says how that was taken and BuiltUncertainty how far off it can be.
-	Queryable        time.Duration `json:"queryableNs"`
+	// Built is the time from the first shard copy's index update starting to the last
+	// one's finishing, the middle of what the copies' answers bound it to; it lies within
+	// BuiltUncertainty of the true span. BuiltFrom says how it was taken.
 	Built            time.Duration `json:"builtNs"`
 	BuiltUncertainty time.Duration `json:"builtUncertaintyNs"`
 	BuiltFrom        string        `json:"builtFrom"`
-	TasksObserved    bool          `json:"tasksObserved"`
-	// ViewTimeouts counts 500 timeout answers to the view request ridden through.
-	ViewTimeouts int `json:"viewTimeouts"`
+	// Queryable is when every shard range had a written copy, which a view request to the
+	// cluster needs before it can answer.
+	Queryable time.Duration `json:"queryableNs"`
+	// Copies is every shard copy's build, in the order of the shard map.
+	Copies []CopyBuild `json:"copies,omitempty"`
 	// DocsPerSecond is documents / Built; QueryableDocsPerSecond documents / Queryable.
 	DocsPerSecond          float64 `json:"docsPerSecond"`
 	QueryableDocsPerSecond float64 `json:"queryableDocsPerSecond"`
@@ -91,10 +87,12 @@ type Run struct {
 	ShardChangesFrom          string  `json:"shardChangesFrom"`
 	ShardChangesPerSecond     float64 `json:"shardChangesPerSecond"`
 	PeakShardChangesPerSecond float64 `json:"peakShardChangesPerSecond"`
-	CopiesObserved            int     `json:"copiesObserved"`
-	ReindexTasks              int     `json:"reindexTasks"`
-	CompactionTasks           int     `json:"compactionTasks"`
-	FailedPolls               int     `json:"failedPolls"`
+	// TasksObserved and CopiesObserved say what the /_active_tasks polls saw.
+	TasksObserved   bool `json:"tasksObserved"`
+	CopiesObserved  int  `json:"copiesObserved"`
+	ReindexTasks    int  `json:"reindexTasks"`
+	CompactionTasks int  `json:"compactionTasks"`
+	FailedPolls     int  `json:"failedPolls"`
 	// MapDocs is the growth of couchdb.mrview.map_doc over all nodes during the build, -1
 	// when a node's statistics could not be read; MapDocsExpected is documents x n, what a
 	// build that maps every document once on every copy does.
@@ -103,7 +101,35 @@ type Run struct {
 	Series          []Point `json:"series"`
 }
 
-// Build creates a new design document and measures the build of its view.
+// CopyBuild is one shard copy's part of a build.
+type CopyBuild struct {
+	Node  string `json:"node"`
+	Range string `json:"range"`
+	// Written is when the copy's waiting view request was answered, from the moment the
+	// first copy was asked: its index was written by then.
+	Written time.Duration `json:"writtenNs"`
+}
+
+// Build creates a new design document and measures the build of its view on every shard
+// copy.
+//
+// Every shard range gets a design document with the same views: the one named ddocID, and
+// in every other range a twin whose id hashes there (CouchDB keeps an index per database
+// copy and view signature, and the signature leaves the id out, so all of them share one
+// index per copy). That is what lets each copy be asked on its own node, where a copy only
+// knows the design documents it holds. The build then goes:
+//
+//  1. Every copy's index is opened (its _info: new, not updating) and the nodes' map_doc
+//     counters and uptimes are read, none of it timed.
+//  2. Every copy is asked at once for its view, waiting (WaitCopyView), which starts its
+//     index update; the design documents have autoupdate false, so nothing else does.
+//  3. One copy's _info is read until it shows an update running: the build started after
+//     the first request was written and before that answer.
+//  4. The last copy's answer ends the build: it came after the copy's index was written,
+//     and no longer after it than a request to that copy takes to answer once the index is
+//     built, which is measured next.
+//
+// Built is the middle of those bounds and BuiltUncertainty half their distance.
 func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (Run, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
@@ -113,35 +139,60 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	if err != nil {
 		return Run{}, err
 	}
-	run := Run{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1))}
+	run := Run{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1)),
+		BuiltFrom: BuiltFromCopies}
 
-	before := readNodes(ctx, c, nodes)
-	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil {
-		return run, fmt.Errorf("creating design document %s: %w", ddocID, err)
-	}
-
-	// Poll from before the trigger until the build tasks are gone.
-	poller := startPolling(ctx, c, opts.PollInterval)
-	start := time.Now()
-	poller.setOrigin(start)
-	run.StartedAt = start.UTC()
-
-	// The seed's blocking view request.
-	run.ViewTimeouts, err = c.WaitForView(ctx, opts.DB, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}, "limit": {"11"}})
+	copies, err := c.ShardCopies(ctx, opts.DB)
 	if err != nil {
-		poller.stop()
 		return run, err
 	}
-	run.Queryable = time.Since(start)
+	if need := len(copies) + 2; c.MaxConns() < need {
+		return run, fmt.Errorf("timing a build of %s needs a connection per shard copy (%d) and 2 more, and the client keeps at most %d",
+			opts.DB, len(copies), c.MaxConns())
+	}
+	byRange, err := designDocsByRange(ddocID, copies)
+	if err != nil {
+		return run, err
+	}
+	if err := putDesignDocs(ctx, c, opts.DB, doc, byRange); err != nil {
+		return run, err
+	}
+	for _, cp := range copies {
+		info, err := openIndex(ctx, c, cp, byRange[cp.Range])
+		if err != nil {
+			return run, fmt.Errorf("opening the index of %s on shard copy %s on %s: %w", byRange[cp.Range], cp.Name, cp.Node, err)
+		}
+		if info.UpdateSeq != 0 || info.UpdaterRunning {
+			return run, fmt.Errorf("the index of %s on shard copy %s on %s is not new (update_seq %d, updater running %v): its views were built before",
+				byRange[cp.Range], cp.Name, cp.Node, info.UpdateSeq, info.UpdaterRunning)
+		}
+	}
 
-	samples := poller.waitQuiet(ctx, opts.DB, ddocID, quietPolls, run.Queryable)
-	a := Analyze(samples, opts.DB, ddocID)
-	run.TasksObserved = a.TasksObserved
-	run.Built, run.BuiltUncertainty, run.BuiltFrom = builtTime(samples, a, run.Queryable, opts.Replicas)
-	run.CopiesObserved, run.ReindexTasks = a.CopiesObserved, a.ReindexTasks
+	before := readNodes(ctx, c, nodes)
+	poller := startPolling(ctx, c, opts.PollInterval)
+	b := trigger(ctx, c, copies, byRange)
+	run.StartedAt = b.origin.UTC()
+	poller.setOrigin(b.origin)
+	samples := poller.stop(ctx)
+
+	a := Analyze(samples, opts.DB, slices.Collect(maps.Values(byRange))...)
+	run.TasksObserved, run.CopiesObserved, run.ReindexTasks = a.TasksObserved, a.CopiesObserved, a.ReindexTasks
 	run.CompactionTasks, run.FailedPolls = a.CompactionTasks, a.FailedPolls
-	run.PeakShardChangesPerSecond = a.PeakShardChangesPerSecond
-	run.Series = a.Series
+	run.PeakShardChangesPerSecond, run.Series = a.PeakShardChangesPerSecond, a.Series
+
+	after := readNodes(ctx, c, nodes)
+	run.MapDocs = mapDocGrowth(before, after)
+	if err := checkNodesStayed(nodes, before, after); err != nil {
+		return run, err
+	}
+	if err := b.err(); err != nil {
+		return run, err
+	}
+
+	run.Built, run.BuiltUncertainty = b.built()
+
+	run.Queryable = b.queryable()
+	run.Copies = b.copyBuilds()
 	run.ShardChanges, run.ShardChangesFrom = opts.Documents*int64(max(opts.Replicas, 1)), "documents x n"
 	if a.TasksObserved && a.ShardChanges >= run.ShardChanges {
 		run.ShardChanges, run.ShardChangesFrom = a.ShardChanges, "tasks"
@@ -150,39 +201,304 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	run.QueryableDocsPerSecond = float64(opts.Documents) / run.Queryable.Seconds()
 	run.ShardChangesPerSecond = float64(run.ShardChanges) / run.Built.Seconds()
 
-	after := readNodes(ctx, c, nodes)
-	run.MapDocs = mapDocGrowth(before, after)
-	if err := checkNodesStayed(nodes, before, after); err != nil {
-		return run, err
-	}
-
 	if err := Verify(ctx, c, opts.DB, ddocID, opts.Expected); err != nil {
 		return run, err
 	}
 	return run, ctx.Err()
 }
 
-// builtTime says when the last shard copy was built, and to within how much.
-func builtTime(samples []Sample, a Analysis, queryable time.Duration, replicas int) (built, uncertainty time.Duration, from string) {
-	// A build task seen after the answer (a catch-up reindex) means the answer was not the
-	// end after all: then the polls decide.
-	if replicas <= 1 && (!a.TasksObserved || a.LastSeen < queryable) {
-		return queryable, 0, BuiltFromViewResponse
+// designDocsByRange names the design document each shard range is asked through: ddocID in
+// its own range, and in every other range the first twin "<ddocID>.<k>" whose id hashes
+// there (CouchDB places a document by the CRC-32 of its id).
+func designDocsByRange(ddocID string, copies []couch.ShardCopy) (map[string]string, error) {
+	type bounds struct{ lo, hi uint64 }
+	ranges := map[string]bounds{}
+	for _, cp := range copies {
+		lo, hi, ok := strings.Cut(cp.Range, "-")
+		l, err1 := strconv.ParseUint(lo, 16, 32)
+		h, err2 := strconv.ParseUint(hi, 16, 32)
+		if !ok || err1 != nil || err2 != nil || l > h {
+			return nil, fmt.Errorf("shard range %q of %s is not <hex>-<hex>", cp.Range, cp.Name)
+		}
+		ranges[cp.Range] = bounds{l, h}
 	}
-	// The last copy finished after the last poll that showed a task, and not before the
-	// view answered; it had finished by the first poll after that which showed none.
-	lo, hi := queryable, queryable
-	if a.TasksObserved {
-		lo, hi = max(a.LastSeen, queryable), max(a.BuildEnd, queryable)
-	} else {
-		for _, s := range samples {
-			if s.Err == nil && s.At >= queryable {
-				hi = s.At
-				break
+	byRange := map[string]string{}
+	place := func(id string) {
+		h := uint64(crc32.ChecksumIEEE([]byte(id)))
+		for r, b := range ranges {
+			if _, taken := byRange[r]; !taken && b.lo <= h && h <= b.hi {
+				byRange[r] = id
 			}
 		}
 	}
-	return (lo + hi) / 2, (hi - lo) / 2, BuiltFromActiveTasks
+	place(ddocID)
+	for k := 1; len(byRange) < len(ranges); k++ {
+		if k > 1_000_000 {
+			return nil, fmt.Errorf("no design document id of the form %s.<k> hashes into every shard range of %v", ddocID, ranges)
+		}
+		place(names.IndexingTwin(ddocID, k))
+	}
+	return byRange, nil
+}
+
+// openIndex reads a copy's index info, which opens the index. A copy that does not hold the
+// design document yet is asked again for up to a minute: a write to the cluster is
+// acknowledged once a quorum of copies has it, and the rest get it moments later.
+func openIndex(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.IndexInfo, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		info, _, err := c.CopyIndexInfo(ctx, cp, ddocID)
+		if couch.StatusOf(err) != http.StatusNotFound || time.Now().After(deadline) {
+			return info, err
+		}
+		select {
+		case <-ctx.Done():
+			return info, ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// putDesignDocs creates the design document and its twins, each once.
+func putDesignDocs(ctx context.Context, c *couch.Client, db string, doc couch.DesignDoc, byRange map[string]string) error {
+	ids := []string{doc.ID}
+	for _, id := range byRange {
+		if id != doc.ID {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids[1:])
+	for _, id := range ids {
+		d := doc
+		d.ID = id
+		if err := c.PutDesignDoc(ctx, db, d); err != nil {
+			return fmt.Errorf("creating design document %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// copyWait is one copy's waiting view request.
+type copyWait struct {
+	copy couch.ShardCopy
+	ex   couch.Exchange
+	// asked is how often the request was sent: more than once when an answer was lost to a
+	// node that did not answer, and then its end is not known.
+	asked int
+	err   error
+}
+
+// build is what the copies' requests observed of one build.
+type build struct {
+	origin time.Time // the first copy's request written
+	// startedBy is when an answer showed an update running: the first start was before.
+	startedBy time.Time
+	// answerDelay bounds how long after a copy's index is written its waiting request is
+	// answered: the round trip of the same request once the index is built.
+	answerDelay time.Duration
+	waits       []copyWait
+}
+
+// trigger asks every copy for its view at once, finds when the build was seen started and
+// waits for every copy's answer.
+func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byRange map[string]string) *build {
+	b := &build{waits: make([]copyWait, len(copies))}
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, cp := range copies {
+		b.waits[i].copy = cp
+		wg.Go(func() {
+			<-release
+			b.waits[i].ex, b.waits[i].asked, b.waits[i].err = waitCopy(ctx, c, cp, byRange[cp.Range])
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	close(release)
+	finished := func() bool {
+		select {
+		case <-done:
+			return true
+		default:
+			return false
+		}
+	}
+	// Until one copy shows its update running. A probe that fails, or copies that all
+	// answered first, leave the bound to the first answer.
+	probe := copies[0]
+	for ctx.Err() == nil && !finished() {
+		info, ex, err := c.CopyIndexInfo(ctx, probe, byRange[probe.Range])
+		if err != nil {
+			break
+		}
+		if info.UpdaterRunning || info.UpdateSeq > 0 {
+			b.startedBy = ex.Answered
+			break
+		}
+	}
+	<-done
+	for _, w := range b.waits {
+		if !w.ex.Wrote.IsZero() && (b.origin.IsZero() || w.ex.Wrote.Before(b.origin)) {
+			b.origin = w.ex.Wrote
+		}
+	}
+	if b.err() != nil {
+		return b
+	}
+	// Every copy has answered, so the first answer bounds the start too (in a short build
+	// it can come before the probe's).
+	for _, w := range b.waits {
+		if b.startedBy.IsZero() || w.ex.Answered.Before(b.startedBy) {
+			b.startedBy = w.ex.Answered
+		}
+	}
+	last := b.last()
+	if ex, err := c.WaitCopyView(ctx, last.copy, byRange[last.copy.Range], ddoc.ByMonth); err == nil {
+		b.answerDelay = ex.RoundTrip()
+	} else {
+		b.waits = append(b.waits, copyWait{copy: last.copy, err: fmt.Errorf("asking shard copy %s on %s again once built: %w", last.copy.Name, last.copy.Node, err)})
+	}
+	return b
+}
+
+// waitCopy asks one copy for its view until it answers, riding through a node that does
+// not answer, or an answer that was lost, for up to couch.UnreachableLimit.
+func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.Exchange, int, error) {
+	var downSince time.Time
+	for asked := 1; ; asked++ {
+		ex, err := watchedWait(ctx, c, cp, ddocID)
+		if err == nil || ctx.Err() != nil || !couch.NodeDown(err) && !errors.Is(err, errAnswerLost) {
+			return ex, asked, err
+		}
+		if downSince.IsZero() {
+			downSince = time.Now()
+		} else if time.Since(downSince) > couch.UnreachableLimit {
+			return ex, asked, fmt.Errorf("%w: shard copy %s on %s did not answer for %v: %w", ErrNodeInterrupted, cp.Name, cp.Node, couch.UnreachableLimit, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ex, asked, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// How a waiting request to a copy is looked after: every copyCheckInterval the copy's index
+// is read, and the request is given up when its index has not been updating for two checks
+// in a row without being written, or has been written for answerGrace without an answer.
+// Variables for the tests.
+var (
+	copyCheckInterval = 2 * time.Second
+	answerGrace       = 10 * time.Second
+)
+
+// errAnswerLost: a copy's waiting request can no longer be answered.
+var errAnswerLost = errors.New("the request waiting for the copy's index will not be answered")
+
+// watchedWait is one waiting request to a copy, looked after. CouchDB's node-local interface
+// never answers a request whose node went away at the wrong moment: the node that forwards
+// it waits for the answer without a timeout (seen on the kit's cluster with a node stopped
+// and started again mid-build). A copy whose node restarted is not updating either, and
+// nothing else will start it (autoupdate is false).
+func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.Exchange, error) {
+	reqCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		ex  couch.Exchange
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		ex, err := c.WaitCopyView(reqCtx, cp, ddocID, ddoc.ByMonth)
+		done <- answer{ex, err}
+	}()
+	tick := time.NewTicker(copyCheckInterval)
+	defer tick.Stop()
+	idle := 0
+	var writtenAt time.Time
+	for {
+		select {
+		case a := <-done:
+			return a.ex, a.err
+		case <-tick.C:
+		}
+		info, _, err := c.CopyIndexInfo(ctx, cp, ddocID)
+		switch {
+		case err != nil || info.UpdaterRunning:
+			idle, writtenAt = 0, time.Time{}
+		case info.PendingUpdates > 0 || info.UpdateSeq == 0:
+			idle++
+		case writtenAt.IsZero():
+			writtenAt = time.Now()
+		}
+		if idle >= 2 || !writtenAt.IsZero() && time.Since(writtenAt) > answerGrace {
+			cancel()
+			<-done
+			return couch.Exchange{}, errAnswerLost
+		}
+	}
+}
+
+// err is the first copy's failure, or a copy whose answer was lost.
+func (b *build) err() error {
+	for _, w := range b.waits {
+		if w.err != nil {
+			return fmt.Errorf("waiting for the index of shard copy %s on %s: %w", w.copy.Name, w.copy.Node, w.err)
+		}
+	}
+	for _, w := range b.waits {
+		if w.asked > 1 {
+			return fmt.Errorf("%w: node %s did not answer during the build and shard copy %s had to be asked again, so when its index was written is not known",
+				ErrNodeInterrupted, w.copy.Node, w.copy.Name)
+		}
+	}
+	return nil
+}
+
+// last is the copy that answered last.
+func (b *build) last() copyWait {
+	last := b.waits[0]
+	for _, w := range b.waits[1:] {
+		if w.ex.Answered.After(last.ex.Answered) {
+			last = w
+		}
+	}
+	return last
+}
+
+// built is the middle of [last answer - answer delay - seen started, last answer - origin]
+// and half its width. A span is never negative, which bounds a very short build.
+func (b *build) built() (time.Duration, time.Duration) {
+	end := b.last().ex.Answered
+	hi := end.Sub(b.origin)
+	lo := max(end.Add(-b.answerDelay).Sub(b.startedBy), 0)
+	return (lo + hi) / 2, (hi - lo) / 2
+}
+
+// queryable is when every range had a written copy, from the build's estimated start (the
+// middle of origin and startedBy).
+func (b *build) queryable() time.Duration {
+	first := map[string]time.Time{}
+	for _, w := range b.waits {
+		if t, ok := first[w.copy.Range]; !ok || w.ex.Answered.Before(t) {
+			first[w.copy.Range] = w.ex.Answered
+		}
+	}
+	var q time.Time
+	for _, t := range first {
+		if t.After(q) {
+			q = t
+		}
+	}
+	return q.Sub(b.origin) - b.startedBy.Sub(b.origin)/2
+}
+
+func (b *build) copyBuilds() []CopyBuild {
+	out := make([]CopyBuild, len(b.waits))
+	for i, w := range b.waits {
+		out[i] = CopyBuild{Node: w.copy.Node, Range: w.copy.Range, Written: w.ex.Answered.Sub(b.origin)}
+	}
+	return out
 }
 
 // nodeReading is what a build reads of one node before and after it.

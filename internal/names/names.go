@@ -5,6 +5,7 @@
 package names
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -44,6 +45,10 @@ func dbSafe(name string) string {
 // IndexingDesignDoc is the design document of one timed build: a nonce per build makes its
 // index new (CouchDB shares an index between design documents with identical views).
 func IndexingDesignDoc(nonce string) string { return "_design/cb-idx-" + nonce }
+
+// IndexingTwin is the k-th twin of an indexing design document: the same views under
+// another id, which places it in another shard range (see internal/indexing.Build).
+func IndexingTwin(ddocID string, k int) string { return ddocID + "." + strconv.Itoa(k) }
 
 // ViewReadsDesignDoc holds seed 002's emit-doc and emit-null views. It is the same for every
 // run on a database, so the views are built once and every read of them reads a built index.

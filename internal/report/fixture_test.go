@@ -120,9 +120,10 @@ func k6Reads(i int) *results.Reads {
 	return &results.Reads{Scenario: "viewByKey", Runners: []results.ReadsRunner{runner("0:1", 2000, 12.1)}}
 }
 
-// replay is one build measured from a recorded /_active_tasks series, its times stretched
-// by slowdown and counted from the blocking view request's start, through Analyze, as
-// indexing.Build measures a build.
+// replay is one build made up from a recorded /_active_tasks series, its times stretched by
+// slowdown and counted from the blocking view request's start: the curve through Analyze, as
+// indexing.Build draws it, and the end where the recording's last indexer task was gone,
+// timed to ±10 ms.
 func replay(t testing.TB, s couchtest.Series, slowdown float64) indexing.Run {
 	t.Helper()
 	stretch := func(relMs int64) time.Duration {
@@ -146,8 +147,14 @@ func replay(t testing.TB, s couchtest.Series, slowdown float64) indexing.Run {
 	if !a.TasksObserved {
 		t.Fatalf("series %s: no build task of %s on %s", s.Name, ddocID, db)
 	}
+	var end time.Duration
+	for i, pt := range a.Series {
+		if pt.LiveTasks > 0 && i+1 < len(a.Series) {
+			end = time.Duration(a.Series[i+1].AtMs) * time.Millisecond
+		}
+	}
 	run := indexing.Run{DesignDoc: ddocID, Documents: documents, Queryable: stretch(s.ViewRequest.EndRelMs),
-		Built: a.BuildEnd, TasksObserved: true, CopiesObserved: a.CopiesObserved, ShardChanges: a.ShardChanges,
+		Built: end, BuiltUncertainty: 10 * time.Millisecond, BuiltFrom: indexing.BuiltFromCopies, TasksObserved: true, CopiesObserved: a.CopiesObserved, ShardChanges: a.ShardChanges,
 		ShardChangesFrom: "tasks", MapDocs: -1, MapDocsExpected: documents, Series: a.Series}
 	run.Built = max(run.Built, run.Queryable)
 	run.DocsPerSecond = documents / run.Built.Seconds()

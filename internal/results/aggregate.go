@@ -340,7 +340,6 @@ func compactIndexing(profile string, ix IndexingSeries, noisyAbove float64) benc
 	st := ix.DocsPerSecond()
 	n := len(ix.Runs)
 	queryable, built, ratios := make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
-	var timeouts int32
 	// The least precise build bounds them all: its rate is off by at most this much.
 	// Documents from before builds were bracketed do not say.
 	var uncertainty float64
@@ -352,7 +351,6 @@ func compactIndexing(profile string, ix IndexingSeries, noisyAbove float64) benc
 		if run.Built > 0 {
 			uncertainty = max(uncertainty, 100*run.BuiltUncertainty.Seconds()/run.Built.Seconds())
 		}
-		timeouts += int32(run.ViewTimeouts)
 		if run.MapDocs >= 0 && run.MapDocsExpected > 0 {
 			ratios = append(ratios, float64(run.MapDocs)/float64(run.MapDocsExpected))
 		}
@@ -364,7 +362,7 @@ func compactIndexing(profile string, ix IndexingSeries, noisyAbove float64) benc
 		ShardChangesPerSecond:     round(ix.ShardChangesPerSecond().Median),
 		Spread:                    spread(st, noisyAbove),
 		BuiltSeconds:              fmt.Sprintf("%.2f", Summarize(built).Median),
-		ViewCompaction:            ix.ViewCompaction, ViewTimeouts: timeouts,
+		ViewCompaction:            ix.ViewCompaction,
 	}
 	if bracketed {
 		res.Uncertainty = fmt.Sprintf("±%.1f%%", uncertainty)

@@ -118,7 +118,7 @@ func TestDecodeRefusesOtherSchemaVersions(t *testing.T) {
 // before builds were bracketed state no uncertainty.
 func TestSpreadFlagsNoisyAndImpreciseResults(t *testing.T) {
 	build := func(rate float64, built, uncertainty time.Duration) indexing.Run {
-		return indexing.Run{Documents: 1000, DocsPerSecond: rate, Built: built, BuiltUncertainty: uncertainty, BuiltFrom: indexing.BuiltFromActiveTasks}
+		return indexing.Run{Documents: 1000, DocsPerSecond: rate, Built: built, BuiltUncertainty: uncertainty, BuiltFrom: indexing.BuiltFromCopies}
 	}
 	doc := func(threshold int32, runs ...indexing.Run) *Document {
 		d := &Document{SchemaVersion: SchemaVersion, Spec: benchv1.CouchBenchmarkSpec{NoiseThresholdPercent: threshold}}

@@ -11,7 +11,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
-	"github.com/couchbench/couchbench/internal/indexing"
 )
 
 // Column names shared by several tables.
@@ -103,8 +102,8 @@ func (r Report) indexingTable() Table {
 	profiles := r.profileNames()
 	t := Table{
 		Title: "Indexing: changes/s (documents / time to a fully built view; median of runs, CV)",
-		Note: "Fully built: with n=1 the view request's answer; otherwise no shard copy's indexer left, from /_active_tasks" +
-			pollNote(r.PollInterval) + ". Noisy: CV above the spec's noiseThresholdPercent; Imprecise: a build timed to worse than 5%; " +
+		Note: "Fully built: from the first shard copy's index update starting to the last one's written, every copy asked on its own " +
+			"node (Timing in the details: how close that is). Noisy: CV above the spec's noiseThresholdPercent; Imprecise: a build timed to worse than 5%; " +
 			"SharedNode: the load generator ran on a node of the CouchDB it measured; GeneratorBound: it used its whole CPU allowance " +
 			"(or k6 dropped iterations), so the number may be its own.",
 		Header: append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...),
@@ -133,17 +132,17 @@ func (r Report) indexingTable() Table {
 func (r Report) indexingDetailTable() Table {
 	t := Table{
 		Title: "Indexing details (medians)",
-		Note: "Queryable: the view request answered (first copy of every shard range built). Shard c/s: changes over all " +
+		Note: "Timing: how far the build's time can be from the span CouchDB logs, the largest over the runs. " +
+			"Queryable: every shard range had a built copy (what a view request needs). Shard c/s: changes over all " +
 			"shard copies / time to fully built. map/doc: map_doc counter growth / (documents x n); 1.00 = every " +
 			"document mapped once per copy.",
-		Header: []string{colOption, colProfile, "Reducer", "Compaction", "Built s", "Timing", "Min-max c/s", "Queryable c/s", "Shard c/s", "map/doc",
-			"Timeouts"},
+		Header: []string{colOption, colProfile, "Reducer", "Compaction", "Built s", "Timing", "Min-max c/s", "Queryable c/s", "Shard c/s", "map/doc"},
 	}
 	for _, q := range r.Results {
 		for _, ix := range q.Indexing {
 			t.Rows = append(t.Rows, []string{option(q), ix.Profile, string(ix.Reducer), ix.ViewCompaction, ix.BuiltSeconds, orNA(ix.Uncertainty),
 				whole(ix.MinChangesPerSecond) + "-" + whole(ix.MaxChangesPerSecond), whole(ix.QueryableChangesPerSecond),
-				whole(ix.ShardChangesPerSecond), orNA(ix.MapDocsPerDoc), strconv.Itoa(int(ix.ViewTimeouts))})
+				whole(ix.ShardChangesPerSecond), orNA(ix.MapDocsPerDoc)})
 		}
 	}
 	return t
@@ -327,13 +326,6 @@ func flagNote(flags []benchv1.ResultFlag) string {
 		note += " " + string(f)
 	}
 	return note
-}
-
-func pollNote(longest time.Duration) string {
-	if longest <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(" polled every %s rising to %s (a twentieth of the time elapsed)", min(indexing.MinPollInterval, longest), longest)
 }
 
 func prefixed(prefix string, names []string) []string {
