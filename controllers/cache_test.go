@@ -15,7 +15,7 @@ import (
 func TestJobsOfABenchmarkAreCached(t *testing.T) {
 	bench := &benchv1.CouchBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: "ns"}}
 	for _, l := range []map[string]string{
-		builders.RunnerJob{Bench: bench, Arms: []string{"js", "erl"}, Step: benchv1.StepIndex}.Job().Labels,
+		builders.RunnerJob{Bench: bench, Servers: []builders.ArmServer{{Arm: "js"}, {Arm: "erl"}}, Step: benchv1.StepIndex}.Job().Labels,
 		builders.K6Job{Bench: bench, Arm: "js", Runners: 1}.Job().Labels,
 	} {
 		if !ownObjects.Matches(labels.Set(l)) {

@@ -40,6 +40,7 @@ const (
 	reasonClusterNotReady       = "ClusterNotReady"
 	reasonImagePullFailed       = "ImagePullFailed"
 	reasonPodNotStarting        = "PodNotStarting"
+	reasonUnschedulable         = "Unschedulable"
 	reasonReconcileError        = "ReconcileError"
 	reasonStepFailed            = "StepFailed"
 	reasonThresholdsFailed      = "ThresholdsFailed"

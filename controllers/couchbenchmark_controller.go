@@ -255,21 +255,32 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	for i, name := range step.Arms {
 		arms[i] = queryServer(bench, name)
 	}
-	// Only arms that share an existing CouchDB take turns, so the steps of a provisioned
-	// CouchDB are always one arm's.
 	switch {
 	case step.Step == benchv1.StepProvision:
-		return r.provision(ctx, bench, arms[0])
+		return eachArm(ctx, bench, arms, r.provision)
 	case step.Step == benchv1.StepCluster:
-		return r.waitForCluster(ctx, bench, arms[0])
+		return eachArm(ctx, bench, arms, r.waitForCluster)
 	case step.Step.IsRunnerStep():
 		return r.runStep(ctx, bench, step)
 	case step.Step == benchv1.StepReads:
 		return r.runReads(ctx, bench, arms)
 	case step.Step == benchv1.StepTeardown:
-		return r.teardown(ctx, bench, arms[0])
+		return eachArm(ctx, bench, arms, r.teardown)
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
+}
+
+// eachArm acts for every arm of a step (the provisioning of arms side by side, say), in the
+// spec's order, and is done when every arm's action is: an arm not done yet ends the pass.
+// Each action is idempotent, so the arms done before are only checked again.
+func eachArm(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer,
+	act func(context.Context, *benchv1.CouchBenchmark, benchv1.QueryServer) (stepOutcome, error)) (stepOutcome, error) {
+	for _, qs := range arms {
+		if out, err := act(ctx, bench, qs); err != nil || !out.done {
+			return out, err
+		}
+	}
+	return stepOutcome{done: true}, nil
 }
 
 // queryServer is the arm's query server with its preset applied.

@@ -323,17 +323,19 @@ func provisionedBenchmark(t *testing.T, namespace string) *benchv1.CouchBenchmar
 // fakeAdminPassword is the admin password of the in-repo fake CouchDB these tests talk to.
 const fakeAdminPassword = "pw"
 
-// adminSecretFor pre-creates the admin Secret of the benchmark's one query server with the
-// password the fake expects; the operator keeps an existing Secret, as after a restart.
+// adminSecretFor pre-creates the admin Secret of each of the benchmark's query servers with
+// the password the fake expects; the operator keeps an existing Secret, as after a restart.
 func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark) {
 	t.Helper()
-	s, err := builders.AdminSecret(bench, bench.Spec.QueryServers[0].Name, builders.Random)
-	if err != nil {
-		t.Fatal(err)
+	for _, qs := range bench.Spec.QueryServers {
+		s, err := builders.AdminSecret(bench, qs.Name, builders.Random)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.OwnerReferences = nil
+		s.Data[builders.AdminPasswordKey] = []byte(fakeAdminPassword)
+		create(t, s)
 	}
-	s.OwnerReferences = nil
-	s.Data[builders.AdminPasswordKey] = []byte(fakeAdminPassword)
-	create(t, s)
 }
 
 func TestProvisionedCouchDBEndToEnd(t *testing.T) {
@@ -485,8 +487,8 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 	bench := existingBenchmark(ns)
 	old := bench.DeepCopy()
 	old.UID = "0ld-benchmark-uid"
-	leftover := builders.RunnerJob{Bench: old, Arms: []string{"js"}, Step: benchv1.StepSeed, Image: "x", URL: "http://couchdb:5984",
-		Credentials: benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "username", PasswordKey: "password"}}.Job()
+	leftover := builders.RunnerJob{Bench: old, Step: benchv1.StepSeed, Image: "x", Servers: []builders.ArmServer{{Arm: "js", URL: "http://couchdb:5984",
+		Credentials: benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "username", PasswordKey: "password"}}}}.Job()
 	create(t, leftover)
 	data, err := results.Encode(okDocument("js", benchv1.StepSeed))
 	if err != nil {

@@ -28,19 +28,19 @@ func (s planStep) arms() string {
 // String says what the step does, for conditions and events.
 func (s planStep) String() string { return s.arms() + ": " + string(s.Step) }
 
-// buildPlan is the whole run, in order: for each arm, provision and wait for the cluster
-// (provisioned CouchDB only), seed (when a workload reads the dataset), the workloads, then
-// tear down. Arms that share an existing CouchDB go through the steps together instead, each
-// step one set of Jobs for all of them in which they take turns round by round (A B A B), so
-// that the server's drift over the run does not favour the arm measured first. A run only
-// ever moves forward through its plan; the spec is immutable, so the plan of a benchmark
-// never changes.
+// buildPlan is the whole run, in order. With spec.armOrder Interleaved the arms go through
+// the steps together: every arm's CouchDB provisioned and its cluster formed (provisioned
+// CouchDB only), seeded (when a workload reads the dataset), the workloads, each step one set
+// of Jobs for all of them in which they take turns round by round in a random order, then
+// one teardown. With Sequential, each arm goes through the whole plan before the next one.
+// A run only ever moves forward through its plan; the spec is immutable, so the plan of a
+// benchmark never changes.
 func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 	w := spec.Workloads
 	provisioned := spec.CouchDB.Provision != nil
 	var groups [][]string
 	for _, qs := range spec.QueryServers {
-		if provisioned || len(groups) == 0 {
+		if spec.ArmOrder == benchv1.ArmsSequential || len(groups) == 0 {
 			groups = append(groups, nil)
 		}
 		groups[len(groups)-1] = append(groups[len(groups)-1], qs.Name)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,7 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 		return stepOutcome{}, err
 	}
 	if int(sts.Status.ReadyReplicas) < size {
-		stall, err := r.podProblem(ctx, bench.Namespace, release)
+		stall, err := r.podProblem(ctx, bench, release)
 		return stepOutcome{requeueAfter: pollWhileProvisioning, stalled: stall}, err
 	}
 
@@ -96,9 +97,11 @@ var (
 		"CreateContainerError": true, "RunContainerError": true}
 )
 
-// podProblem finds the first container of the release's CouchDB pods that is stuck: an
-// image the node cannot get, or a container that does not start. nil when none is.
-func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, namespace, release string) (*stepFailure, error) {
+// podProblem finds the first of the release's CouchDB pods that is stuck: one the scheduler
+// finds no node for, or a container with an image the node cannot get or that does not
+// start. nil when none is.
+func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, bench *benchv1.CouchBenchmark, release string) (*stepFailure, error) {
+	namespace := bench.Namespace
 	// Read past the cache: the operator keeps no watch on every pod of the cluster.
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err != nil {
@@ -106,6 +109,15 @@ func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, namespace, re
 	}
 	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
 	for _, pod := range pods.Items {
+		if why := unschedulable(&pod); why != "" {
+			fix := "free resources in the cluster or lower spec.couchdb.provision.resources"
+			if n := len(bench.Spec.QueryServers); n > 1 && bench.Spec.ArmOrder != benchv1.ArmsSequential {
+				fix = fmt.Sprintf("the %d arms' CouchDBs run side by side and must fit together: %s, or set spec.armOrder: "+
+					"Sequential to run one arm's CouchDB at a time (the arms then meet different conditions, minutes apart)", n, fix)
+			}
+			return &stepFailure{reason: reasonUnschedulable, message: fmt.Sprintf("CouchDB pod %s cannot be scheduled (%s); %s",
+				pod.Name, strings.TrimSuffix(why, "."), fix)}, nil
+		}
 		statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
 		for _, cs := range statuses {
 			w := cs.State.Waiting
@@ -124,6 +136,17 @@ func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, namespace, re
 		}
 	}
 	return nil, nil
+}
+
+// unschedulable is the scheduler's message when it found no node for the pod ("0/1 nodes are
+// available: 1 Insufficient cpu."), "" otherwise.
+func unschedulable(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			return c.Message
+		}
+	}
+	return ""
 }
 
 // pastClusterTimeout fails a provisioning step that has taken longer than clusterTimeout.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -13,12 +14,14 @@ import (
 	"github.com/couchbench/couchbench/internal/loadtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/turns"
 )
 
-// runReads runs the read load of its arms: for each round, every arm in turn (arms that share
-// one CouchDB take turns: A's first repetition, B's, A's second, B's), as spec.k6.parallelism
-// k6 Jobs created together, each running its execution segment of the load, against the arm's
-// first document profile's database; each run starts reads.pause after the one before ended.
+// runReads runs the read load of its arms: for each round, every arm in turn, in the round's
+// random order (internal/turns, as the runner's steps: A B, then B A, ...), as
+// spec.k6.parallelism k6 Jobs created together, each running its execution segment of the
+// load, against the arm's first document profile's database; each run starts reads.pause
+// after the one before ended.
 // Whenever a run has ended, the summaries of all that have become the arms' reads in their
 // results documents, so that a failure later keeps them.
 func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer) (stepOutcome, error) {
@@ -26,12 +29,8 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 	reads := bench.Spec.Workloads.Reads
 	ended := map[string][]jobSet{}
 	var previous jobSet
-	rounds := int(max(reads.Repetitions, 1))
-	if reads.WarmUp {
-		rounds++ // round 0 is the warm-up
-	}
-	for rep := range rounds {
-		for _, qs := range arms {
+	for rep := range readsRoundCount(bench) {
+		for _, qs := range readsOrder(bench, arms, rep) {
 			jobNames := make([]string, n)
 			for i := range n {
 				jobNames[i] = builders.K6JobName(bench, qs.Name, rep, i)
@@ -65,6 +64,48 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 	return stepOutcome{done: true}, nil
 }
 
+// readsOrder is the arms' order in round rep of the reads (rep 0 is the warm-up when there is
+// one), drawn as the runner draws its steps' (round 0 the warm-up, 1 the first repetition).
+func readsOrder(bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer, rep int) []benchv1.QueryServer {
+	round := rep
+	if !bench.Spec.Workloads.Reads.WarmUp {
+		round++
+	}
+	armNames := make([]string, len(arms))
+	for i, qs := range arms {
+		armNames[i] = qs.Name
+	}
+	out := make([]benchv1.QueryServer, 0, len(arms))
+	for _, name := range turns.Order(builders.RunID(bench), string(benchv1.StepReads), round, armNames) {
+		out = append(out, arms[slices.Index(armNames, name)])
+	}
+	return out
+}
+
+// readsRoundCount is how many rounds the reads have: the repetitions, and the warm-up first
+// (rep 0) when there is one.
+func readsRoundCount(bench *benchv1.CouchBenchmark) int {
+	reads := bench.Spec.Workloads.Reads
+	if reads.WarmUp {
+		return int(max(reads.Repetitions, 1)) + 1
+	}
+	return int(max(reads.Repetitions, 1))
+}
+
+// readsRounds is the arms' order in every round of the reads, for the step's record.
+func readsRounds(bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer) [][]string {
+	if len(arms) < 2 {
+		return nil
+	}
+	out := make([][]string, readsRoundCount(bench))
+	for rep := range out {
+		for _, qs := range readsOrder(bench, arms, rep) {
+			out[rep] = append(out[rep], qs.Name)
+		}
+	}
+	return out
+}
+
 // storeReads turns the k6 summaries of the runs that have ended into the arms' reads, stored
 // together. A failed runner fails the step after the runs before its own are stored.
 func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer,
@@ -76,6 +117,7 @@ func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv
 	var failure stepOutcome
 	for _, qs := range arms {
 		arm, record, out, err := r.armReads(ctx, bench, qs, ended[qs.Name])
+		record.Rounds = readsRounds(bench, arms)
 		if err != nil {
 			return stepOutcome{}, err
 		}

@@ -58,9 +58,17 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	}
 	if len(parts) > 0 {
 		doc := results.JoinParts(parts)
-		// Arms that share the Jobs share a CouchDB of no release of theirs: one provenance.
-		cluster := r.provenance(ctx, bench, step.Arms[0], step.Step, results.RoleRunner, jobs)
+		// Arms provisioned side by side each have their CouchDB's pods; arms that share an
+		// existing CouchDB share one provenance, read once.
+		var shared *results.Cluster
 		for _, arm := range step.Arms {
+			cluster := shared
+			if cluster == nil {
+				cluster = r.provenance(ctx, bench, arm, step.Step, results.RoleRunner, jobs)
+			}
+			if bench.Spec.CouchDB.Provision == nil {
+				shared = cluster
+			}
 			withProvenance(doc, arm, cluster)
 		}
 		if err := r.storeStepDocument(ctx, bench, doc); err != nil {
@@ -83,14 +91,17 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 	if out, ok, err := r.createOwned(ctx, bench, spec); !ok {
 		return out, err
 	}
-	// Arms that share a step share their CouchDB.
-	url, creds := r.target(bench, queryServer(bench, step.Arms[0]))
+	servers := make([]builders.ArmServer, len(step.Arms))
+	for i, arm := range step.Arms {
+		url, creds := r.target(bench, queryServer(bench, arm))
+		servers[i] = builders.ArmServer{Arm: arm, URL: url, Credentials: creds}
+	}
 	for part, o := range jobs {
 		if o.phase != jobMissing {
 			continue
 		}
 		job := builders.RunnerJob{
-			Bench: bench, Arms: step.Arms, Step: step.Step, Image: r.RunnerImage, URL: url, Credentials: creds, Deadline: r.jobDeadline(bench), Part: part,
+			Bench: bench, Servers: servers, Step: step.Step, Image: r.RunnerImage, Deadline: r.jobDeadline(bench), Part: part,
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
 			return out, err

@@ -24,10 +24,9 @@ type CouchBenchmarkSpec struct {
 	CouchDB CouchDBTarget `json:"couchdb"`
 
 	// QueryServers are the arms of the comparison: every workload runs once per entry,
-	// against a database of its own. Names must be unique. Arms of a provisioned CouchDB run
-	// one after the other, each on its own CouchDB; arms of an existing CouchDB share it and
-	// take turns within each step, round by round (A's first repetition, B's, A's second,
-	// B's), so that the server's drift over the run favours none.
+	// against a database of its own. Names must be unique. Arms of a provisioned CouchDB
+	// each get a CouchDB of their own; arms of an existing CouchDB share it. How they share
+	// the run's time is spec.armOrder.
 	// +required
 	// +listType=map
 	// +listMapKey=name
@@ -62,6 +61,19 @@ type CouchBenchmarkSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Runner RunnerSettings `json:"runner"`
+
+	// ArmOrder is how the arms share the run's time. Interleaved (default): every arm's
+	// CouchDB is provisioned at once (on the same nodes where placement allows) and seeded,
+	// then every step runs round by round, the arms taking turns in a fresh random order
+	// each round (A B, B A, ...; the order is recorded with the results), and one teardown
+	// ends the run: a drift of the machine over the run reaches every arm alike, and each
+	// round's turns pair up for the arms' ratio. Sequential: each arm's whole run
+	// (provision, seed, every workload, teardown) before the next one's, for clusters that
+	// cannot hold every arm's CouchDB at once; arms then meet different conditions, minutes
+	// apart.
+	// +optional
+	// +kubebuilder:default=Interleaved
+	ArmOrder ArmOrder `json:"armOrder,omitempty"`
 
 	// Isolation keeps the load generators (runner and k6 pods) off the nodes of the CouchDB
 	// they measure: Preferred (default) asks the scheduler to, and runs anyway where it
@@ -128,6 +140,18 @@ type Baseline struct {
 	// +kubebuilder:validation:MaxProperties=32
 	Tolerances map[string]int32 `json:"tolerances,omitempty"`
 }
+
+// ArmOrder is how a benchmark's arms share its time.
+// +kubebuilder:validation:Enum=Interleaved;Sequential
+type ArmOrder string
+
+const (
+	// ArmsInterleaved runs the arms side by side, taking turns round by round in a random
+	// order.
+	ArmsInterleaved ArmOrder = "Interleaved"
+	// ArmsSequential runs each arm's whole run before the next one's.
+	ArmsSequential ArmOrder = "Sequential"
+)
 
 // Durations are kept as the strings the user wrote (validated as Go durations): a typed
 // client that re-encoded them ("2h" -> "2h0m0s") would otherwise change an immutable spec.

@@ -16,9 +16,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -196,6 +198,9 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 			fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
 			fs.StringVar(&o.credentialsDir, "credentials-dir", "", "`directory` with files \"username\" and \"password\" (a mounted Secret)")
 			fs.StringVar(&o.arms, "arm", "", "comma-separated query `servers` to run (default: all)")
+			o.armURLs = armURLs{}
+			fs.Var(o.armURLs, "arm-url", "an arm's own CouchDB, `ARM=URL` (repeatable), e.g. to compare two CouchDB builds side by side; "+
+				"its credentials from --credentials-dir/ARM when that exists")
 			fs.StringVar(&o.out, "out", "", "write the full results document (JSON) to this `file`")
 			fs.StringVar(&o.handoff, "handoff", "", "hand the results to the operator: the document to standard output, framed, "+
 				"and its check to this `file` (a Job's /dev/termination-log)")
@@ -217,6 +222,7 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 
 type stepOptions struct {
 	file, url, credentialsDir, arms, out, handoff, runID string
+	armURLs                                              armURLs
 	poll                                                 time.Duration
 	part, parts                                          int
 	quiet                                                bool
@@ -234,24 +240,13 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
-	url := o.url
-	if url == "" && bench.Spec.CouchDB.Existing != nil {
-		url = bench.Spec.CouchDB.Existing.URL
-	}
-	if url == "" {
-		return usageError{errors.New("--url is required (the benchmark provisions its CouchDB, so it names none)")}
-	}
-	creds, err := credentials(o.credentialsDir)
-	if err != nil {
-		return err
-	}
-	client, err := couch.New(url, creds, couch.Options{MaxConns: maxConns(bench.Spec)})
-	if err != nil {
-		return err
-	}
 	var arms []string
 	if o.arms != "" {
 		arms = strings.Split(o.arms, ",")
+	}
+	client, servers, err := clients(o, bench, arms)
+	if err != nil {
+		return err
 	}
 	logOut := io.Writer(os.Stderr)
 	if o.quiet {
@@ -263,7 +258,7 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	doc, runErr := runner.Run(ctx, runner.Config{
-		Bench: bench, Client: client, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
+		Bench: bench, Client: client, Servers: servers, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
 		Part: o.part, Parts: o.parts,
 	})
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
@@ -277,6 +272,97 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 		}
 	}
 	return runErr
+}
+
+// armURLs are --arm-url's: arms' own CouchDBs, by arm name.
+type armURLs map[string]string
+
+func (a armURLs) String() string {
+	out := make([]string, 0, len(a))
+	for _, arm := range slices.Sorted(maps.Keys(a)) {
+		out = append(out, arm+"="+a[arm])
+	}
+	return strings.Join(out, ",")
+}
+
+func (a armURLs) Set(v string) error {
+	arm, url, ok := strings.Cut(v, "=")
+	if !ok || arm == "" || url == "" {
+		return fmt.Errorf("%q is not ARM=URL", v)
+	}
+	a[arm] = url
+	return nil
+}
+
+// clients connects to the arms' CouchDBs: --url (or the spec's existing URL) for every arm,
+// and --arm-url's for arms of their own. A URL is needed for every arm that runs.
+func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (*couch.Client, map[string]*couch.Client, error) {
+	url := o.url
+	if url == "" && bench.Spec.CouchDB.Existing != nil {
+		url = bench.Spec.CouchDB.Existing.URL
+	}
+	for arm := range o.armURLs {
+		if !slices.ContainsFunc(bench.Spec.QueryServers, func(q benchv1.QueryServer) bool { return q.Name == arm }) {
+			return nil, nil, usageError{fmt.Errorf("--arm-url %s=...: the benchmark has no query server %q", arm, arm)}
+		}
+	}
+	if arms == nil {
+		for _, q := range bench.Spec.QueryServers {
+			arms = append(arms, q.Name)
+		}
+	}
+	for _, arm := range arms {
+		if _, own := o.armURLs[arm]; !own && url == "" {
+			return nil, nil, usageError{fmt.Errorf("--url is required for query server %s (the benchmark provisions its CouchDB, "+
+				"so it names none; or give it one with --arm-url %s=URL)", arm, arm)}
+		}
+	}
+	// Arms with one URL and one user share a client: they share a CouchDB, which the
+	// runner then sets up once for them all (the operator hands every arm its own
+	// credentials directory, the same Secret for arms of one CouchDB).
+	type key struct {
+		url   string
+		creds couch.Credentials
+	}
+	opened := map[key]*couch.Client{}
+	open := func(u, dir string) (*couch.Client, error) {
+		creds, err := credentials(dir)
+		if err != nil {
+			return nil, err
+		}
+		if c, ok := opened[key{u, creds}]; ok {
+			return c, nil
+		}
+		c, err := couch.New(u, creds, couch.Options{MaxConns: maxConns(bench.Spec)})
+		opened[key{u, creds}] = c
+		return c, err
+	}
+	var client *couch.Client
+	if url != "" {
+		c, err := open(url, o.credentialsDir)
+		if err != nil {
+			return nil, nil, err
+		}
+		client = c
+	}
+	servers := map[string]*couch.Client{}
+	for arm, u := range o.armURLs {
+		dir := o.credentialsDir
+		if own := filepath.Join(dir, arm); dir != "" && isDir(own) {
+			dir = own
+		}
+		c, err := open(u, dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("query server %s: %w", arm, err)
+		}
+		servers[arm] = c
+	}
+	return client, servers, nil
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 // maxConns sizes the connection pool for the most concurrent requests any step makes, plus

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
@@ -183,5 +184,45 @@ func TestByHandNeedsNoCredentialsSecret(t *testing.T) {
 	// Nothing was measured: no empty table is printed.
 	if strings.Contains(stdout.String(), "##") {
 		t.Errorf("stdout %q", stdout.String())
+	}
+}
+
+// --arm-url: every arm needs a CouchDB, an arm named there must exist, and arms with one URL
+// and one user share a client (the operator mounts each arm's credentials on its own). No
+// server: the clients are only made, not used.
+func TestArmURLs(t *testing.T) {
+	spec, err := benchspec.ParseByHand([]byte(strings.Replace(bench, "queryServers: [{name: js, language: javascript}]",
+		"queryServers: [{name: js, language: javascript}, {name: py, language: python}]", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, arm := range []string{"js", "py"} {
+		own := filepath.Join(dir, arm)
+		if err := os.Mkdir(own, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, own, "username", "admin\n")
+		writeFile(t, own, "password", "same")
+	}
+	o := stepOptions{credentialsDir: dir, armURLs: armURLs{"js": "http://a:5984", "py": "http://a:5984"}}
+	client, servers, err := clients(o, spec, nil)
+	if err != nil || client != nil || len(servers) != 2 || servers["js"] != servers["py"] {
+		t.Errorf("two arms on one CouchDB with one user: client %v, servers %v, %v; want one shared client", client, servers, err)
+	}
+	o.armURLs = armURLs{"js": "http://a:5984", "py": "http://b:5984"}
+	if _, servers, err = clients(o, spec, nil); err != nil || servers["js"] == servers["py"] {
+		t.Errorf("two CouchDBs: servers %v, %v; want a client each", servers, err)
+	}
+	o.armURLs = armURLs{"js": "http://a:5984"}
+	if _, _, err = clients(o, spec, nil); err == nil || !strings.Contains(err.Error(), "query server py") {
+		t.Errorf("py without a CouchDB: %v; want an error naming it", err)
+	}
+	o.armURLs = armURLs{"erl": "http://a:5984"}
+	if _, _, err = clients(o, spec, []string{"js"}); err == nil || !strings.Contains(err.Error(), `no query server "erl"`) {
+		t.Errorf("an --arm-url of no arm: %v", err)
+	}
+	if err := (armURLs{}).Set("js"); err == nil {
+		t.Error(`--arm-url "js" was taken for ARM=URL`)
 	}
 }

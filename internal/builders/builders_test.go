@@ -246,9 +246,9 @@ func TestAdminSecret(t *testing.T) {
 func TestRunnerJob(t *testing.T) {
 	bench := provisioned()
 	job := RunnerJob{
-		Bench: bench, Arms: []string{"js"}, Step: "index", Image: "couchbench/manager:dev", URL: "http://bench-js-svc-couchdb.ns.svc:5984",
-		Credentials: benchv1.SecretKeys{Name: "bench-js-admin", UsernameKey: AdminUsernameKey, PasswordKey: AdminPasswordKey},
-		Deadline:    90 * time.Minute,
+		Bench: bench, Step: "index", Image: "couchbench/manager:dev", Deadline: 90 * time.Minute,
+		Servers: []ArmServer{{Arm: "js", URL: "http://bench-js-svc-couchdb.ns.svc:5984",
+			Credentials: benchv1.SecretKeys{Name: "bench-js-admin", UsernameKey: AdminUsernameKey, PasswordKey: AdminPasswordKey}}},
 	}.Job()
 	if job.Name != "bench-js-index" || *job.Spec.BackoffLimit != 0 || *job.Spec.ActiveDeadlineSeconds != 5400 {
 		t.Errorf("job %s backoff %d deadline %d", job.Name, *job.Spec.BackoffLimit, *job.Spec.ActiveDeadlineSeconds)
@@ -256,7 +256,7 @@ func TestRunnerJob(t *testing.T) {
 	pod := job.Spec.Template.Spec
 	c := pod.Containers[0]
 	args := strings.Join(c.Args, " ")
-	for _, want := range []string{"index -f /etc/couchbench/spec/bench.json", "--url http://bench-js-svc-couchdb.ns.svc:5984", "--arm js",
+	for _, want := range []string{"index -f /etc/couchbench/spec/bench.json", "--arm-url js=http://bench-js-svc-couchdb.ns.svc:5984", "--arm js",
 		"--credentials-dir /etc/couchbench/credentials", "--handoff /dev/termination-log"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("args %q lack %q", args, want)
@@ -274,6 +274,9 @@ func TestRunnerJob(t *testing.T) {
 	if pod.Volumes[1].Secret.SecretName != "bench-js-admin" || items[0].Key != AdminUsernameKey || items[0].Path != "username" || items[1].Path != "password" {
 		t.Errorf("credentials volume %+v", pod.Volumes[1])
 	}
+	if m := c.VolumeMounts[1]; m.Name != pod.Volumes[1].Name || m.MountPath != "/etc/couchbench/credentials/js" || !m.ReadOnly {
+		t.Errorf("credentials mount %+v: want the arm's own directory under --credentials-dir", m)
+	}
 	if job.Labels[LabelStep] != "index" || job.Spec.Template.Labels[LabelQueryServer] != "js" || job.OwnerReferences[0].UID != bench.UID {
 		t.Errorf("labels %v owner %v", job.Labels, job.OwnerReferences)
 	}
@@ -290,7 +293,10 @@ func TestRunnerJobOfArmsTakingTurns(t *testing.T) {
 	bench := provisioned()
 	bench.Spec.CouchDB = benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{URL: "http://couchdb:5984"}}
 	bench.Spec.Runner.Parallelism = 2
-	job := RunnerJob{Bench: bench, Arms: []string{"js", "erlang"}, Step: benchv1.StepWrites, Part: 1, Deadline: time.Hour}.Job()
+	creds := benchv1.SecretKeys{Name: "couchdb-admin", UsernameKey: "u", PasswordKey: "p"}
+	job := RunnerJob{Bench: bench, Step: benchv1.StepWrites, Part: 1, Deadline: time.Hour, Servers: []ArmServer{
+		{Arm: "js", URL: "http://couchdb:5984", Credentials: creds}, {Arm: "erlang", URL: "http://couchdb:5984", Credentials: creds},
+	}}.Job()
 	args := strings.Join(job.Spec.Template.Spec.Containers[0].Args, " ")
 	if job.Name != "bench-js-erlang-writes-1" || !strings.Contains(args, "--arm js,erlang") || !strings.Contains(args, "--part 1 --parts 2") {
 		t.Errorf("Job %s, args %q", job.Name, args)

@@ -29,71 +29,95 @@ const (
 // RunnerJob describes one runner step.
 type RunnerJob struct {
 	Bench *benchv1.CouchBenchmark
-	// Arms the Job runs: one, or several that share one CouchDB and take turns.
-	Arms []string
+	// Servers are the arms the Job runs, each with its CouchDB: one arm, or several that take
+	// turns (on one CouchDB they share, or each on its own).
+	Servers []ArmServer
 	// Step is a runner step; the runner's subcommand of the same name carries it out.
 	Step  benchv1.Step
 	Image string
-	// URL of the CouchDB the step runs against.
-	URL string
-	// Credentials name the Secret and its keys with the CouchDB admin's username and
-	// password.
-	Credentials benchv1.SecretKeys
 	// Deadline bounds the Job (activeDeadlineSeconds): what is left of the run's timeout.
 	Deadline time.Duration
 	// Part is which of the step's RunnerParts this Job is, from 0.
 	Part int
 }
 
+// ArmServer is an arm and the CouchDB it runs against.
+type ArmServer struct {
+	Arm string
+	URL string
+	// Credentials name the Secret and its keys with the CouchDB admin's username and
+	// password.
+	Credentials benchv1.SecretKeys
+}
+
 // Job builds the step's Job. The runner writes its results document to its log and the
 // handoff that checks it to the termination message (see results.Handoff); the pod itself
-// needs no API access.
+// needs no API access. Every arm is named with its CouchDB (--arm-url) and gets its admin's
+// credentials in a directory of its own; arms with one URL and Secret share one client.
 func (r RunnerJob) Job() *batchv1.Job {
+	arms := r.arms()
 	arm := ""
-	if len(r.Arms) == 1 {
-		arm = r.Arms[0]
+	if len(arms) == 1 {
+		arm = arms[0]
 	}
 	labels := Labels(r.Bench, arm, r.Step)
 	args := []string{
 		string(r.Step),
 		"-f", specDir + "/" + SpecKey,
-		"--url", r.URL,
-		"--arm", strings.Join(r.Arms, ","),
+		"--arm", strings.Join(arms, ","),
 		"--credentials-dir", credentialsDir,
 		"--handoff", corev1.TerminationMessagePathDefault,
 		// One run's steps share its databases; another run's never touch them.
 		"--run-id", RunID(r.Bench),
+	}
+	for _, srv := range r.Servers {
+		args = append(args, "--arm-url", srv.Arm+"="+srv.URL)
 	}
 	if parts := RunnerParts(r.Bench, r.Step); parts > 1 {
 		labels[LabelPart] = strconv.Itoa(r.Part)
 		args = append(args, "--part", strconv.Itoa(r.Part), "--parts", strconv.Itoa(parts))
 	}
 	container := corev1.Container{
-		Name:    RunnerContainer,
-		Image:   r.Image,
-		Command: []string{"/couchbench"},
-		Args:    args,
-		VolumeMounts: []corev1.VolumeMount{
-			{Name: "spec", MountPath: specDir, ReadOnly: true},
-			{Name: "credentials", MountPath: credentialsDir, ReadOnly: true},
-		},
+		Name:         RunnerContainer,
+		Image:        r.Image,
+		Command:      []string{"/couchbench"},
+		Args:         args,
+		VolumeMounts: []corev1.VolumeMount{{Name: "spec", MountPath: specDir, ReadOnly: true}},
 	}
-	volumes := []corev1.Volume{
-		{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
-		}}},
-		// The runner reads files "username" and "password", whatever the Secret's keys are.
-		{Name: "credentials", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-			SecretName: r.Credentials.Name,
-			Items: []corev1.KeyToPath{
-				{Key: r.Credentials.UsernameKey, Path: "username"},
-				{Key: r.Credentials.PasswordKey, Path: "password"},
-			},
-		}}},
+	volumes := make([]corev1.Volume, 0, 1+len(r.Servers))
+	volumes = append(volumes, corev1.Volume{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
+	}}})
+	for i, srv := range r.Servers {
+		name := "credentials-" + strconv.Itoa(i)
+		container.VolumeMounts = append(container.VolumeMounts,
+			corev1.VolumeMount{Name: name, MountPath: credentialsDir + "/" + srv.Arm, ReadOnly: true})
+		volumes = append(volumes, credentialsVolume(name, srv.Credentials))
 	}
-	job := oneShotJob(r.Bench, JobNames(r.Bench, r.Arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
-	placeLoadGenerator(job, r.Bench, arm, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
+	job := oneShotJob(r.Bench, JobNames(r.Bench, arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
+	placeLoadGenerator(job, r.Bench, arms, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
 	return job
+}
+
+// arms are the Job's arms, in its order.
+func (r RunnerJob) arms() []string {
+	out := make([]string, len(r.Servers))
+	for i, srv := range r.Servers {
+		out[i] = srv.Arm
+	}
+	return out
+}
+
+// credentialsVolume holds a CouchDB admin's credentials as the files "username" and
+// "password", which the runner reads, whatever the Secret's keys are.
+func credentialsVolume(name string, keys benchv1.SecretKeys) corev1.Volume {
+	return corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+		SecretName: keys.Name,
+		Items: []corev1.KeyToPath{
+			{Key: keys.UsernameKey, Path: "username"},
+			{Key: keys.PasswordKey, Path: "password"},
+		},
+	}}}
 }
 
 // oneShotJob is a Job of the benchmark that runs its pod once: never retried (a repeated

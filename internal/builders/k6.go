@@ -101,6 +101,6 @@ func (k K6Job) Job() *batchv1.Job {
 		LocalObjectReference: corev1.LocalObjectReference{Name: K6ConfigMapName(k.Bench)},
 	}}}}
 	job := oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Repetition, k.Index), labels, k.Deadline, k6UID, container, volumes)
-	placeLoadGenerator(job, k.Bench, k.Arm, k.Bench.Spec.K6.Resources, k.Bench.Spec.K6.Scheduling)
+	placeLoadGenerator(job, k.Bench, []string{k.Arm}, k.Bench.Spec.K6.Resources, k.Bench.Spec.K6.Scheduling)
 	return job
 }

@@ -46,8 +46,14 @@ func ServiceName(release string) string {
 // CouchDBPodLabels select what the Apache chart makes for a release: its pods,
 // StatefulSet and PersistentVolumeClaims.
 func CouchDBPodLabels(release string) map[string]string {
-	return map[string]string{"app": "couchdb", "release": release}
+	return map[string]string{chartAppLabel: chartApp, chartReleaseLabel: release}
 }
+
+// The labels the Apache chart puts on CouchDB pods: the app, and the release.
+const (
+	chartAppLabel, chartApp = "app", "couchdb"
+	chartReleaseLabel       = "release"
+)
 
 // StatefulSetName is the chart's StatefulSet ("<release>-couchdb", cut to 63).
 func StatefulSetName(release string) string {

@@ -9,11 +9,11 @@ import (
 )
 
 // placeLoadGenerator sizes and places the pod of a load generator (a runner or k6 Job) of
-// an arm: the resources and scheduling of the spec, and unless isolation is None, a soft
-// rule that keeps it off the nodes of the arm's CouchDB pods, whose CPU it would otherwise
-// take. Soft, so that a one-node cluster still runs the benchmark; the operator reports a
-// shared node from where the pods really ran.
-func placeLoadGenerator(job *batchv1.Job, bench *benchv1.CouchBenchmark, arm string, resources corev1.ResourceRequirements, s benchv1.Scheduling) {
+// arms: the resources and scheduling of the spec, and unless isolation is None, a soft rule
+// that keeps it off the nodes of the arms' CouchDB pods, whose CPU it would otherwise take.
+// Soft, so that a one-node cluster still runs the benchmark; the operator reports a shared
+// node from where the pods really ran.
+func placeLoadGenerator(job *batchv1.Job, bench *benchv1.CouchBenchmark, arms []string, resources corev1.ResourceRequirements, s benchv1.Scheduling) {
 	pod := &job.Spec.Template.Spec
 	pod.Containers[0].Resources = resources
 	pod.NodeSelector = s.NodeSelector
@@ -28,12 +28,42 @@ func placeLoadGenerator(job *batchv1.Job, bench *benchv1.CouchBenchmark, arm str
 	if pod.Affinity.PodAntiAffinity == nil {
 		pod.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{}
 	}
+	releases := make([]string, len(arms))
+	for i, arm := range arms {
+		releases[i] = ReleaseName(bench, arm)
+	}
 	anti := pod.Affinity.PodAntiAffinity
 	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution,
 		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-			LabelSelector: &metav1.LabelSelector{MatchLabels: CouchDBPodLabels(ReleaseName(bench, arm))},
+			LabelSelector: couchDBPodsOf(releases...),
 			TopologyKey:   corev1.LabelHostname,
 		}})
+}
+
+// couchDBPodsOf selects the CouchDB pods of the releases.
+func couchDBPodsOf(releases ...string) *metav1.LabelSelector {
+	return &metav1.LabelSelector{
+		MatchLabels:      map[string]string{chartAppLabel: chartApp},
+		MatchExpressions: []metav1.LabelSelectorRequirement{{Key: chartReleaseLabel, Operator: metav1.LabelSelectorOpIn, Values: releases}},
+	}
+}
+
+// preferPodsOf is the user's affinity for CouchDB pods with a strong preference (weight 100)
+// added for the nodes that run the release's CouchDB pods, in the chart's value form.
+func preferPodsOf(user *corev1.Affinity, release string) map[string]any {
+	a := user.DeepCopy()
+	if a == nil {
+		a = &corev1.Affinity{}
+	}
+	if a.PodAffinity == nil {
+		a.PodAffinity = &corev1.PodAffinity{}
+	}
+	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: couchDBPodsOf(release), TopologyKey: corev1.LabelHostname,
+		}})
+	v, _ := toValue(a) // a plain Kubernetes struct always converts
+	return v.(map[string]any)
 }
 
 // preferNodes is the user's affinity for CouchDB pods with a strong preference (weight 100)

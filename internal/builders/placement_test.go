@@ -31,7 +31,7 @@ func TestLoadGeneratorsAreSizedAndKeptOffCouchDBNodes(t *testing.T) {
 		}
 		for _, term := range pod.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
 			if term.Weight == 100 && term.PodAffinityTerm.TopologyKey == corev1.LabelHostname &&
-				equality.Semantic.DeepEqual(term.PodAffinityTerm.LabelSelector.MatchLabels, CouchDBPodLabels("bench-js")) {
+				equality.Semantic.DeepEqual(term.PodAffinityTerm.LabelSelector, couchDBPodsOf("bench-js")) {
 				return true
 			}
 		}
@@ -40,8 +40,9 @@ func TestLoadGeneratorsAreSizedAndKeptOffCouchDBNodes(t *testing.T) {
 	pods := func(bench *benchv1.CouchBenchmark) map[string]corev1.PodSpec {
 		creds := benchv1.SecretKeys{Name: "s", UsernameKey: "u", PasswordKey: "p"}
 		return map[string]corev1.PodSpec{
-			"runner": RunnerJob{Bench: bench, Arms: []string{"js"}, Step: benchv1.StepSeed, Credentials: creds, Deadline: time.Hour}.Job().Spec.Template.Spec,
-			"k6":     K6Job{Bench: bench, Arm: "js", Credentials: creds, Deadline: time.Hour}.Job().Spec.Template.Spec,
+			"runner": RunnerJob{Bench: bench, Servers: []ArmServer{{Arm: "js", Credentials: creds}}, Step: benchv1.StepSeed,
+				Deadline: time.Hour}.Job().Spec.Template.Spec,
+			"k6": K6Job{Bench: bench, Arm: "js", Credentials: creds, Deadline: time.Hour}.Job().Spec.Template.Spec,
 		}
 	}
 
@@ -106,10 +107,11 @@ func TestCouchDBPodsGoWhereTheSpecSays(t *testing.T) {
 	}
 }
 
-// Once the first arm's CouchDB has run, a later arm's CouchDB pods prefer its nodes, beside
-// the user's own affinity; the first arm's values do not change.
+// Arms run one after the other: once the first arm's CouchDB has run, a later arm's CouchDB
+// pods prefer its nodes, beside the user's own affinity; the first arm's values do not change.
 func TestLaterArmsPreferTheFirstArmsNodes(t *testing.T) {
 	bench := provisioned()
+	bench.Spec.ArmOrder = benchv1.ArmsSequential
 	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
 	user := corev1.PreferredSchedulingTerm{Weight: 7, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
 		{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
@@ -139,5 +141,38 @@ func TestLaterArmsPreferTheFirstArmsNodes(t *testing.T) {
 		map[string]any{"key": "metadata.name", "operator": "In", "values": []any{"node-a", "node-b"}}}}}
 	if !equality.Semantic.DeepEqual(terms[1], want) {
 		t.Errorf("later arm's preference %v, want %v", terms[1], want)
+	}
+}
+
+// Arms provisioned side by side: a later arm's CouchDB pods prefer the nodes of the first
+// arm's pods, beside the user's own affinity; the first arm's values have no such term.
+func TestArmsSideBySidePreferTheFirstArmsPods(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
+	user := corev1.WeightedPodAffinityTerm{Weight: 3, PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: "zone"}}
+	bench.Spec.CouchDB.Provision.Affinity = &corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{user}}}
+	first, err := HelmValues(bench, bench.Spec.QueryServers[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := HelmValues(bench, bench.Spec.QueryServers[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if terms := get(t, first, "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution").([]any); len(terms) != 1 {
+		t.Errorf("the first arm's pod affinity %v: want only the user's", terms)
+	}
+	terms := get(t, later, "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution").([]any)
+	want := map[string]any{"weight": float64(100), "podAffinityTerm": map[string]any{
+		"topologyKey": "kubernetes.io/hostname",
+		"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "couchdb"}, "matchExpressions": []any{
+			map[string]any{"key": "release", "operator": "In", "values": []any{ReleaseName(bench, "js")}}}},
+	}}
+	if len(terms) != 2 || !equality.Semantic.DeepEqual(terms[1], want) {
+		t.Errorf("later arm's pod affinity %v: want the user's term and %v", terms, want)
+	}
+	if _, ok := get(t, later, "affinity").(map[string]any)["nodeAffinity"]; ok {
+		t.Errorf("later arm's affinity %v: no node names before any pod ran", later["affinity"])
 	}
 }

@@ -107,9 +107,15 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 			values[key] = v
 		}
 	}
-	// A later arm prefers the first arm's nodes: arms compared on the same hardware.
-	if nodes := bench.Status.CouchDBNodes; len(nodes) > 0 && qs.Name != bench.Spec.QueryServers[0].Name {
-		values["affinity"] = preferNodes(p.Affinity, nodes)
+	// A later arm prefers the first arm's nodes: arms compared on the same hardware. Arms
+	// provisioned at once (interleaved) prefer the nodes of the first arm's pods; one after
+	// the other, the nodes where the first arm's pods were.
+	switch first := bench.Spec.QueryServers[0].Name; {
+	case qs.Name == first:
+	case bench.Spec.ArmOrder != benchv1.ArmsSequential:
+		values["affinity"] = preferPodsOf(p.Affinity, ReleaseName(bench, first))
+	case len(bench.Status.CouchDBNodes) > 0:
+		values["affinity"] = preferNodes(p.Affinity, bench.Status.CouchDBNodes)
 	}
 	// Then the user's: the benchmark's values, the arm's ini settings, the arm's values.
 	values = runtime.DeepCopyJSON(values)

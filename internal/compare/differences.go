@@ -67,8 +67,9 @@ func armViews(docs []*results.Document) map[string]armView {
 	out := map[string]armView{}
 	for _, d := range docs {
 		for _, a := range d.Arms {
-			v := armView{Vendor: d.Server.Vendor, Version: d.Server.Version, GitSHA: d.Server.GitSHA,
-				Nodes: len(d.Server.Nodes), Runtime: a.Runtime, Profiles: map[string]layout{}}
+			srv := d.ServerOf(a)
+			v := armView{Vendor: srv.Vendor, Version: srv.Version, GitSHA: srv.GitSHA,
+				Nodes: len(srv.Nodes), Runtime: a.Runtime, Profiles: map[string]layout{}}
 			for _, p := range a.Profiles {
 				v.Profiles[p.Profile] = layout{Shards: p.Shards, Replicas: p.Replicas}
 			}

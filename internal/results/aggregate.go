@@ -119,8 +119,10 @@ func Aggregate(docs ...*Document) Summary {
 				}
 			}
 		}
-		if s.Server == "" && d.Server.Version != "" {
-			s.Server = d.Server.Short()
+		for _, a := range d.Arms {
+			if srv := d.ServerOf(a); s.Server == "" && srv.Version != "" {
+				s.Server = srv.Short()
+			}
 		}
 	}
 	return s

@@ -18,11 +18,12 @@ func provenanceTable(docs []*Document) Table {
 	}
 	for _, d := range inSpecOrder(docs) {
 		for _, a := range d.Arms {
-			server := strings.TrimSpace(fmt.Sprintf("%s %s", d.Server.Version, shortSHA(d.Server.GitSHA)))
+			srv := d.ServerOf(a)
+			server := strings.TrimSpace(fmt.Sprintf("%s %s", srv.Version, shortSHA(srv.GitSHA)))
 			if server == "" {
 				continue
 			}
-			server = fmt.Sprintf("%s, %d node(s)", server, len(d.Server.Nodes))
+			server = fmt.Sprintf("%s, %d node(s)", server, len(srv.Nodes))
 			views := "-"
 			if rt := a.Runtime; rt != nil {
 				views = strings.TrimSpace(rt.Engine + " " + rt.Version)
@@ -44,7 +45,7 @@ func provenanceTable(docs []*Document) Table {
 				nodes = orNA(strings.Join(ns, "; "))
 				versions = orNA(strings.Join(nonEmpty(c.KubernetesVersion, c.Chart, "couchbench "+c.Operator), ", "))
 			}
-			t.Rows = append(t.Rows, []string{a.QueryServer, server, views, orNA(d.Server.ErlangVersion), orNA(d.Server.CollationDriver),
+			t.Rows = append(t.Rows, []string{a.QueryServer, server, views, orNA(srv.ErlangVersion), orNA(srv.CollationDriver),
 				images, nodes, versions})
 		}
 	}

@@ -65,6 +65,9 @@ type StepRecord struct {
 	LoadGenerator *cpuuse.Use `json:"loadGenerator,omitempty"`
 	// CouchDBLoad is every node's load during the step, as CouchDB reported it.
 	CouchDBLoad []serverload.Node `json:"couchdbLoad,omitempty"`
+	// Rounds is the order the arms took their turns in, round by round (the warm-up first,
+	// when there was one), when several arms took turns in the step.
+	Rounds [][]string `json:"rounds,omitempty"`
 }
 
 // Provenance says which server produced the numbers, as the server itself reports it.
@@ -81,10 +84,21 @@ type Provenance struct {
 	CollationDriver  string `json:"collationDriver,omitempty"`
 }
 
+// ServerOf is the CouchDB an arm of the document ran on.
+func (d *Document) ServerOf(a Arm) Provenance {
+	if a.Server != nil {
+		return *a.Server
+	}
+	return d.Server
+}
+
 // Arm is the results of one query server.
 type Arm struct {
 	QueryServer string `json:"queryServer"`
 	Language    string `json:"language"`
+	// Server is the arm's own CouchDB, where the arms of a document ran on different ones
+	// (nil: the document's Server).
+	Server *Provenance `json:"server,omitempty"`
 	// Runtime is what ran the arm's views, as the arm's own CouchDB showed it.
 	Runtime *Runtime `json:"runtime,omitempty"`
 	// Cluster is where the arm ran in Kubernetes (operator runs only).

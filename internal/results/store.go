@@ -85,6 +85,9 @@ func ArmDocument(step *Document, arm string) *Document {
 	d.Arms, d.Steps = nil, nil
 	for _, a := range step.Arms {
 		if a.QueryServer == arm {
+			if a.Server != nil {
+				d.Server, a.Server = *a.Server, nil
+			}
 			d.Arms = append(d.Arms, a)
 		}
 	}

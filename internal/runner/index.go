@@ -52,7 +52,7 @@ func (a *armRun) indexRound(ctx context.Context, round int) error {
 		for j := range p.Indexing {
 			series := &p.Indexing[j]
 			reducer := benchv1.Reducer(series.Reducer)
-			run, err := indexing.Build(ctx, a.cfg.Client, a.nodes, indexing.Options{
+			run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{
 				DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
 				Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),
 				PollInterval: series.PollInterval, Expected: expected,

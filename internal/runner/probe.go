@@ -33,7 +33,7 @@ func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
 }
 
 func (a *armRun) probeOnce(ctx context.Context, db string) (*results.Runtime, error) {
-	c := a.cfg.Client
+	c := a.client
 	if err := c.DeleteDB(ctx, db); err != nil {
 		return nil, err
 	}

@@ -4,19 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/serverload"
+	"github.com/couchbench/couchbench/internal/turns"
 )
 
 // A step is cut into rounds: round 0 is the warm-up, when the workload asks for one, and
-// rounds 1 to n its counted repetitions. Every arm of a runner shares one CouchDB, so the arms
-// take turns round by round — A's first repetition, B's, A's second, B's — and a drift of
-// the server or the machine during the step (caches warming, files growing, a neighbour
-// starting) spreads over every arm instead of favouring the arm that ran first.
+// rounds 1 to n its counted repetitions. The arms of a runner take turns round by round, in
+// a fresh random order every round (internal/turns: A B, then B A, ...): a drift of the
+// server or the machine during the step (caches warming, files growing, a neighbour
+// starting) spreads over every arm instead of favouring one, and each round's turns, close
+// in time, make a pair (or a set) whose ratio the drift largely cancels from. Arms that share
+// a CouchDB take turns on it; arms with CouchDBs of their own take turns too, so that only
+// one of them is busy at a time.
 
 // stepWork is what a runner step does for an arm.
 type stepWork struct {
@@ -28,8 +34,8 @@ type stepWork struct {
 	round func(a *armRun, ctx context.Context, round int) error
 	// end completes an arm's results after its last round, or after an error; nil: nothing.
 	end func(a *armRun)
-	// hold sets the server up for the whole step and returns what undoes it; nil: nothing.
-	hold func(ctx context.Context, cfg Config, nodes []string) (undo func() error, err error)
+	// hold sets a server up for the whole step and returns what undoes it; nil: nothing.
+	hold func(ctx context.Context, spec *benchv1.CouchBenchmarkSpec, srv *server) (undo func() error, err error)
 }
 
 var steps = map[benchv1.Step]stepWork{
@@ -76,12 +82,12 @@ func repetitions(warmUp bool, n int32) (first, last int) {
 }
 
 // pauseViewCompaction stops CouchDB from compacting views during the builds, unless the spec
-// allows it: the setting is the server's, so it is paused once for every arm.
-func pauseViewCompaction(ctx context.Context, cfg Config, nodes []string) (func() error, error) {
-	if cfg.Bench.Spec.Workloads.Indexing.ViewCompaction == benchv1.ViewCompactionAllowed {
+// allows it: the setting is the server's, so it is paused once for every arm on it.
+func pauseViewCompaction(ctx context.Context, spec *benchv1.CouchBenchmarkSpec, srv *server) (func() error, error) {
+	if spec.Workloads.Indexing.ViewCompaction == benchv1.ViewCompactionAllowed {
 		return func() error { return nil }, nil
 	}
-	return indexing.PauseViewCompaction(ctx, cfg.Client, nodes)
+	return indexing.PauseViewCompaction(ctx, srv.client, srv.Nodes)
 }
 
 // turn accounts for one arm's share of a step: when it ran and what it cost the runner.
@@ -97,52 +103,71 @@ type turn struct {
 func (t *turn) started() bool { return !t.first.At.IsZero() }
 
 // runStep runs one step for every arm, round by round, and records each arm's step in doc.
-func runStep(ctx context.Context, cfg Config, nodes []string, step benchv1.Step, arms []*armRun, doc *results.Document) (err error) {
+func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun, doc *results.Document) (err error) {
 	work := steps[step]
-	if work.hold != nil {
-		undo, herr := work.hold(ctx, cfg, nodes)
+	var servers []*server
+	for _, a := range arms {
+		if !slices.Contains(servers, a.server) {
+			servers = append(servers, a.server)
+		}
+	}
+	for _, srv := range servers {
+		if work.hold == nil {
+			break
+		}
+		undo, herr := work.hold(ctx, &cfg.Bench.Spec, srv)
 		defer func() { err = errors.Join(err, undo()) }()
 		if herr != nil {
 			return herr
 		}
 	}
 	// CouchDB's own view of its load meanwhile, watched by one part only (the others would
-	// see the same); the arms share it, as they share the server.
-	var watch *serverload.Watcher
+	// see the same); the arms on one server share it, as they share the server.
+	watches := map[*server]*serverload.Watcher{}
 	if cfg.Part == 0 {
-		watch = serverload.Watch(ctx, cfg.Client, nodes, serverload.Interval)
+		for _, srv := range servers {
+			watches[srv] = serverload.Watch(ctx, srv.client, srv.Nodes, serverload.Interval)
+		}
 	}
-	turns := make([]*turn, len(arms))
+	taken := make([]*turn, len(arms))
+	byName := map[string]int{}
+	armNames := make([]string, len(arms))
 	for i, a := range arms {
 		a.pauses = nil
-		turns[i] = &turn{arm: a}
+		taken[i] = &turn{arm: a}
+		byName[a.qs.Name], armNames[i] = i, a.qs.Name
 	}
+	var orders [][]string
 	defer func() {
-		var load []serverload.Node
-		if watch != nil {
-			load = watch.Stop()
+		load := map[*server][]serverload.Node{}
+		for srv, w := range watches {
+			load[srv] = w.Stop()
 		}
-		for _, t := range turns {
+		for _, t := range taken {
 			if !t.started() {
 				continue
 			}
 			if work.end != nil {
 				work.end(t.arm)
 			}
-			doc.Steps = append(doc.Steps, t.record(step, load))
+			rec := t.record(step, load[t.arm.server])
+			if len(arms) > 1 {
+				rec.Rounds = orders
+			}
+			doc.Steps = append(doc.Steps, rec)
 		}
 	}()
 
 	// take gives arm i its turn.
 	take := func(i int, do func(a *armRun) error) error {
-		t := turns[i]
+		t := taken[i]
 		from := cpuuse.Read()
 		if !t.started() {
 			t.first = from
 		}
 		t.err = do(t.arm)
 		t.last = cpuuse.Read()
-		for j, other := range turns {
+		for j, other := range taken {
 			if j != i && other.started() {
 				other.others = append(other.others, cpuuse.Pause{From: from, To: t.last})
 			}
@@ -162,13 +187,25 @@ func runStep(ctx context.Context, cfg Config, nodes []string, step benchv1.Step,
 	}
 	first, last := work.rounds(&cfg.Bench.Spec)
 	for round := first; round <= last; round++ {
-		for i := range arms {
-			if err := take(i, func(a *armRun) error { return work.round(a, ctx, round) }); err != nil {
+		order := turnsOrder(cfg, doc, step, round, armNames)
+		orders = append(orders, order)
+		for _, name := range order {
+			if err := take(byName[name], func(a *armRun) error { return work.round(a, ctx, round) }); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// turnsOrder is the arms' order in a round: drawn from the run id, or from when a run by hand
+// without one started.
+func turnsOrder(cfg Config, doc *results.Document, step benchv1.Step, round int, arms []string) []string {
+	id := cfg.RunID
+	if id == "" {
+		id = doc.StartedAt.Format(time.RFC3339Nano)
+	}
+	return turns.Order(id, string(step), round, arms)
 }
 
 // record is the arm's step: from its first turn to the end of its last, its CPU share over its

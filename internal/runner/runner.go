@@ -9,6 +9,11 @@
 // happens, the document keeps what was measured before an error or an interrupt. One file per
 // step: seed.go, index.go, views.go, writes.go; probe.go asks the arm's CouchDB what runs its
 // views.
+//
+// The arms of a runner take turns within each step, round by round, in a fresh random order
+// every round (rounds.go): arms that share one CouchDB, and arms that each have their own
+// (Config.Servers: an A/B of CouchDB builds, or provisioned arms side by side) alike, so that
+// the machine's drift during a step reaches every arm alike.
 package runner
 
 import (
@@ -33,8 +38,12 @@ import (
 
 // Config is one invocation of the runner.
 type Config struct {
-	Bench  *benchv1.CouchBenchmark
+	Bench *benchv1.CouchBenchmark
+	// Client is the CouchDB the arms run against, unless Servers names another for an arm
+	// (nil when Servers names every arm's).
 	Client *couch.Client
+	// Servers are arms' own CouchDBs, by arm name.
+	Servers map[string]*couch.Client
 	// Arms limits the run to these query servers; empty runs all. Arms take turns within
 	// each step, round by round, in this order (the spec's without names).
 	Arms []string
@@ -72,7 +81,9 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 		RunID:         cfg.RunID,
 		Seed:          spec.Dataset.Seed,
 		StartedAt:     time.Now().UTC(),
-		Server:        results.Provenance{URL: cfg.Client.URL()},
+	}
+	if cfg.Client != nil && len(cfg.Servers) == 0 {
+		doc.Server.URL = cfg.Client.URL()
 	}
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
@@ -91,32 +102,31 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 		return fmt.Errorf("part %d of %d: only the seed and writes steps are shared between runners, as parts 0 to %d",
 			cfg.Part, cfg.Parts, cfg.Parts-1)
 	}
-	c := cfg.Client
-	info, err := c.Server(ctx)
-	if err != nil {
-		return fmt.Errorf("reaching CouchDB at %s: %w", c.URL(), err)
-	}
-	members, err := c.Membership(ctx)
-	if err != nil {
-		return fmt.Errorf("reading cluster membership: %w", err)
-	}
-	p := &doc.Server
-	p.Vendor, p.Version, p.GitSHA, p.Features, p.Nodes = info.Vendor.Name, info.Version, info.GitSHA, info.Features, members.ClusterNodes
-	// CouchDB before 3.3 has no _versions: the provenance then lacks what it would say.
-	if v, err := c.Versions(ctx); err == nil {
-		p.JavaScriptEngine = strings.TrimSpace(v.JavaScriptEngine.Name + " " + v.JavaScriptEngine.Version)
-		p.ErlangVersion = v.Erlang.Version
-		p.CollationDriver = strings.TrimSpace(v.CollationDriver.Name + " " + v.CollationDriver.LibraryVersion)
-	}
-	logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), info.Vendor.Name, info.Version, len(members.ClusterNodes))
-
 	selected, err := selectArms(cfg.Bench.Spec.QueryServers, cfg.Arms)
 	if err != nil {
 		return err
 	}
+	servers := map[*couch.Client]*server{}
 	arms := make([]*armRun, len(selected))
 	for i, qs := range selected {
-		arms[i] = newArmRun(cfg, members.ClusterNodes, qs)
+		c := cfg.client(qs.Name)
+		srv, ok := servers[c]
+		if !ok {
+			if srv, err = describe(ctx, c); err != nil {
+				return err
+			}
+			servers[c] = srv
+			logf(cfg.Log, "server %s: %s %s, %d node(s)", c.URL(), srv.Vendor, srv.Version, len(srv.Nodes))
+		}
+		arms[i] = newArmRun(cfg, srv, qs)
+	}
+	// One server is the document's; arms on servers of their own each carry theirs.
+	if len(servers) == 1 {
+		doc.Server = arms[0].server.Provenance
+	} else {
+		for _, a := range arms {
+			a.result.Server = &a.server.Provenance
+		}
 	}
 	defer func() {
 		for _, a := range arms {
@@ -127,11 +137,46 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 		if !slices.Contains(cfg.Steps, step) || !steps[step].asked(cfg.Bench.Spec.Workloads) {
 			continue
 		}
-		if err := runStep(ctx, cfg, members.ClusterNodes, step, arms, doc); err != nil {
+		if err := runStep(ctx, cfg, step, arms, doc); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// client is the CouchDB an arm runs against.
+func (cfg Config) client(arm string) *couch.Client {
+	if c, ok := cfg.Servers[arm]; ok {
+		return c
+	}
+	return cfg.Client
+}
+
+// server is one CouchDB the run talks to, as it describes itself.
+type server struct {
+	client *couch.Client
+	results.Provenance
+}
+
+// describe asks a CouchDB what it is and which nodes it has.
+func describe(ctx context.Context, c *couch.Client) (*server, error) {
+	info, err := c.Server(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reaching CouchDB at %s: %w", c.URL(), err)
+	}
+	members, err := c.Membership(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster membership of %s: %w", c.URL(), err)
+	}
+	s := &server{client: c, Provenance: results.Provenance{URL: c.URL(), Vendor: info.Vendor.Name, Version: info.Version,
+		GitSHA: info.GitSHA, Features: info.Features, Nodes: members.ClusterNodes}}
+	// CouchDB before 3.3 has no _versions: the provenance then lacks what it would say.
+	if v, err := c.Versions(ctx); err == nil {
+		s.JavaScriptEngine = strings.TrimSpace(v.JavaScriptEngine.Name + " " + v.JavaScriptEngine.Version)
+		s.ErlangVersion = v.Erlang.Version
+		s.CollationDriver = strings.TrimSpace(v.CollationDriver.Name + " " + v.CollationDriver.LibraryVersion)
+	}
+	return s, nil
 }
 
 // selectArms picks the named query servers (all without names), presets applied.
@@ -160,7 +205,10 @@ func selectArms(all []benchv1.QueryServer, wanted []string) ([]benchv1.QueryServ
 // armRun is one arm's part of a run: its query server, its databases (one per profile) and
 // what it measured so far.
 type armRun struct {
-	cfg      Config
+	cfg Config
+	// server is the arm's CouchDB, client its connection and nodes its cluster's nodes.
+	server   *server
+	client   *couch.Client
 	nodes    []string
 	qs       benchv1.QueryServer
 	language string
@@ -173,7 +221,8 @@ type armRun struct {
 	nonce string
 }
 
-func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
+func newArmRun(cfg Config, srv *server, qs benchv1.QueryServer) *armRun {
+	nodes := srv.Nodes
 	ds := cfg.Bench.Spec.Dataset
 	shards := int(ds.Shards)
 	if qs.Shards != nil {
@@ -183,7 +232,7 @@ func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
 	if ds.Replicas != nil {
 		replicas = int(*ds.Replicas)
 	}
-	a := &armRun{cfg: cfg, nodes: nodes, qs: qs, language: ddoc.Language(qs),
+	a := &armRun{cfg: cfg, server: srv, client: srv.client, nodes: nodes, qs: qs, language: ddoc.Language(qs),
 		result: results.Arm{QueryServer: qs.Name, Language: ddoc.Language(qs)}}
 	for _, profile := range ds.Profiles {
 		name := dataset.ProfileName(profile)
@@ -201,7 +250,7 @@ func newArmRun(cfg Config, nodes []string, qs benchv1.QueryServer) *armRun {
 // of them, or only announcing this part (wait false). The wait, and the CPU its polling
 // takes, are left out of the step's CPU share.
 func (a *armRun) barrier(ctx context.Context, db, name string, wait bool) error {
-	b := barrier.Barrier{Client: a.cfg.Client, DB: db, Part: a.cfg.Part, Parts: a.cfg.Parts}
+	b := barrier.Barrier{Client: a.client, DB: db, Part: a.cfg.Part, Parts: a.cfg.Parts}
 	if !wait {
 		return b.Arrive(ctx, name)
 	}
@@ -234,7 +283,7 @@ const seededWait = 3 * time.Minute
 // of 20,000 rows.)
 func (a *armRun) checkSeeded(ctx context.Context) error {
 	docs := a.cfg.Bench.Spec.Dataset.Documents
-	c := a.cfg.Client
+	c := a.client
 	cluster := len(a.nodes) > 1
 	for _, p := range a.result.Profiles {
 		deadline := time.Now().Add(seededWait)
@@ -294,7 +343,7 @@ func (a *armRun) replicationBacklog(ctx context.Context) int {
 	}
 	pending := 0
 	for _, node := range a.nodes {
-		s, err := a.cfg.Client.System(ctx, node)
+		s, err := a.client.System(ctx, node)
 		if err != nil {
 			pending++
 			continue

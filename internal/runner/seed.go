@@ -18,7 +18,7 @@ import (
 // afresh, and, before a load that follows, part 0 waits for every part to finish: it deletes
 // the database next. The operator joins the parts' loads.
 func (a *armRun) seed(ctx context.Context, round int) error {
-	c, ds := a.cfg.Client, a.cfg.Bench.Spec.Dataset
+	c, ds := a.client, a.cfg.Bench.Spec.Dataset
 	var maxBatchBytes int64
 	if ds.MaxBatchBytes != nil {
 		maxBatchBytes = ds.MaxBatchBytes.Value()

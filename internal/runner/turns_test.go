@@ -7,8 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couchbench/couchbench/internal/benchspec"
+	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/turns"
 )
 
 // measured is one measurement of an arm, for checking their order.
@@ -28,12 +32,33 @@ func order(ms []measured) []string {
 	return out
 }
 
+// expected is the order the measurements of a step must have run in: round by round, the
+// arms in the order the step record says they took their turns (items, an arm's own
+// measurements within its turn), and that order the one internal/turns draws from the run.
+func expected(t *testing.T, rec results.StepRecord, runID string, first int, items map[string][]string) []string {
+	t.Helper()
+	var out []string
+	for i, order := range rec.Rounds {
+		round := first + i
+		if want := turns.Order(runID, string(rec.Step), round, []string{"js", "erl"}); !slices.Equal(order, want) {
+			t.Errorf("%s round %d: the record says %v, internal/turns draws %v", rec.Step, round, order, want)
+		}
+		for _, arm := range order {
+			for _, item := range items[arm] {
+				out = append(out, fmt.Sprintf("%s%d", item, round))
+			}
+		}
+	}
+	return out
+}
+
 // Two arms on the real Apache CouchDB single node take turns in every step, round by round,
-// warm-up first: js's build, erlang's, js's, erlang's — and likewise the loads of the
-// dataset, the view reads and the writes. Each arm's step record spans its own turns, so the two overlap, and its CPU share
-// leaves the other arm's turns out.
+// warm-up first, in each round's own random order as the step records say: the loads of the
+// dataset, the builds, the view reads and the writes. Each arm's step record spans its own
+// turns, so the two overlap, and its CPU share leaves the other arm's turns out.
 func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
+	runID := "t" + couchdbtest.RandomID()
 	doc, log, err := realRun(t, srv, jsBench("turns", `
   - {name: erl, language: erlang}
   allowErlangViews: true
@@ -42,7 +67,7 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
     indexing: {repetitions: 2, warmUp: true}
     viewReads: {repetitions: 2, views: [emitNull, emitDoc]}
     writes: {duration: 1s, repetitions: 2, serial: true}
-`), Config{})
+`), Config{RunID: runID})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}
@@ -76,19 +101,6 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 			writes = append(writes, measured{a.QueryServer, w.Repetition + 1, w.StartedAt})
 		}
 	}
-	if got, want := order(seeds), []string{"js1", "erl1", "js2", "erl2"}; !slices.Equal(got, want) {
-		t.Errorf("loads in the order %v, want %v", got, want)
-	}
-	if got, want := order(builds), []string{"js0", "erl0", "js1", "erl1", "js2", "erl2"}; !slices.Equal(got, want) {
-		t.Errorf("builds in the order %v, want %v", got, want)
-	}
-	if got, want := order(reads), []string{"js/emitNull/1", "js/emitDoc/1", "erl/emitNull/1", "erl/emitDoc/1",
-		"js/emitNull/2", "js/emitDoc/2", "erl/emitNull/2", "erl/emitDoc/2"}; !slices.Equal(got, want) {
-		t.Errorf("view reads in the order %v, want %v", got, want)
-	}
-	if got, want := order(writes), []string{"js1", "erl1", "js2", "erl2"}; !slices.Equal(got, want) {
-		t.Errorf("writes in the order %v, want %v", got, want)
-	}
 
 	records := map[string]results.StepRecord{}
 	for _, rec := range doc.Steps {
@@ -97,23 +109,98 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	if len(records) != 8 || len(doc.Steps) != 8 {
 		t.Fatalf("step records %+v, want one per arm and step", doc.Steps)
 	}
-	for _, step := range []string{"seed", "index", "views", "writes"} {
-		js, erl := records["js/"+step], records["erl/"+step]
-		interleaved := js.StartedAt.Before(erl.StartedAt) && erl.StartedAt.Before(js.FinishedAt) && js.FinishedAt.Before(erl.FinishedAt)
-		if !interleaved {
-			t.Errorf("%s: js ran %s-%s, erl %s-%s; want overlapping spans, js first", step,
+	arms := map[string][]string{"js": {"js"}, "erl": {"erl"}}
+	for _, c := range []struct {
+		step     string
+		first    int
+		got      []measured
+		measured map[string][]string
+	}{
+		{"seed", 1, seeds, arms},
+		{"index", 0, builds, arms},
+		{"views", 1, reads, map[string][]string{"js": {"js/emitNull/", "js/emitDoc/"}, "erl": {"erl/emitNull/", "erl/emitDoc/"}}},
+		{"writes", 1, writes, arms},
+	} {
+		js, erl := records["js/"+c.step], records["erl/"+c.step]
+		if !slices.EqualFunc(js.Rounds, erl.Rounds, slices.Equal[[]string]) {
+			t.Errorf("%s: js's record has the rounds %v, erl's %v", c.step, js.Rounds, erl.Rounds)
+		}
+		if got, want := order(c.got), expected(t, js, runID, c.first, c.measured); !slices.Equal(got, want) {
+			t.Errorf("%s: measured in the order %v, want %v (rounds %v)", c.step, got, want, js.Rounds)
+		}
+		overlap := js.StartedAt.Before(erl.FinishedAt) && erl.StartedAt.Before(js.FinishedAt)
+		if !overlap {
+			t.Errorf("%s: js ran %s-%s, erl %s-%s; want overlapping spans", c.step,
 				js.StartedAt.Format(time.StampMilli), js.FinishedAt.Format(time.StampMilli), erl.StartedAt.Format(time.StampMilli), erl.FinishedAt.Format(time.StampMilli))
 		}
 		for _, rec := range []results.StepRecord{js, erl} {
 			if u := rec.LoadGenerator; u == nil || u.CPUSeconds <= 0 || u.BusyPercent <= 0 || u.BusyPercent > 100 {
-				t.Errorf("%s/%s: the runner's CPU share %+v", rec.QueryServer, step, u)
+				t.Errorf("%s/%s: the runner's CPU share %+v", rec.QueryServer, c.step, u)
 			}
 			if len(rec.CouchDBLoad) != 1 {
-				t.Errorf("%s/%s: CouchDB's load %+v, want the node's", rec.QueryServer, step, rec.CouchDBLoad)
+				t.Errorf("%s/%s: CouchDB's load %+v, want the node's", rec.QueryServer, c.step, rec.CouchDBLoad)
 			}
 		}
 	}
 	if !strings.Contains(log, "erl/small: builtin reducer run 2") {
 		t.Errorf("the log lacks erlang's second build:\n%s", log)
+	}
+}
+
+// Two arms on CouchDBs of their own — js on the kit's single node, erl on its 3-node cluster
+// (both real Apache CouchDB 3.4.3) — take turns as arms on one server do, and each arm's
+// results name its own server: one node and three.
+func TestArmsOnTheirOwnServersTakeTurnsOnRealCouchDB(t *testing.T) {
+	single, cluster := couchdbtest.Single(t), couchdbtest.Cluster(t)
+	runID := "t" + couchdbtest.RandomID()
+	yaml := jsBench("servers", `
+  - {name: erl, language: erlang}
+  allowErlangViews: true
+  dataset: {documents: 300}
+  workloads:
+    indexing: {repetitions: 3, reducers: [builtin]}
+`)
+	bench, err := benchspec.Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.DeleteLater(t, names.Database(bench.Name, runID, "erl", "small"))
+	doc, log, err := realRun(t, single, yaml, Config{RunID: runID, Servers: map[string]*couch.Client{
+		"erl": cluster.Client(t, couch.Options{MaxConns: 16}),
+	}})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	nodes := map[string]int{}
+	for _, a := range doc.Arms {
+		nodes[a.QueryServer] = len(doc.ServerOf(a).Nodes)
+		if n := len(a.Profiles[0].Indexing[0].Runs); n != 3 {
+			t.Errorf("%s: %d builds, want 3", a.QueryServer, n)
+		}
+	}
+	if nodes["js"] != 1 || nodes["erl"] != 3 {
+		t.Errorf("the arms' servers have %v nodes, want js 1 and erl 3", nodes)
+	}
+	var builds []measured
+	var rec results.StepRecord
+	for _, a := range doc.Arms {
+		for i, r := range a.Profiles[0].Indexing[0].Runs {
+			builds = append(builds, measured{a.QueryServer, i + 1, r.StartedAt})
+		}
+	}
+	for _, r := range doc.Steps {
+		if r.Step == "index" {
+			rec = r
+		}
+	}
+	if got, want := order(builds), expected(t, rec, runID, 1, map[string][]string{"js": {"js"}, "erl": {"erl"}}); !slices.Equal(got, want) {
+		t.Errorf("builds in the order %v, want %v (rounds %v)", got, want, rec.Rounds)
+	}
+	// The operator keeps a document per arm: each names its own server.
+	for _, a := range doc.Arms {
+		armDoc := results.ArmDocument(doc, a.QueryServer)
+		if len(armDoc.Server.Nodes) != nodes[a.QueryServer] || armDoc.Arms[0].Server != nil {
+			t.Errorf("%s's own document: server %+v, arm server %v", a.QueryServer, armDoc.Server, armDoc.Arms[0].Server)
+		}
 	}
 }

@@ -14,7 +14,7 @@ func (a *armRun) viewsBegin(ctx context.Context) error {
 	}
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
-		if err := viewreads.Build(ctx, a.cfg.Client, a.viewReadsOptions(i)); err != nil {
+		if err := viewreads.Build(ctx, a.client, a.viewReadsOptions(i)); err != nil {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
 		for _, kind := range a.cfg.Bench.Spec.Workloads.ViewReads.Views {
@@ -36,7 +36,7 @@ func (a *armRun) viewsRound(ctx context.Context, round int) error {
 		p := &a.result.Profiles[i]
 		for j := range p.ViewReads {
 			res := &p.ViewReads[j]
-			read, err := viewreads.ReadOnce(ctx, a.cfg.Client, a.viewReadsOptions(i), res.View)
+			read, err := viewreads.ReadOnce(ctx, a.client, a.viewReadsOptions(i), res.View)
 			if err != nil {
 				return fmt.Errorf("profile %s: %w", p.Profile, err)
 			}

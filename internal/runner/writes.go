@@ -21,7 +21,7 @@ func (a *armRun) writesRound(ctx context.Context, round int) error {
 		if a.cfg.shared() {
 			opts.Part, opts.Parts, opts.Barrier = a.cfg.Part, a.cfg.Parts, a.barrier
 		}
-		res, err := writes.Round(ctx, a.cfg.Client, writes.Modes(w), opts, round)
+		res, err := writes.Round(ctx, a.client, writes.Modes(w), opts, round)
 		if round == 0 {
 			p.WritesWarmUp = append(p.WritesWarmUp, res...)
 		} else {
