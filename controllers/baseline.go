@@ -61,18 +61,15 @@ func (r *CouchBenchmarkReconciler) checkBaseline(ctx context.Context, bench *ben
 	return nil, nil
 }
 
-// judge compares the finished run with its baseline: the verdict goes to status, the
-// Regressed and Improved conditions, an event, the metrics and the stored results.
-func (r *CouchBenchmarkReconciler) judge(ctx context.Context, bench *benchv1.CouchBenchmark) error {
+// judge compares the finished run (its stored documents) with its baseline: the verdict goes
+// to status, the Regressed and Improved conditions, an event, the metrics and the stored
+// results. A run of a schedule allows for the spread between the schedule's earlier runs.
+func (r *CouchBenchmarkReconciler) judge(ctx context.Context, bench *benchv1.CouchBenchmark, docs []*results.Document) error {
 	if bench.Spec.Baseline == nil {
 		return nil
 	}
 	st := &bench.Status
 	name := bench.Spec.Baseline.Benchmark
-	docs, err := r.storedDocuments(ctx, bench)
-	if err != nil {
-		return err
-	}
 	base, err := r.baselineOf(ctx, bench)
 	if err != nil {
 		return err
@@ -90,11 +87,11 @@ func (r *CouchBenchmarkReconciler) judge(ctx context.Context, bench *benchv1.Cou
 	if err != nil {
 		return err
 	}
-	tolerances := map[string]float64{}
-	for k, v := range bench.Spec.Baseline.Tolerances {
-		tolerances[k] = float64(v)
+	opts := compare.OptionsOf(bench.Spec.Baseline)
+	if opts.History, err = r.runHistory(ctx, bench); err != nil {
+		return err
 	}
-	c, err := compare.Compare(baseDocs, docs, compare.Options{TolerancePercent: float64(bench.Spec.Baseline.TolerancePercent), Tolerances: tolerances})
+	c, err := compare.Compare(baseDocs, docs, opts)
 	if err != nil {
 		return err
 	}
@@ -144,8 +141,20 @@ func verdictConditions(c compare.Comparison) (regressed, improved metav1.Conditi
 
 // comparisonSummary is the comparison's compact form in status.
 func comparisonSummary(baseline string, c compare.Comparison) *benchv1.ComparisonSummary {
-	s := &benchv1.ComparisonSummary{Baseline: baseline, Verdict: benchv1.Verdict(c.Verdict), Summary: c.Summary()}
-	for _, row := range c.Rows {
+	return summaryOf(baseline, c.Verdict, c.Summary(), c.Rows)
+}
+
+// armsSummary is the arms' comparison's compact form in status.
+func armsSummary(a *compare.ArmsComparison) *benchv1.ComparisonSummary {
+	if a == nil {
+		return nil
+	}
+	return summaryOf(a.Reference, a.Verdict(), a.Summary(), a.Rows)
+}
+
+func summaryOf(baseline string, verdict compare.Verdict, summary string, rows []compare.Row) *benchv1.ComparisonSummary {
+	s := &benchv1.ComparisonSummary{Baseline: baseline, Verdict: benchv1.Verdict(verdict), Summary: summary}
+	for _, row := range rows {
 		switch row.Verdict {
 		case compare.Regressed:
 			s.Regressed++
@@ -173,10 +182,15 @@ func comparisonSummary(baseline string, c compare.Comparison) *benchv1.Compariso
 	return s
 }
 
-// comparisonTables are the comparison's tables for the rendered results; none without one.
-func comparisonTables(c *compare.Comparison) []results.Table {
-	if c == nil {
-		return nil
+// comparisonTables are the tables of the arms' comparison and of the comparison with the
+// baseline for the rendered results; none without them.
+func comparisonTables(arms *compare.ArmsComparison, c *compare.Comparison) []results.Table {
+	var out []results.Table
+	if arms != nil {
+		out = append(out, arms.Tables()...)
 	}
-	return c.Tables()
+	if c != nil {
+		out = append(out, c.Tables()...)
+	}
+	return out
 }

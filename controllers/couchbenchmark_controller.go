@@ -223,7 +223,14 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "%s done", step)
 	stepDuration.WithLabelValues(string(step.Step)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
 	if pos+1 == len(plan) {
-		if err := r.judge(ctx, bench); err != nil {
+		docs, err := r.storedDocuments(ctx, bench)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.judge(ctx, bench, docs); err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.recordInHistory(ctx, bench, docs); err != nil {
 			return ctrl.Result{}, err
 		}
 		r.succeed(bench)

@@ -6,6 +6,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/compare"
+	"github.com/couchbench/couchbench/internal/history"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -40,10 +41,22 @@ var (
 		Name: "couchbench_verdict",
 		Help: "A benchmark's verdict against its baseline: 1 for the verdict it has (Regressed, Improved, Unchanged, Inconclusive), 0 for the others.",
 	}, []string{labelNamespace, labelBenchmark, "schedule", "verdict"})
+	shiftPercent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "couchbench_shift_percent",
+		Help: "A persistent shift in a schedule's history: the metric's new level against the old, in percent, from the run where it began.",
+	}, []string{labelNamespace, "schedule", "metric", "run"})
 )
 
+// recordShiftMetrics shows a schedule's shifts, and only those.
+func recordShiftMetrics(s *benchv1.CouchBenchmarkSchedule, shifts []history.Shift) {
+	shiftPercent.DeletePartialMatch(prometheus.Labels{labelNamespace: s.Namespace, "schedule": s.Name})
+	for _, f := range shifts {
+		shiftPercent.WithLabelValues(s.Namespace, s.Name, f.Metric, f.Run).Set(f.ChangePercent)
+	}
+}
+
 func init() {
-	metrics.Registry.MustRegister(stepDuration, runsStarted, runsFinished, resultValue, verdict)
+	metrics.Registry.MustRegister(stepDuration, runsStarted, runsFinished, resultValue, verdict, shiftPercent)
 }
 
 // recordResultMetrics makes a benchmark's result gauges its documents' headline metrics.

@@ -110,12 +110,17 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 	s := results.Aggregate(docs...)
 	st := &bench.Status
 	st.Results, st.BestChangesPerSecond, st.ReadP95, st.Server = s.Results, s.BestChangesPerSecond, s.ReadP95, s.Server
+	arms, err := compare.Arms(docs, compare.OptionsOf(bench.Spec.Baseline))
+	if err != nil {
+		return err
+	}
+	st.Arms = armsSummary(arms)
 	r.recordThresholds(bench, s.Thresholds)
 	r.recordIsolation(bench, s.Isolation)
 	r.recordSameNodes(bench, s.SameNodes)
 	recordResultMetrics(bench, docs)
 
-	files, err := render(docs, c)
+	files, err := render(docs, comparisonTables(arms, c), c)
 	if err != nil {
 		return err
 	}
@@ -127,10 +132,11 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 // page (very many arms and profiles) is left to `couchbench report --format html`.
 const maxReportBytes = 600 << 10
 
-// render is the results as the results ConfigMap holds them.
-func render(docs []*results.Document, c *compare.Comparison) (map[string]string, error) {
+// render is the results as the results ConfigMap holds them: the run's tables, then the
+// comparisons' (the arms', the baseline's).
+func render(docs []*results.Document, comparisons []results.Table, c *compare.Comparison) (map[string]string, error) {
 	report := results.NewReport(docs...)
-	tables := append(report.Tables(), comparisonTables(c)...)
+	tables := append(report.Tables(), comparisons...)
 	var md, csv, page bytes.Buffer
 	if err := report.WriteHeader(&md); err != nil {
 		return nil, err
@@ -141,7 +147,7 @@ func render(docs []*results.Document, c *compare.Comparison) (map[string]string,
 	if err := results.WriteCSV(&csv, []results.Report{report}); err != nil {
 		return nil, err
 	}
-	if err := htmlreport.HTML(&page, comparisonTables(c), docs...); err != nil {
+	if err := htmlreport.HTML(&page, comparisons, docs...); err != nil {
 		return nil, err
 	}
 	files := map[string]string{builders.ResultsMarkdownKey: md.String(), builders.ResultsCSVKey: csv.String()}

@@ -27,7 +27,9 @@ import (
 // schedule's spec, so a GitOps tool that applied it sees no drift.
 type CouchBenchmarkScheduleReconciler struct {
 	client.Client
-	Recorder events.EventRecorder
+	// APIReader reads what the manager does not cache: the schedule's history ConfigMap.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
 	// Clock is injected so that tests step through schedules without sleeping.
 	Clock clock.PassiveClock
 }
@@ -35,6 +37,7 @@ type CouchBenchmarkScheduleReconciler struct {
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarkschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarkschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks,verbs=create;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 
 // Reconcile reads the schedule and its runs, writes the status they show, prunes, and makes
 // the run that is due; it asks to be woken at the next start time.
@@ -68,6 +71,9 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	}
 	runs = classify(runs.kept())
 	runs.observe(s, now)
+	if err := r.observeShifts(ctx, s, now); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	cron, err := schedule.Parse(s.Spec.Schedule, s.Spec.TimeZone)
 	if err != nil {

@@ -6,6 +6,9 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/history"
 )
 
 type scheduleHarness struct {
@@ -55,7 +59,7 @@ func (h *scheduleHarness) reconciler() *CouchBenchmarkScheduleReconciler {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return &CouchBenchmarkScheduleReconciler{Client: operator, Recorder: h.recorder, Clock: h.clock}
+	return &CouchBenchmarkScheduleReconciler{Client: operator, APIReader: operator, Recorder: h.recorder, Clock: h.clock}
 }
 
 // at reconciles with the clock at the creation's minute plus d, and returns the schedule.
@@ -334,4 +338,93 @@ func drainRecorder(r *events.FakeRecorder) string {
 		b.WriteString(<-r.Events + "\n")
 	}
 	return b.String()
+}
+
+// A shift in the schedule's history (the ConfigMap its runs add to; written here as they
+// would) shows in status, named by its first run, in the Shifted condition, and as one event.
+func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	const key = "js/small/indexing/builtin/changes_per_second"
+	var hist history.History
+	for i := range 12 {
+		level := 10000.0
+		if i >= 8 {
+			level = 8500
+		}
+		run := history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(12-i) * time.Hour),
+			Values: map[string]float64{key: level * (1 + 0.01*float64(i%3-1))}}
+		hist.Add(run, map[string]string{key: "higher"})
+	}
+	data, err := json.Marshal(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := metav1.NewControllerRef(h.schedule, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
+	create(t, builders.HistoryConfigMap(h.schedule.Namespace, *owner, data))
+
+	_, got := h.at(10 * time.Second)
+	if len(got.Status.Shifts) != 1 {
+		t.Fatalf("shifts %+v, want one", got.Status.Shifts)
+	}
+	s := got.Status.Shifts[0]
+	change, err := strconv.ParseFloat(strings.TrimSuffix(s.Change, "%"), 64)
+	if s.Metric != key || s.Run != "nightly-08" || s.Runs != 4 || s.Verdict != benchv1.VerdictRegressed || err != nil || change > -13 || change < -17 {
+		t.Errorf("shift %+v, want %s down about 15%% from nightly-08, 4 runs, Regressed", s, key)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, conditionShifted)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(benchv1.VerdictRegressed) || !strings.Contains(c.Message, "nightly-08") {
+		t.Errorf("Shifted %+v, want True, Regressed, naming nightly-08", c)
+	}
+	h.at(20 * time.Second)
+	if evs := drainScheduleEvents(h); strings.Count(evs, "Warning ShiftDetected") != 1 {
+		t.Errorf("want one ShiftDetected event over two reconciles, got:\n%s", evs)
+	}
+}
+
+func drainScheduleEvents(h *scheduleHarness) string {
+	var b strings.Builder
+	for len(h.recorder.Events) > 0 {
+		b.WriteString(<-h.recorder.Events + "\n")
+	}
+	return b.String()
+}
+
+// A scheduled run that succeeds adds its numbers to its schedule's history, once, however
+// often its last step is reconciled; a run made by hand adds nothing.
+func TestScheduledRunsAddToTheirSchedulesHistory(t *testing.T) {
+	sh := newSchedule(t, everyMinute())
+	ns := sh.schedule.Namespace
+	h := newHarness(t)
+	create(t, credentials(ns))
+	for i, name := range []string{"nightly-1", "nightly-2"} {
+		bench := existingBenchmark(ns)
+		bench.Name = name
+		bench.Annotations = map[string]string{benchv1.AnnotationScheduledAt: sh.minute.Add(time.Duration(i) * time.Minute).UTC().Format(time.RFC3339)}
+		bench.Labels = map[string]string{benchv1.LabelSchedule: sh.schedule.Name}
+		bench.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(sh.schedule, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))}
+		create(t, bench)
+		if got := h.drive(bench, 40); got.Status.Phase != benchv1.PhaseSucceeded {
+			t.Fatalf("%s: phase %s, conditions %+v", name, got.Status.Phase, got.Status.Conditions)
+		}
+		h.reconcile(bench) // a finished run is reconciled again: nothing more is added
+	}
+	byHand := existingBenchmark(ns)
+	byHand.Name = "by-hand"
+	create(t, byHand)
+	h.drive(byHand, 40)
+
+	owner := metav1.NewControllerRef(sh.schedule, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
+	hist, cm, err := readHistory(context.Background(), env.Client, ns, *owner)
+	if err != nil || cm == nil {
+		t.Fatalf("the schedule's history: %v", err)
+	}
+	if len(hist.Runs) != 2 || hist.Runs[0].Name != "nightly-1" || hist.Runs[1].Name != "nightly-2" {
+		t.Fatalf("history runs %+v, want nightly-1 and nightly-2 in order", hist.Runs)
+	}
+	if v := hist.Runs[1].Values["js/small/indexing/builtin/changes_per_second"]; v <= 0 {
+		t.Errorf("nightly-2's values %v lack js's indexing rate", hist.Runs[1].Values)
+	}
+	if !metav1.IsControlledBy(cm, sh.schedule) {
+		t.Errorf("history ConfigMap owners %v, want the schedule", cm.OwnerReferences)
+	}
 }

@@ -104,6 +104,14 @@ type ScheduleBaseline struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	Tolerances map[string]int32 `json:"tolerances,omitempty"`
+
+	// BetweenRunsPercent is passed to each run's spec.baseline: how much runs differ from run
+	// to run, assumed until the schedule has 3 earlier successful runs to measure it from.
+	// +optional
+	// +kubebuilder:default=15
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	BetweenRunsPercent *int32 `json:"betweenRunsPercent,omitempty"`
 }
 
 // BaselinePolicy chooses a scheduled run's baseline.
@@ -142,7 +150,8 @@ type CouchBenchmarkScheduleStatus struct {
 
 	// Conditions: Ready (the schedule works and its latest finished run succeeded), Stalled
 	// (an invalid schedule or time zone, with what to fix), Regressed (the latest finished
-	// run's verdict against its baseline).
+	// run's verdict against its baseline), Shifted (True when a metric's level shifted
+	// within the last 10 runs: the newest shifts, reason Regressed or Improved).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -174,6 +183,29 @@ type CouchBenchmarkScheduleStatus struct {
 	// +optional
 	// +listType=atomic
 	History []ScheduledRun `json:"history,omitempty"`
+
+	// Shifts are the persistent changes in the level of a metric that the schedule's history
+	// (its last 100 successful runs, ConfigMap <schedule>-history) shows, newest first, at
+	// most 20: each named by the first run at the new level.
+	// +optional
+	// +listType=atomic
+	Shifts []Shift `json:"shifts,omitempty"`
+}
+
+// Shift is a persistent change in the level of one metric over a schedule's runs.
+type Shift struct {
+	// Metric names it: query server/profile/workload/variant/metric, or an arm's ratio to
+	// the first arm (query server "arm:first").
+	Metric string `json:"metric"`
+	// Run is the first run at the new level; Runs how many runs since show it.
+	Run  string `json:"run"`
+	Runs int32  `json:"runs"`
+	// Change is the new level against the old, e.g. "-15.2%".
+	Change string `json:"change"`
+	// Confidence is how unlikely a shift this clear is in runs with none, e.g. "99.90%".
+	Confidence string `json:"confidence"`
+	// Verdict is Regressed when the new level is worse, Improved when better.
+	Verdict Verdict `json:"verdict"`
 }
 
 // ScheduledRun is one run of a schedule in its history.
@@ -191,6 +223,9 @@ type ScheduledRun struct {
 	// Comparison is the comparison's one-line summary.
 	// +optional
 	Comparison string `json:"comparison,omitempty"`
+	// Shift names the shifts that began with this run.
+	// +optional
+	Shift string `json:"shift,omitempty"`
 }
 
 // +kubebuilder:object:root=true

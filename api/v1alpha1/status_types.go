@@ -77,6 +77,11 @@ type CouchBenchmarkStatus struct {
 	// Comparison is the verdict against spec.baseline, once the run has finished.
 	// +optional
 	Comparison *ComparisonSummary `json:"comparison,omitempty"`
+
+	// Arms sets every arm against the first (named in baseline), paired round by round: the
+	// A/B of the run, with a verdict per metric (Regressed: worse than the first arm).
+	// +optional
+	Arms *ComparisonSummary `json:"arms,omitempty"`
 }
 
 // Verdict is a comparison's outcome.

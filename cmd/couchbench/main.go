@@ -65,11 +65,14 @@ var commands = []command{
 	},
 	{
 		name: "compare", summary: "compare a run with a baseline run: a noise-aware verdict per headline metric",
-		usage: "couchbench compare [--tolerance PERCENT] [--format markdown|json] [--fail-on-regression] BASELINE CURRENT",
+		usage: "couchbench compare [--tolerance PERCENT] [--between-runs PERCENT] [--format markdown|json] [--fail-on-regression] " +
+			"[EARLIER...] BASELINE CURRENT",
 		examples: "couchbench compare yesterday.json today.json\n" +
+			"couchbench compare runs/day-0*.json yesterday.json today.json   # earlier runs: how much runs differ\n" +
 			"couchbench compare --fail-on-regression --tolerance 10 base.json new.json   # in CI: exit 1 when a metric regressed",
 		flags: compareFlags,
 	},
+	historyCommand,
 }
 
 const intro = `Usage: couchbench COMMAND [flags] [arguments]
@@ -269,6 +272,16 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 		fmt.Fprintln(stdout)
 		if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
 			return errors.Join(runErr, err)
+		}
+		arms, err := compare.Arms([]*results.Document{doc}, compare.OptionsOf(bench.Spec.Baseline))
+		if err != nil {
+			return errors.Join(runErr, err)
+		}
+		if arms != nil {
+			fmt.Fprintln(stdout)
+			if err := results.WriteMarkdown(stdout, arms.Tables()); err != nil {
+				return errors.Join(runErr, err)
+			}
 		}
 	}
 	return runErr
@@ -475,21 +488,32 @@ func reportFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
 
 func compareFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
 	tolerance := fs.Float64("tolerance", 5, "a change smaller than this `percent` is never a regression")
+	betweenRuns := fs.Float64("between-runs", 15, "how much runs minutes apart differ (CV, `percent`) with nothing changed, "+
+		"assumed unless 3 EARLIER runs show it (0: the runs' own repetitions alone)")
 	format := fs.String("format", "markdown", "`format`: markdown or json")
 	failOnRegression := fs.Bool("fail-on-regression", false, "exit 1 when a metric regressed (for CI)")
 	return func(args []string, stdout io.Writer) error {
-		if len(args) != 2 {
-			return usageError{errors.New("name the BASELINE and the CURRENT results")}
+		if len(args) < 2 {
+			return usageError{errors.New("name the BASELINE and the CURRENT results, after any EARLIER runs")}
 		}
-		base, err := readAll(args[:1])
+		n := len(args)
+		base, err := readAll(args[n-2 : n-1])
 		if err != nil {
 			return err
 		}
-		current, err := readAll(args[1:])
+		current, err := readAll(args[n-1:])
 		if err != nil {
 			return err
 		}
-		c, err := compare.Compare(base, current, compare.Options{TolerancePercent: *tolerance})
+		opts := compare.Options{TolerancePercent: *tolerance, BetweenRunsPercent: *betweenRuns}
+		if n > 2 {
+			h, err := readRuns(args[:n-1])
+			if err != nil {
+				return err
+			}
+			opts.History = h.Before(results.StartedAt(current))
+		}
+		c, err := compare.Compare(base, current, opts)
 		if err != nil {
 			return usageError{err}
 		}

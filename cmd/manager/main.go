@@ -96,9 +96,10 @@ func main() {
 	}
 
 	if err := (&controllers.CouchBenchmarkScheduleReconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("couchbench-schedule"),
-		Clock:    clock.RealClock{},
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder("couchbench-schedule"),
+		Clock:     clock.RealClock{},
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmarkSchedule controller")
 		os.Exit(1)

@@ -46,7 +46,8 @@ func ScheduledRun(schedule *benchv1.CouchBenchmarkSchedule, slot time.Time, base
 	}
 	if baseline != "" {
 		b := schedule.Spec.Baseline
-		run.Spec.Baseline = &benchv1.Baseline{Benchmark: baseline, TolerancePercent: b.TolerancePercent, Tolerances: maps.Clone(b.Tolerances)}
+		run.Spec.Baseline = &benchv1.Baseline{Benchmark: baseline, TolerancePercent: b.TolerancePercent, Tolerances: maps.Clone(b.Tolerances),
+			BetweenRunsPercent: b.BetweenRunsPercent}
 	}
 	return run
 }

@@ -57,6 +57,7 @@ import (
 	"slices"
 	"sort"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -81,7 +82,59 @@ type Options struct {
 	// Tolerances override it, in percent, by "workload/name" ("indexing/changes_per_second"),
 	// by metric name ("p95_ms") or by workload ("writes"); the most specific key wins.
 	Tolerances map[string]float64
+	// History is, by metric key (results.Metric.Key), the headline values of earlier runs of
+	// the same spec, such as a schedule's successful runs: with MinHistory of them, how much
+	// they differ from run to run widens a comparison of two runs (see betweenRuns).
+	History map[string][]float64
+	// BetweenRunsPercent is how much runs minutes apart are assumed to differ (a coefficient
+	// of variation, in percent) for a metric with less History; 0 assumes they differ only
+	// as much as a run's own repetitions do.
+	BetweenRunsPercent float64
 }
+
+// OptionsOf are the Options a spec's baseline sets (nil: the defaults, and runs assumed to
+// differ only as much as their repetitions do).
+func OptionsOf(b *benchv1.Baseline) Options {
+	if b == nil {
+		return Options{}
+	}
+	o := Options{TolerancePercent: float64(b.TolerancePercent), Tolerances: map[string]float64{}}
+	for k, v := range b.Tolerances {
+		o.Tolerances[k] = float64(v)
+	}
+	if b.BetweenRunsPercent != nil {
+		o.BetweenRunsPercent = float64(*b.BetweenRunsPercent)
+	}
+	return o
+}
+
+// MinHistory is the fewest earlier runs whose spread is taken for the spread between runs.
+const MinHistory = 3
+
+// runSpread is how much a metric's runs differ from run to run: the standard deviation of
+// the logarithms of their headline values, with its degrees of freedom (huge for an assumed
+// one), and how many runs showed it (0 for an assumed one).
+type runSpread struct {
+	sd, df float64
+	runs   int
+}
+
+// betweenRuns is the run-to-run spread of a metric: the History's when it has MinHistory
+// runs, else the assumed BetweenRunsPercent; false when neither is there.
+func (o Options) betweenRuns(key string) (runSpread, bool) {
+	if h := o.History[key]; len(h) >= MinHistory && positive(h) {
+		_, v := logMeanVar(h)
+		return runSpread{sd: math.Sqrt(v), df: float64(len(h) - 1), runs: len(h)}, true
+	}
+	if o.BetweenRunsPercent > 0 {
+		return runSpread{sd: math.Log1p(o.BetweenRunsPercent / 100), df: assumedDF}, true
+	}
+	return runSpread{}, false
+}
+
+// assumedDF is the degrees of freedom of an assumed spread: known, as far as Student's t
+// cares.
+const assumedDF = 1e4
 
 // tolerance is the tolerance of m, in percent.
 func (o Options) tolerance(m results.Metric) float64 {
@@ -149,10 +202,23 @@ type Row struct {
 	DeltaPercent     *float64 `json:"deltaPercent,omitempty"`
 	TolerancePercent float64  `json:"tolerancePercent"`
 	Verdict          Verdict  `json:"verdict"`
+	// EstimatePercent is the estimated change the interval is around: the ratio of the
+	// geometric means, or the geometric mean of the round ratios of two arms.
+	EstimatePercent *float64 `json:"estimatePercent,omitempty"`
 	// Interval is the change's confidence interval; nil when the samples allow none.
-	Interval  *Interval `json:"interval,omitempty"`
-	NBaseline int       `json:"nBaseline"`
-	NCurrent  int       `json:"nCurrent"`
+	Interval *Interval `json:"interval,omitempty"`
+	// BetweenRunsPercent is how much runs minutes apart differ (CV), as the HistoryRuns
+	// earlier runs showed it, or as assumed (HistoryRuns 0): two runs' medians differ by that
+	// much with nothing changed, so the interval is at least that wide. Nil: the runs' own
+	// repetitions only.
+	BetweenRunsPercent *float64 `json:"betweenRunsPercent,omitempty"`
+	HistoryRuns        int      `json:"historyRuns,omitempty"`
+	// MinDetectablePercent is the smallest change this row would have called Regressed or
+	// Improved at least 4 times in 5, at its confidence: an Unchanged row says nothing about
+	// changes smaller than that. Nil when the samples allow no interval.
+	MinDetectablePercent *float64 `json:"minDetectablePercent,omitempty"`
+	NBaseline            int      `json:"nBaseline"`
+	NCurrent             int      `json:"nCurrent"`
 	// Reason says why the verdict is Inconclusive.
 	Reason string `json:"reason,omitempty"`
 }
@@ -202,7 +268,7 @@ func Compare(baseline, current []*results.Document, opts Options) (Comparison, e
 			c.Unmatched = append(c.Unmatched, "only in the current run: "+m.Key())
 			continue
 		}
-		c.Rows = append(c.Rows, row(b, m, opts.tolerance(m)))
+		c.Rows = append(c.Rows, row(b, m, opts))
 	}
 	for key := range base {
 		if !seen[key] {
@@ -223,11 +289,24 @@ func armOrder(d *results.Document) []string {
 	return names
 }
 
-func row(base, cur results.Metric, tolerancePercent float64) Row {
+func row(base, cur results.Metric, opts Options) Row {
+	tolerance := opts.tolerance(cur)
+	r := newRow(base, cur, tolerance)
+	r.NBaseline, r.NCurrent = len(base.Samples), len(cur.Samples)
+	spread, ok := opts.betweenRuns(cur.Key())
+	if ok {
+		cv := 100 * (math.Exp(spread.sd) - 1)
+		r.BetweenRunsPercent, r.HistoryRuns = &cv, spread.runs
+	}
+	r.setJudgement(judge(base.Samples, cur.Samples, cur.Direction, tolerance/100, spread))
+	return r
+}
+
+// newRow is the row of a metric set against another, before its verdict.
+func newRow(base, cur results.Metric, tolerancePercent float64) Row {
 	r := Row{
 		QueryServer: cur.QueryServer, Profile: cur.Profile, Workload: cur.Workload, Variant: cur.Variant, Metric: cur.Name,
 		Better: "higher", Baseline: finite(base.Value), Current: finite(cur.Value), TolerancePercent: tolerancePercent,
-		NBaseline: len(base.Samples), NCurrent: len(cur.Samples),
 	}
 	if cur.Direction == results.LowerIsBetter {
 		r.Better = "lower"
@@ -236,9 +315,11 @@ func row(base, cur results.Metric, tolerancePercent float64) Row {
 		delta := 100 * (r.Current/r.Baseline - 1)
 		r.DeltaPercent = &delta
 	}
-	j := judge(base.Samples, cur.Samples, cur.Direction, tolerancePercent/100)
-	r.Verdict, r.Interval, r.Reason = j.verdict, j.interval, j.reason
 	return r
+}
+
+func (r *Row) setJudgement(j judgement) {
+	r.Verdict, r.EstimatePercent, r.Interval, r.MinDetectablePercent, r.Reason = j.verdict, j.estimate, j.interval, j.minDetectable, j.reason
 }
 
 // finite keeps infinities and NaN (a rate over no time) out of the JSON, which cannot hold

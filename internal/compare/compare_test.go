@@ -369,8 +369,10 @@ func TestTablesRender(t *testing.T) {
 			builtin = cells
 		}
 	}
-	// Option, profile, workload, variant, metric, baseline, current, delta, verdict, interval (two words), n.
-	if len(builtin) != 12 || builtin[8] != "Regressed" || !strings.HasPrefix(builtin[7], "-") || builtin[11] != "5/5" {
+	// Option, profile, workload, variant, metric, baseline, current, delta, verdict, interval (two words), between runs,
+	// MDE, n.
+	if len(builtin) != 14 || builtin[8] != "Regressed" || !strings.HasPrefix(builtin[7], "-") || builtin[11] != "-" ||
+		!strings.HasSuffix(builtin[12], "%") || builtin[13] != "5/5" {
 		t.Errorf("builtin row %q", builtin)
 	}
 

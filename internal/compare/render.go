@@ -19,20 +19,25 @@ func (c Comparison) Tables() []results.Table {
 	} else {
 		t := results.Table{
 			Title: fmt.Sprintf("%s against baseline %s: %s", c.Current, c.Baseline, c.Verdict),
-			Note: fmt.Sprintf("Regressed or Improved: the %v%% interval of the change (geometric means, Welch t on logs) lies "+
-				"beyond the tolerance and so does the medians' change; Unchanged: both within it; otherwise Inconclusive, "+
-				"as with fewer than %d runs a side.", c.ConfidencePercent, MinSamples),
+			Note: fmt.Sprintf("Regressed or Improved: the %v%% interval of the change (geometric means, Welch t on logs, at "+
+				"least as wide as runs minutes apart differ: Between runs, from the earlier runs or assumed) lies beyond the "+
+				"tolerance and so does the medians' change; Unchanged: both within it; otherwise Inconclusive, as with fewer "+
+				"than %d runs a side. MDE: the smallest change the row would call 4 times in 5; Unchanged says nothing of "+
+				"smaller ones.", c.ConfidencePercent, MinSamples),
 			Header: []string{"Option", "Profile", "Workload", "Variant", "Metric", "Baseline", "Current", "Delta",
-				"Verdict", fmt.Sprintf("%v%% interval", c.ConfidencePercent), "n"},
+				"Verdict", fmt.Sprintf("%v%% interval", c.ConfidencePercent), "Between runs", "MDE", "n"},
 		}
 		for _, r := range c.Rows {
-			verdict := string(r.Verdict)
-			if r.Reason != "" {
-				verdict += ": " + r.Reason
+			between := "-"
+			if r.BetweenRunsPercent != nil {
+				between = fmt.Sprintf("%.1f%% (assumed)", *r.BetweenRunsPercent)
+				if r.HistoryRuns > 0 {
+					between = fmt.Sprintf("%.1f%% (%d runs)", *r.BetweenRunsPercent, r.HistoryRuns)
+				}
 			}
 			t.Rows = append(t.Rows, []string{r.QueryServer, dash(r.Profile), r.Workload, dash(r.Variant), r.Metric,
-				number(r.Baseline), number(r.Current), delta(r.DeltaPercent), verdict, interval(r.Interval),
-				fmt.Sprintf("%d/%d", r.NBaseline, r.NCurrent)})
+				number(r.Baseline), number(r.Current), delta(r.DeltaPercent), verdictOf(r), interval(r.Interval),
+				between, mde(r.MinDetectablePercent), fmt.Sprintf("%d/%d", r.NBaseline, r.NCurrent)})
 		}
 		out = append(out, t)
 	}
@@ -41,6 +46,45 @@ func (c Comparison) Tables() []results.Table {
 			"Listed, not judged: a verdict above may come from any of these.", lines))
 	}
 	return out
+}
+
+// Tables lays the arms' comparison out: every arm against the first, with its own numbers.
+func (a ArmsComparison) Tables() []results.Table {
+	how := "took turns round by round in a random order, so each round's pair met the same conditions"
+	if !a.Interleaved {
+		how = "ran one after the other (spec.armOrder Sequential): repetitions minutes apart are paired, so the machine's " +
+			"drift is not cancelled"
+	}
+	t := results.Table{
+		Title: fmt.Sprintf("Arms against %s, paired round by round", a.Reference),
+		Note: fmt.Sprintf("The arms %s. Change: the geometric mean of the round ratios (arm / %s), with a paired %v%% t "+
+			"interval; Regressed: the arm is worse than %s beyond the tolerance, Improved: better, Unchanged: within it, "+
+			"else Inconclusive (fewer than %d rounds, or too much spread). MDE: the smallest change the row would call "+
+			"4 times in 5.", how, a.Reference, a.ConfidencePercent, a.Reference, MinSamples),
+		Header: []string{"Option", "Profile", "Workload", "Variant", "Metric", a.Reference, "Arm", "Change",
+			fmt.Sprintf("%v%% interval", a.ConfidencePercent), "Verdict", "MDE", "Rounds"},
+	}
+	for _, r := range a.Rows {
+		t.Rows = append(t.Rows, []string{r.QueryServer, dash(r.Profile), r.Workload, dash(r.Variant), r.Metric,
+			number(r.Baseline), number(r.Current), delta(r.EstimatePercent), interval(r.Interval), verdictOf(r),
+			mde(r.MinDetectablePercent), strconv.Itoa(r.NCurrent)})
+	}
+	return []results.Table{t}
+}
+
+// verdictOf is a row's verdict with the reason for an Inconclusive one.
+func verdictOf(r Row) string {
+	if r.Reason != "" {
+		return string(r.Verdict) + ": " + r.Reason
+	}
+	return string(r.Verdict)
+}
+
+func mde(p *float64) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f%%", *p)
 }
 
 func listTable(title, note string, lines []string) results.Table {
@@ -62,13 +106,32 @@ func (c Comparison) Summary() string {
 	if len(c.Refused) > 0 {
 		return "not comparable with baseline " + c.Baseline + ": " + strings.Join(c.Refused, "; ")
 	}
+	s := rowsSummary(c.Rows)
+	if len(c.Differences) > 0 {
+		s += "; also differs: " + firstOf(c.Differences, 1, "; ")
+	}
+	return s
+}
+
+// Verdict is the arms' comparison's overall verdict: Regressed when an arm is worse than the
+// reference in any row, and so on, as a comparison's.
+func (a ArmsComparison) Verdict() Verdict { return overall(a.Rows) }
+
+// Summary is the arms' comparison in one line, as a comparison's.
+func (a ArmsComparison) Summary() string {
+	return "against " + a.Reference + ": " + rowsSummary(a.Rows)
+}
+
+// rowsSummary counts the rows' verdicts and names the first regressions, then improvements,
+// with their change and interval.
+func rowsSummary(rows []Row) string {
 	count := map[Verdict]int{}
-	for _, r := range c.Rows {
+	for _, r := range rows {
 		count[r.Verdict]++
 	}
 	var named []string
 	for _, v := range []Verdict{Regressed, Improved} {
-		for _, r := range c.Rows {
+		for _, r := range rows {
 			if r.Verdict == v {
 				named = append(named, fmt.Sprintf("%s %s/%s/%s %s %s %s", r.Workload, r.QueryServer, dash(r.Profile),
 					dash(r.Variant), r.Metric, delta(r.DeltaPercent), interval(r.Interval)))
@@ -79,9 +142,6 @@ func (c Comparison) Summary() string {
 		count[Regressed], count[Improved], count[Unchanged], count[Inconclusive])
 	if len(named) > 0 {
 		s += ": " + firstOf(named, summaryItems, ", ")
-	}
-	if len(c.Differences) > 0 {
-		s += "; also differs: " + firstOf(c.Differences, 1, "; ")
 	}
 	return s
 }

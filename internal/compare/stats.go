@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/tdist"
 )
 
 // MinSamples is the fewest repetitions per run a metric needs to be judged. Two values give
@@ -17,14 +18,66 @@ const ConfidencePercent = 99
 
 // judgement is a metric's verdict and what it rests on.
 type judgement struct {
-	verdict  Verdict
+	verdict Verdict
+	// estimate is the change the interval is around, in percent.
+	estimate *float64
 	interval *Interval
-	reason   string
+	// minDetectable is the smallest change, in percent, that the verdict would have called
+	// Regressed or Improved at least 4 times in 5 (nil when the samples allow no interval).
+	minDetectable *float64
+	reason        string
+}
+
+// change is an estimate of a metric's change as the logarithm of a ratio, with its standard
+// error and degrees of freedom: what a verdict, its interval and the smallest change it can
+// tell rest on, wherever the estimate comes from (two runs, an arm's rounds against another's,
+// or two runs widened by the history of runs before them).
+type change struct {
+	est, se, df float64
+}
+
+// welch estimates the log of the ratio of the geometric means of cur and base, with Welch's
+// standard error and degrees of freedom: each run's own spread and count enter, so a noisy or
+// short run widens it.
+func welch(base, cur []float64) change {
+	mb, vb := logMeanVar(base)
+	mc, vc := logMeanVar(cur)
+	nb, nc := float64(len(base)), float64(len(cur))
+	se2 := vb/nb + vc/nc
+	c := change{est: mc - mb, se: math.Sqrt(se2)}
+	if se2 > 0 {
+		// Welch–Satterthwaite degrees of freedom.
+		c.df = se2 * se2 / ((vb/nb)*(vb/nb)/(nb-1) + (vc/nc)*(vc/nc)/(nc-1))
+	}
+	return c
+}
+
+// halfWidth is the half width of the change's two-sided interval at the given level.
+func (c change) halfWidth(level float64) float64 {
+	if c.se == 0 {
+		return 0
+	}
+	return tdist.Quantile(1-(1-level)/2, c.df) * c.se
+}
+
+// detectPower is how often a change of the minimum detectable size is called: 4 times in 5.
+const detectPower = 0.8
+
+// minDetectable is the smallest change, as a fraction (0.12 for 12%), that the verdict would
+// call at least detectPower of the time: it must clear the tolerance and the interval's half
+// width, and then the estimate's own spread (Student's t at the power's quantile).
+func (c change) minDetectable(level, tolerance float64) float64 {
+	if c.se == 0 {
+		return tolerance
+	}
+	power := tdist.Quantile(detectPower, c.df) * c.se
+	return math.Exp(math.Log1p(tolerance)+c.halfWidth(level)+power) - 1
 }
 
 // judge applies the package's rule (see the package documentation) to one metric's samples.
-// tolerance is a fraction (0.05 for 5%).
-func judge(base, cur []float64, dir results.Direction, tolerance float64) judgement {
+// tolerance is a fraction (0.05 for 5%). A run-to-run spread (sd 0: none) floors the change's
+// standard error: two runs' medians each stray from the metric's level by that much.
+func judge(base, cur []float64, dir results.Direction, tolerance float64, spread runSpread) judgement {
 	if len(base) < MinSamples || len(cur) < MinSamples {
 		return judgement{verdict: Inconclusive,
 			reason: fmt.Sprintf("%d and %d runs: %d a side are needed", len(base), len(cur), MinSamples)}
@@ -32,10 +85,23 @@ func judge(base, cur []float64, dir results.Direction, tolerance float64) judgem
 	if !positive(base) || !positive(cur) {
 		return judgement{verdict: Inconclusive, reason: "a value is not positive: no ratio"}
 	}
-	lo, hi := logRatioInterval(base, cur, ConfidencePercent/100.0)
-	low, high := math.Exp(lo), math.Exp(hi)
-	j := judgement{interval: &Interval{LowPercent: 100 * (low - 1), HighPercent: 100 * (high - 1)}}
 	medians := results.Summarize(cur).Median / results.Summarize(base).Median
+	c := welch(base, cur)
+	if floor := spread.sd * math.Sqrt2; floor > c.se {
+		c.se, c.df = floor, spread.df
+	}
+	return rule(c, medians, dir, tolerance)
+}
+
+// rule gives the verdict on an estimated change: Regressed or Improved when its interval
+// and the medians' ratio both lie beyond the tolerance band on one side, Unchanged when both
+// lie within it, Inconclusive otherwise.
+func rule(c change, medians float64, dir results.Direction, tolerance float64) judgement {
+	level := ConfidencePercent / 100.0
+	half := c.halfWidth(level)
+	low, high := math.Exp(c.est-half), math.Exp(c.est+half)
+	mde, est := 100*c.minDetectable(level, tolerance), 100*(math.Exp(c.est)-1)
+	j := judgement{estimate: &est, interval: &Interval{LowPercent: 100 * (low - 1), HighPercent: 100 * (high - 1)}, minDetectable: &mde}
 	floor, ceiling := 1-tolerance, 1+tolerance
 	down, up := high < floor, low > ceiling
 	switch {
@@ -66,24 +132,6 @@ func positive(values []float64) bool {
 	return true
 }
 
-// logRatioInterval is Welch's t interval, at the given two-sided level, for the difference of
-// the mean logarithms of cur and base: the log of the ratio of their geometric means. Each
-// run's own spread and count enter, so a noisy or short run widens it.
-func logRatioInterval(base, cur []float64, level float64) (lo, hi float64) {
-	mb, vb := logMeanVar(base)
-	mc, vc := logMeanVar(cur)
-	nb, nc := float64(len(base)), float64(len(cur))
-	diff := mc - mb
-	se2 := vb/nb + vc/nc
-	if se2 == 0 {
-		return diff, diff
-	}
-	// Welch–Satterthwaite degrees of freedom.
-	df := se2 * se2 / ((vb/nb)*(vb/nb)/(nb-1) + (vc/nc)*(vc/nc)/(nc-1))
-	half := studentTQuantile(1-(1-level)/2, df) * math.Sqrt(se2)
-	return diff - half, diff + half
-}
-
 // logMeanVar is the mean and the sample variance of the values' logarithms.
 func logMeanVar(values []float64) (mean, variance float64) {
 	for _, v := range values {
@@ -95,83 +143,4 @@ func logMeanVar(values []float64) (mean, variance float64) {
 		variance += d * d
 	}
 	return mean, variance / float64(len(values)-1)
-}
-
-// studentTQuantile is the p-quantile (p > 0.5) of Student's t distribution with df degrees
-// of freedom (any positive real, as Welch's are), found by bisection on its distribution
-// function.
-func studentTQuantile(p, df float64) float64 {
-	lo, hi := 0.0, 1.0
-	for studentTCDF(hi, df) < p {
-		lo, hi = hi, 2*hi
-	}
-	for range 200 {
-		mid := (lo + hi) / 2
-		if mid == lo || mid == hi {
-			break
-		}
-		if studentTCDF(mid, df) < p {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
-}
-
-// studentTCDF is P(T <= t) for t >= 0.
-func studentTCDF(t, df float64) float64 {
-	return 1 - 0.5*regIncBeta(df/2, 0.5, df/(df+t*t))
-}
-
-// regIncBeta is the regularized incomplete beta function I_x(a, b), by its continued
-// fraction (Numerical Recipes, 6.4), on the side of x where that converges fast.
-func regIncBeta(a, b, x float64) float64 {
-	if x <= 0 {
-		return 0
-	}
-	if x >= 1 {
-		return 1
-	}
-	la, _ := math.Lgamma(a)
-	lb, _ := math.Lgamma(b)
-	lab, _ := math.Lgamma(a + b)
-	front := math.Exp(lab - la - lb + a*math.Log(x) + b*math.Log1p(-x))
-	if x < (a+1)/(a+b+2) {
-		return front * betaContinuedFraction(a, b, x) / a
-	}
-	return 1 - front*betaContinuedFraction(b, a, 1-x)/b
-}
-
-// betaContinuedFraction evaluates the incomplete beta's continued fraction with the
-// modified Lentz method.
-func betaContinuedFraction(a, b, x float64) float64 {
-	const tiny, eps = 1e-300, 1e-15
-	c, d := 1.0, 1-(a+b)*x/(a+1)
-	if math.Abs(d) < tiny {
-		d = tiny
-	}
-	d = 1 / d
-	f := d
-	step := func(coef float64) float64 {
-		d = 1 + coef*d
-		if math.Abs(d) < tiny {
-			d = tiny
-		}
-		c = 1 + coef/c
-		if math.Abs(c) < tiny {
-			c = tiny
-		}
-		d = 1 / d
-		return c * d
-	}
-	for m := 1.0; m <= 10000; m++ {
-		f *= step(m * (b - m) * x / ((a + 2*m - 1) * (a + 2*m)))
-		delta := step(-(a + m) * (a + b + m) * x / ((a + 2*m) * (a + 2*m + 1)))
-		f *= delta
-		if math.Abs(delta-1) < eps {
-			break
-		}
-	}
-	return f
 }

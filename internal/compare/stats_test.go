@@ -9,28 +9,6 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-func TestStudentTQuantileMatchesTables(t *testing.T) {
-	// Two-sided 99% and 95% critical values from standard t tables.
-	for _, c := range []struct{ p, df, want float64 }{
-		{0.995, 1, 63.657},
-		{0.995, 2, 9.925},
-		{0.995, 4, 4.604},
-		{0.995, 8, 3.355},
-		{0.995, 30, 2.750},
-		{0.995, 1000, 2.581},
-		{0.975, 10, 2.228},
-		{0.975, 3, 3.182},
-	} {
-		if got := studentTQuantile(c.p, c.df); math.Abs(got-c.want) > 0.001 {
-			t.Errorf("t quantile %v with %v df = %.4f, want %.3f", c.p, c.df, got, c.want)
-		}
-	}
-	// Welch's degrees of freedom are not whole numbers: the quantile falls between.
-	if q := studentTQuantile(0.995, 2.5); q <= 4.604 || q >= 9.925 {
-		t.Errorf("t quantile with 2.5 df = %v, want between those of 4 and 2 df", q)
-	}
-}
-
 // samples draws n values around median with the given coefficient of variation
 // (log-normal, as rates and times are: positive, and skewed to the slow side).
 func samples(r *rand.Rand, n int, median, cv float64) []float64 {
@@ -65,7 +43,7 @@ func TestJudge(t *testing.T) {
 		{"outliers", repeat(20, 100), append(repeat(11, 100), repeat(9, 50)...), results.HigherIsBetter, Inconclusive, "disagree"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			j := judge(c.base, c.cur, c.dir, 0.05)
+			j := judge(c.base, c.cur, c.dir, 0.05, runSpread{})
 			if j.verdict != c.want || !strings.Contains(j.reason, c.reason) || (c.reason == "") != (j.reason == "") {
 				t.Errorf("verdict %s (%q), want %s (%q); interval %+v", j.verdict, j.reason, c.want, c.reason, j.interval)
 			}
@@ -116,7 +94,7 @@ func TestNoiseRarelyGivesAVerdict(t *testing.T) {
 			alarms, naive := 0, 0
 			for range trials {
 				base, cur := noise.draw(r, c.n, 1000, c.cv), noise.draw(r, c.n, 1000, c.cv)
-				if v := judge(base, cur, results.HigherIsBetter, 0.05).verdict; v == Regressed || v == Improved {
+				if v := judge(base, cur, results.HigherIsBetter, 0.05, runSpread{}).verdict; v == Regressed || v == Improved {
 					alarms++
 				}
 				if d := results.Summarize(cur).Median/results.Summarize(base).Median - 1; math.Abs(d) > 0.05 {
@@ -143,12 +121,77 @@ func TestClearRegressionsAreFound(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	found := 0
 	for range trials {
-		if judge(samples(r, 5, 1000, 0.03), samples(r, 5, 800, 0.03), results.HigherIsBetter, 0.05).verdict == Regressed {
+		if judge(samples(r, 5, 1000, 0.03), samples(r, 5, 800, 0.03), results.HigherIsBetter, 0.05, runSpread{}).verdict == Regressed {
 			found++
 		}
 	}
 	t.Logf("20%% drop, 3%% CV, 5 runs each: Regressed in %d of %d draws", found, trials)
 	if found < trials*99/100 {
 		t.Errorf("Regressed in %d of %d draws, want at least 99%%", found, trials)
+	}
+}
+
+// runs draws a run's n repetitions: its level strays from median by between (CV) from run to
+// run, its repetitions by within around its level: runs minutes apart on a shared machine.
+func runs(r *rand.Rand, n int, median, between, within float64) []float64 {
+	return samples(r, n, samples(r, 1, median, between)[0], within)
+}
+
+// Runs minutes apart differ by more than their repetitions do (on these machines 12-21% CV
+// against a few percent). On unchanged runs, the rule on the runs' own spreads alone flags
+// many; with the spread of ten earlier runs (the history a schedule keeps) it flags at most
+// 1%, as with one run's noise.
+func TestHistoryKeepsBetweenRunNoiseFromVerdicts(t *testing.T) {
+	const trials, bound = 4000, 0.01
+	r := rand.New(rand.NewPCG(11, 11))
+	alarms, without := 0, 0
+	for range trials {
+		var history []float64
+		for range 10 {
+			history = append(history, results.Summarize(runs(r, 5, 1000, 0.15, 0.04)).Median)
+		}
+		_, v := logMeanVar(history)
+		spread := runSpread{sd: math.Sqrt(v), df: 9, runs: 10}
+		base, cur := runs(r, 5, 1000, 0.15, 0.04), runs(r, 5, 1000, 0.15, 0.04)
+		if v := judge(base, cur, results.HigherIsBetter, 0.05, spread).verdict; v == Regressed || v == Improved {
+			alarms++
+		}
+		if v := judge(base, cur, results.HigherIsBetter, 0.05, runSpread{}).verdict; v == Regressed || v == Improved {
+			without++
+		}
+	}
+	t.Logf("between-run CV 15%%, within 4%%: false alarms %d of %d with the history, %d without", alarms, trials, without)
+	if rate := float64(alarms) / trials; rate > bound {
+		t.Errorf("false-alarm rate with the history %.2f%%, above %.0f%%", 100*rate, 100*bound)
+	}
+	if rate := float64(without) / trials; rate < 0.25 {
+		t.Errorf("without the history only %.1f%% false alarms: the noise is too weak to test the history", 100*rate)
+	}
+}
+
+// A change as large as a row's minimum detectable effect is called at least about 4 times in
+// 5 (the power it is defined by), and one half as large far less often.
+func TestMinimumDetectableEffectIsWhatGetsDetected(t *testing.T) {
+	const trials = 2000
+	r := rand.New(rand.NewPCG(5, 5))
+	spread := runSpread{sd: math.Log1p(0.08), df: 9, runs: 10}
+	// The MDE of the setting, from one draw's standard error (the floor dominates here).
+	j := judge(runs(r, 5, 1000, 0.08, 0.03), runs(r, 5, 1000, 0.08, 0.03), results.HigherIsBetter, 0.05, spread)
+	mde := *j.minDetectable / 100
+	rate := func(change float64) float64 {
+		found := 0
+		for range trials {
+			base, cur := runs(r, 5, 1000, 0.08, 0.03), runs(r, 5, 1000/(1+change), 0.08, 0.03)
+			if judge(base, cur, results.HigherIsBetter, 0.05, spread).verdict == Regressed {
+				found++
+			}
+		}
+		return float64(found) / trials
+	}
+	atMDE, atHalf := rate(mde), rate(mde/2)
+	t.Logf("between-run CV 8%% with 10 runs of history: MDE %.1f%%; detected %.0f%% at it, %.0f%% at half", 100*mde, 100*atMDE, 100*atHalf)
+	if atMDE < 0.7 || atHalf > 0.3 {
+		t.Errorf("a change of the MDE (%.1f%%) was called in %.0f%% of draws, half of it in %.0f%%: want about 80%% and far less",
+			100*mde, 100*atMDE, 100*atHalf)
 	}
 }

@@ -42,34 +42,36 @@ func (a *armRun) pollInterval() time.Duration {
 	return indexing.DefaultPollInterval
 }
 
-// indexRound times one build of every reducer on every profile, each of a new design
-// document; round 0 is the warm-up.
-func (a *armRun) indexRound(ctx context.Context, round int) error {
+// indexUnits are the builds of a round: every reducer on every profile.
+func (a *armRun) indexUnits() int {
+	return len(a.result.Profiles) * len(a.cfg.Bench.Spec.Workloads.Indexing.Reducers)
+}
+
+// indexRound times one build of one reducer on one profile, of a new design document; round
+// 0 is the warm-up.
+func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
+	reducers := len(a.cfg.Bench.Spec.Workloads.Indexing.Reducers)
+	i := unit / reducers
+	p := &a.result.Profiles[i]
+	series := &p.Indexing[unit%reducers]
+	reducer := benchv1.Reducer(series.Reducer)
 	docs := a.cfg.Bench.Spec.Dataset.Documents
-	for i := range a.result.Profiles {
-		p := &a.result.Profiles[i]
-		expected := a.gens[i].Expected(docs)
-		for j := range p.Indexing {
-			series := &p.Indexing[j]
-			reducer := benchv1.Reducer(series.Reducer)
-			run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{
-				DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
-				Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),
-				PollInterval: series.PollInterval, Expected: expected,
-			})
-			if err != nil {
-				return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, round, err)
-			}
-			if round == 0 {
-				series.WarmUp = &run
-			} else {
-				series.Runs = append(series.Runs, run)
-			}
-			logf(a.cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
-				a.label(i), reducer, round, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
-				run.DocsPerSecond, run.ShardChangesPerSecond)
-		}
+	run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{
+		DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
+		Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),
+		PollInterval: series.PollInterval, Expected: a.gens[i].Expected(docs),
+	})
+	if err != nil {
+		return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, round, err)
 	}
+	if round == 0 {
+		series.WarmUp = &run
+	} else {
+		series.Runs = append(series.Runs, run)
+	}
+	logf(a.cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
+		a.label(i), reducer, round, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
+		run.DocsPerSecond, run.ShardChangesPerSecond)
 	return nil
 }
 

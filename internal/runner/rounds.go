@@ -16,11 +16,12 @@ import (
 )
 
 // A step is cut into rounds: round 0 is the warm-up, when the workload asks for one, and
-// rounds 1 to n its counted repetitions. The arms of a runner take turns round by round, in
-// a fresh random order every round (internal/turns: A B, then B A, ...): a drift of the
-// server or the machine during the step (caches warming, files growing, a neighbour
-// starting) spreads over every arm instead of favouring one, and each round's turns, close
-// in time, make a pair (or a set) whose ratio the drift largely cancels from. Arms that share
+// rounds 1 to n its counted repetitions; a round is cut into units, one measurement each (a
+// build of one reducer on one profile, a read of one view). The arms of a runner take turns
+// unit by unit, in a fresh random order every round (internal/turns: A B, then B A, ...): a
+// drift of the server or the machine during the step (caches warming, files growing, a
+// neighbour starting) spreads over every arm instead of favouring one, and each unit's
+// turns, back to back, make a pair (or a set) whose ratio the drift largely cancels from. Arms that share
 // a CouchDB take turns on it; arms with CouchDBs of their own take turns too, so that only
 // one of them is busy at a time.
 
@@ -31,7 +32,11 @@ type stepWork struct {
 	rounds func(spec *benchv1.CouchBenchmarkSpec) (first, last int)
 	// begin readies an arm before its first round (checks and untimed setup); nil: nothing.
 	begin func(a *armRun, ctx context.Context) error
-	round func(a *armRun, ctx context.Context, round int) error
+	// units are how many measurements an arm takes in a round (a build per profile and
+	// reducer, say), and round takes one of them: the arms take their turns unit by unit,
+	// so that the measurements paired across arms are taken back to back.
+	units func(a *armRun) int
+	round func(a *armRun, ctx context.Context, round, unit int) error
 	// end completes an arm's results after its last round, or after an error; nil: nothing.
 	end func(a *armRun)
 	// hold sets a server up for the whole step and returns what undoes it; nil: nothing.
@@ -44,14 +49,14 @@ var steps = map[benchv1.Step]stepWork{
 		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
 			return repetitions(false, spec.Dataset.SeedRepetitions)
 		},
-		round: (*armRun).seed,
+		units: (*armRun).seedUnits, round: (*armRun).seed,
 	},
 	benchv1.StepIndex: {
 		asked: func(w benchv1.Workloads) bool { return w.Indexing != nil },
 		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
 			return repetitions(spec.Workloads.Indexing.WarmUp, spec.Workloads.Indexing.Repetitions)
 		},
-		begin: (*armRun).indexBegin, round: (*armRun).indexRound, end: (*armRun).indexEnd,
+		begin: (*armRun).indexBegin, units: (*armRun).indexUnits, round: (*armRun).indexRound, end: (*armRun).indexEnd,
 		hold: pauseViewCompaction,
 	},
 	benchv1.StepViews: {
@@ -59,14 +64,14 @@ var steps = map[benchv1.Step]stepWork{
 		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
 			return repetitions(spec.Workloads.ViewReads.WarmUp, spec.Workloads.ViewReads.Repetitions)
 		},
-		begin: (*armRun).viewsBegin, round: (*armRun).viewsRound,
+		begin: (*armRun).viewsBegin, units: (*armRun).viewUnits, round: (*armRun).viewsRound,
 	},
 	benchv1.StepWrites: {
 		asked: func(w benchv1.Workloads) bool { return w.Writes != nil },
 		rounds: func(spec *benchv1.CouchBenchmarkSpec) (int, int) {
 			return repetitions(spec.Workloads.Writes.WarmUp, spec.Workloads.Writes.Repetitions)
 		},
-		round: (*armRun).writesRound,
+		units: (*armRun).writeUnits, round: (*armRun).writesRound,
 	},
 }
 
@@ -189,9 +194,11 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 	for round := first; round <= last; round++ {
 		order := turnsOrder(cfg, doc, step, round, armNames)
 		orders = append(orders, order)
-		for _, name := range order {
-			if err := take(byName[name], func(a *armRun) error { return work.round(a, ctx, round) }); err != nil {
-				return err
+		for unit := range work.units(arms[0]) {
+			for _, name := range order {
+				if err := take(byName[name], func(a *armRun) error { return work.round(a, ctx, round, unit) }); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -133,12 +133,23 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 			doc.Arms = append(doc.Arms, a.result)
 		}
 	}()
-	for _, step := range benchv1.RunnerSteps {
-		if !slices.Contains(cfg.Steps, step) || !steps[step].asked(cfg.Bench.Spec.Workloads) {
-			continue
+	// Arms run side by side take turns in every step; run one after the other (spec.armOrder
+	// Sequential), each arm goes through every step before the next one starts.
+	groups := [][]*armRun{arms}
+	if cfg.Bench.Spec.ArmOrder == benchv1.ArmsSequential {
+		groups = nil
+		for _, a := range arms {
+			groups = append(groups, []*armRun{a})
 		}
-		if err := runStep(ctx, cfg, step, arms, doc); err != nil {
-			return err
+	}
+	for _, group := range groups {
+		for _, step := range benchv1.RunnerSteps {
+			if !slices.Contains(cfg.Steps, step) || !steps[step].asked(cfg.Bench.Spec.Workloads) {
+				continue
+			}
+			if err := runStep(ctx, cfg, step, group, doc); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -10,14 +10,17 @@ import (
 	"github.com/couchbench/couchbench/internal/seeding"
 )
 
-// seed loads the dataset into a new database per profile; round r of dataset.seedRepetitions
-// makes the database afresh each time, and the last load is what the workloads read. After
-// the last load it asks the arm's CouchDB what runs its views (the seed step is the one every
-// benchmark that builds views has). A runner that shares the seeding loads its slice of each
-// profile, starting with the other parts at a barrier once part 0 has made the database
-// afresh, and, before a load that follows, part 0 waits for every part to finish: it deletes
-// the database next. The operator joins the parts' loads.
-func (a *armRun) seed(ctx context.Context, round int) error {
+// seedUnits are the loads of a round: one per profile.
+func (a *armRun) seedUnits() int { return len(a.result.Profiles) }
+
+// seed loads the dataset into a new database of one profile; round r of
+// dataset.seedRepetitions makes the database afresh each time, and the last load is what the
+// workloads read. After the last load of the last profile it asks the arm's CouchDB what runs
+// its views (the seed step is the one every benchmark that builds views has). A runner that
+// shares the seeding loads its slice, starting with the other parts at a barrier once part 0
+// has made the database afresh, and, before a load that follows, part 0 waits for every part
+// to finish: it deletes the database next. The operator joins the parts' loads.
+func (a *armRun) seed(ctx context.Context, round, unit int) error {
 	c, ds := a.client, a.cfg.Bench.Spec.Dataset
 	var maxBatchBytes int64
 	if ds.MaxBatchBytes != nil {
@@ -29,46 +32,44 @@ func (a *armRun) seed(ctx context.Context, round int) error {
 	}
 	repeated, last := ds.SeedRepetitions > 1, round == int(max(ds.SeedRepetitions, 1))
 	barrier := fmt.Sprintf("%s-%d", benchv1.StepSeed, round)
-	for i := range a.result.Profiles {
-		p := &a.result.Profiles[i]
-		if a.cfg.Part == 0 {
-			if err := c.DeleteDB(ctx, p.DB); err != nil {
-				return err
-			}
-			if _, err := c.CreateDB(ctx, p.DB, p.Shards, p.Replicas); err != nil {
-				return fmt.Errorf("creating database %s: %w", p.DB, err)
-			}
+	i, p := unit, &a.result.Profiles[unit]
+	if a.cfg.Part == 0 {
+		if err := c.DeleteDB(ctx, p.DB); err != nil {
+			return err
 		}
-		if a.cfg.shared() {
-			if err := a.barrier(ctx, p.DB, barrier, true); err != nil {
-				return fmt.Errorf("profile %s: %w", p.Profile, err)
-			}
+		if _, err := c.CreateDB(ctx, p.DB, p.Shards, p.Replicas); err != nil {
+			return fmt.Errorf("creating database %s: %w", p.DB, err)
 		}
-		res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
-			DB: p.DB, From: from, Documents: count, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),
-			Retry: seeding.DefaultBackoff,
-		})
-		p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()
-		if repeated {
-			p.SeedingRuns = append(p.SeedingRuns, res)
+	}
+	if a.cfg.shared() {
+		if err := a.barrier(ctx, p.DB, barrier, true); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
-		if err == nil {
-			err = res.Check()
-		}
-		if err != nil {
-			return fmt.Errorf("profile %s: seeding %s (load %d): %w", p.Profile, p.DB, round, err)
-		}
-		logf(a.cfg.Log, "%s: load %d: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
-			a.label(i), round, res.Stored, a.gens[i].ID(from), a.gens[i].ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
-			res.DocsPerSecond(), res.MBPerSecond(), res.Retries)
-		if a.cfg.shared() && !last {
-			if err := a.barrier(ctx, p.DB, barrier+"-done", a.cfg.Part == 0); err != nil {
-				return fmt.Errorf("profile %s: %w", p.Profile, err)
-			}
+	}
+	res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
+		DB: p.DB, From: from, Documents: count, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),
+		Retry: seeding.DefaultBackoff,
+	})
+	p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()
+	if repeated {
+		p.SeedingRuns = append(p.SeedingRuns, res)
+	}
+	if err == nil {
+		err = res.Check()
+	}
+	if err != nil {
+		return fmt.Errorf("profile %s: seeding %s (load %d): %w", p.Profile, p.DB, round, err)
+	}
+	logf(a.cfg.Log, "%s: load %d: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
+		a.label(i), round, res.Stored, a.gens[i].ID(from), a.gens[i].ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
+		res.DocsPerSecond(), res.MBPerSecond(), res.Retries)
+	if a.cfg.shared() && !last {
+		if err := a.barrier(ctx, p.DB, barrier+"-done", a.cfg.Part == 0); err != nil {
+			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
 	}
 	w := a.cfg.Bench.Spec.Workloads
-	if !last || a.cfg.Part != 0 || w.Indexing == nil && w.ViewReads == nil && w.Reads == nil {
+	if !last || unit < a.seedUnits()-1 || a.cfg.Part != 0 || w.Indexing == nil && w.ViewReads == nil && w.Reads == nil {
 		return nil
 	}
 	rt, err := a.probe(ctx)

@@ -32,9 +32,9 @@ func order(ms []measured) []string {
 	return out
 }
 
-// expected is the order the measurements of a step must have run in: round by round, the
-// arms in the order the step record says they took their turns (items, an arm's own
-// measurements within its turn), and that order the one internal/turns draws from the run.
+// expected is the order the measurements of a step must have run in: round by round, unit by
+// unit (items, an arm's measurements of a round, in order), the arms in the order the step
+// record says they took their turns, and that order the one internal/turns draws from the run.
 func expected(t *testing.T, rec results.StepRecord, runID string, first int, items map[string][]string) []string {
 	t.Helper()
 	var out []string
@@ -43,9 +43,9 @@ func expected(t *testing.T, rec results.StepRecord, runID string, first int, ite
 		if want := turns.Order(runID, string(rec.Step), round, []string{"js", "erl"}); !slices.Equal(order, want) {
 			t.Errorf("%s round %d: the record says %v, internal/turns draws %v", rec.Step, round, order, want)
 		}
-		for _, arm := range order {
-			for _, item := range items[arm] {
-				out = append(out, fmt.Sprintf("%s%d", item, round))
+		for unit := range items[order[0]] {
+			for _, arm := range order {
+				out = append(out, fmt.Sprintf("%s%d", items[arm][unit], round))
 			}
 		}
 	}
@@ -53,8 +53,8 @@ func expected(t *testing.T, rec results.StepRecord, runID string, first int, ite
 }
 
 // Two arms on the real Apache CouchDB single node take turns in every step, round by round,
-// warm-up first, in each round's own random order as the step records say: the loads of the
-// dataset, the builds, the view reads and the writes. Each arm's step record spans its own
+// warm-up first, unit by unit (each view read), in each round's own random order as the step
+// records say: the loads of the dataset, the builds, the view reads and the writes. Each arm's step record spans its own
 // turns, so the two overlap, and its CPU share leaves the other arm's turns out.
 func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)

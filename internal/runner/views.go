@@ -30,23 +30,26 @@ func (a *armRun) viewReadsOptions(profile int) viewreads.Options {
 	}
 }
 
-// viewsRound times one full read of every view on every profile; round 0 is the warm-up.
-func (a *armRun) viewsRound(ctx context.Context, round int) error {
-	for i := range a.result.Profiles {
-		p := &a.result.Profiles[i]
-		for j := range p.ViewReads {
-			res := &p.ViewReads[j]
-			read, err := viewreads.ReadOnce(ctx, a.client, a.viewReadsOptions(i), res.View)
-			if err != nil {
-				return fmt.Errorf("profile %s: %w", p.Profile, err)
-			}
-			if round == 0 {
-				res.WarmUp = &read
-			} else {
-				res.Reads = append(res.Reads, read)
-			}
-			logf(a.cfg.Log, "%s: view %s read %d: %.3f s", a.label(i), res.View, round, read.Elapsed.Seconds())
-		}
+// viewUnits are the view reads' units: every view on every profile.
+func (a *armRun) viewUnits() int {
+	return len(a.result.Profiles) * len(a.cfg.Bench.Spec.Workloads.ViewReads.Views)
+}
+
+// viewsRound times one full read of one view on one profile; round 0 is the warm-up.
+func (a *armRun) viewsRound(ctx context.Context, round, unit int) error {
+	views := len(a.cfg.Bench.Spec.Workloads.ViewReads.Views)
+	i := unit / views
+	p := &a.result.Profiles[i]
+	res := &p.ViewReads[unit%views]
+	read, err := viewreads.ReadOnce(ctx, a.client, a.viewReadsOptions(i), res.View)
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", p.Profile, err)
 	}
+	if round == 0 {
+		res.WarmUp = &read
+	} else {
+		res.Reads = append(res.Reads, read)
+	}
+	logf(a.cfg.Log, "%s: view %s read %d: %.3f s", a.label(i), res.View, round, read.Elapsed.Seconds())
 	return nil
 }

@@ -128,24 +128,19 @@ func Join(parts [][]Result) []Result {
 	return joined
 }
 
-// Round runs every mode once for the duration, each writing a new database that is deleted
-// after it, and returns the results gathered so far with any error. Round 0 is the warm-up;
-// round r counts as repetition r-1.
-func Round(ctx context.Context, c *couch.Client, modes []Mode, opts Options, round int) ([]Result, error) {
+// Round runs mode m once for the duration, writing a new database that is deleted after it.
+// Round 0 is the warm-up; round r counts as repetition r-1.
+func Round(ctx context.Context, c *couch.Client, m Mode, opts Options, round int) (Result, error) {
 	name, which := strconv.Itoa(round-1), fmt.Sprintf("repetition %d", round)
 	if round == 0 {
 		name, which = "warm-up", "warm-up"
 	}
-	var results []Result
-	for _, m := range modes {
-		res, err := runMode(ctx, c, m, name, opts)
-		if err != nil {
-			return results, fmt.Errorf("writes %s, %s: %w", m.Name, which, err)
-		}
-		res.Repetition = max(round-1, 0)
-		results = append(results, res)
+	res, err := runMode(ctx, c, m, name, opts)
+	if err != nil {
+		return res, fmt.Errorf("writes %s, %s: %w", m.Name, which, err)
 	}
-	return results, nil
+	res.Repetition = max(round-1, 0)
+	return res, nil
 }
 
 // runMode writes for the duration in mode m; a part that shares the writes returns its own

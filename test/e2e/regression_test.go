@@ -4,16 +4,20 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/history"
 )
 
 // An every-minute schedule against the existing CouchDB fires at least twice; the second
@@ -82,6 +86,18 @@ func TestEveryMinuteScheduleComparesEachRunWithThePrevious(t *testing.T) {
 	}
 	if got.Status.LastSuccessfulRun == "" || got.Status.NextScheduleTime == nil {
 		t.Errorf("schedule status %+v", got.Status)
+	}
+	// The successful runs are in the schedule's history, which the schedule looks for shifts in.
+	var hist corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: builders.HistoryConfigMapName(s.Name)}, &hist); err != nil {
+		t.Fatalf("the schedule's history: %v", err)
+	}
+	var h history.History
+	if err := json.Unmarshal([]byte(hist.Data[builders.HistoryKey]), &h); err != nil || len(h.Runs) < 2 {
+		t.Errorf("history %+v (%v): want the successful runs", h, err)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, "Shifted"); c == nil {
+		t.Errorf("no Shifted condition: %+v", got.Status.Conditions)
 	}
 	t.Logf("run %s against %s: %s (%s)", run.Name, previous.Name, cmp.Verdict, cmp.Summary)
 	for _, h := range got.Status.History {

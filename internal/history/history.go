@@ -1,0 +1,223 @@
+// Package history is the record of a series of runs of one spec — a schedule's runs, or
+// results files given to `couchbench history` — as one headline value per run and metric, and
+// what that record says: how much the runs differ from run to run with nothing changed (what
+// a verdict on two runs must allow for), and where the level of a metric shifted
+// (internal/changepoint).
+//
+// Each run contributes its metrics' medians (results.Metrics) and, when its arms were set
+// against its first arm (internal/compare.Arms), each arm's ratio to the first: the series
+// of ratios leaves out much of the machine's drift from run to run, which moves arms that
+// took turns alike, and so shows a shift of one arm (a CouchDB build, a setting) long before
+// the arm's own numbers can.
+package history
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/couchbench/couchbench/internal/changepoint"
+	"github.com/couchbench/couchbench/internal/compare"
+	"github.com/couchbench/couchbench/internal/results"
+)
+
+// MaxRuns is how many runs a history keeps, the newest: enough for shifts months back in a
+// nightly schedule, little enough to keep in one ConfigMap.
+const MaxRuns = 100
+
+// History is the runs of one spec, oldest first.
+type History struct {
+	Runs []Run `json:"runs"`
+	// Better says which way each metric improves: "higher" or "lower".
+	Better map[string]string `json:"better,omitempty"`
+}
+
+// Run is one run's headline values, by metric key: results.Metric.Key for the arms' own
+// numbers, RatioKey for an arm's ratio to the first arm.
+type Run struct {
+	Name        string             `json:"name"`
+	ScheduledAt time.Time          `json:"scheduledAt"`
+	Values      map[string]float64 `json:"values"`
+}
+
+// RatioKey names the series of an arm's ratio to the reference arm in one metric:
+// "<arm>:<reference>/<profile>/<workload>/<variant>/<metric>".
+func RatioKey(row compare.Row, reference string) string {
+	m := results.Metric{QueryServer: row.QueryServer + ":" + reference, Profile: row.Profile, Workload: row.Workload,
+		Variant: row.Variant, Name: row.Metric}
+	return m.Key()
+}
+
+// RunOf is a run's entry: its metrics' medians and, with several arms, each arm's ratio to
+// the first.
+func RunOf(name string, at time.Time, docs []*results.Document) (Run, map[string]string, error) {
+	run := Run{Name: name, ScheduledAt: at.UTC(), Values: map[string]float64{}}
+	better := map[string]string{}
+	for _, m := range results.Metrics(docs...) {
+		if finite(m.Value) {
+			run.Values[m.Key()], better[m.Key()] = m.Value, direction(m.Direction)
+		}
+	}
+	arms, err := compare.Arms(docs, compare.Options{})
+	if err != nil {
+		return Run{}, nil, err
+	}
+	if arms != nil {
+		for _, r := range arms.Rows {
+			if r.EstimatePercent != nil {
+				key := RatioKey(r, arms.Reference)
+				run.Values[key], better[key] = 1+*r.EstimatePercent/100, r.Better
+			}
+		}
+	}
+	return run, better, nil
+}
+
+func direction(d results.Direction) string {
+	if d == results.LowerIsBetter {
+		return "lower"
+	}
+	return "higher"
+}
+
+func finite(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v) }
+
+// Add records a run, replacing an entry of the same name, in the order of their scheduled
+// times, and keeps the newest MaxRuns. It reports whether the history changed.
+func (h *History) Add(run Run, better map[string]string) bool {
+	i := slices.IndexFunc(h.Runs, func(r Run) bool { return r.Name == run.Name })
+	if i >= 0 && h.Runs[i].ScheduledAt.Equal(run.ScheduledAt) && mapsEqual(h.Runs[i].Values, run.Values) {
+		return false
+	}
+	if i >= 0 {
+		h.Runs = slices.Delete(h.Runs, i, i+1)
+	}
+	h.Runs = append(h.Runs, run)
+	sort.SliceStable(h.Runs, func(a, b int) bool { return h.Runs[a].ScheduledAt.Before(h.Runs[b].ScheduledAt) })
+	if len(h.Runs) > MaxRuns {
+		h.Runs = h.Runs[len(h.Runs)-MaxRuns:]
+	}
+	if h.Better == nil {
+		h.Better = map[string]string{}
+	}
+	for k, v := range better {
+		h.Better[k] = v
+	}
+	return true
+}
+
+func mapsEqual(a, b map[string]float64) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Before is, by metric key, the values of the runs scheduled before t, oldest first: the
+// history a verdict on the run at t takes the run-to-run spread from (compare.Options.History).
+func (h History) Before(t time.Time) map[string][]float64 {
+	out := map[string][]float64{}
+	for _, r := range h.Runs {
+		if !r.ScheduledAt.Before(t) {
+			continue
+		}
+		for k, v := range r.Values {
+			out[k] = append(out[k], v)
+		}
+	}
+	return out
+}
+
+// Keys are the metrics any run has, sorted: the arms' own first, then the ratios.
+func (h History) Keys() []string {
+	seen := map[string]bool{}
+	for _, r := range h.Runs {
+		for k := range r.Values {
+			seen[k] = true
+		}
+	}
+	keys := make([]string, 0, len(seen))
+	for k := range seen {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Series is a metric's values and the runs they belong to, oldest first; runs without it are
+// left out.
+func (h History) Series(key string) (runs []string, values []float64) {
+	for _, r := range h.Runs {
+		if v, ok := r.Values[key]; ok {
+			runs, values = append(runs, r.Name), append(values, v)
+		}
+	}
+	return runs, values
+}
+
+// Spread is how much a metric differs from run to run: the coefficient of variation of its
+// values (from the standard deviation of their logarithms), in percent, over n runs; 0 with
+// fewer than 2.
+func (h History) Spread(key string) (percent float64, n int) {
+	_, values := h.Series(key)
+	if len(values) < 2 {
+		return 0, len(values)
+	}
+	var mean float64
+	for _, v := range values {
+		mean += math.Log(v)
+	}
+	mean /= float64(len(values))
+	var ss float64
+	for _, v := range values {
+		d := math.Log(v) - mean
+		ss += d * d
+	}
+	return 100 * (math.Exp(math.Sqrt(ss/float64(len(values)-1))) - 1), len(values)
+}
+
+// Shift is a persistent change in the level of a metric.
+type Shift struct {
+	Metric string `json:"metric"`
+	// Run is the first run at the new level; Runs how many runs since show it.
+	Run  string `json:"run"`
+	Runs int    `json:"runs"`
+	// ChangePercent is the new level against the old (geometric means of the runs after and
+	// before), e.g. -15.2.
+	ChangePercent float64 `json:"changePercent"`
+	// Confidence is 1 - the change point's p-value, in percent.
+	Confidence float64 `json:"confidence"`
+	// Worse says whether the new level is worse: lower for a rate, higher for a time.
+	Worse bool `json:"worse"`
+}
+
+// String says it in one line: "indexing ... -15.2% from run X (3 runs, 99.9%)".
+func (s Shift) String() string {
+	return fmt.Sprintf("%s %+.1f%% from run %s (%d runs, %.2f%% confidence)", s.Metric, s.ChangePercent, s.Run, s.Runs, s.Confidence)
+}
+
+// Shifts are the change points of every metric of the history, newest first.
+func (h History) Shifts(opts changepoint.Options) []Shift {
+	var out []Shift
+	for _, key := range h.Keys() {
+		runs, values := h.Series(key)
+		for _, cp := range changepoint.Detect(values, opts) {
+			lower := cp.Ratio < 1
+			out = append(out, Shift{Metric: key, Run: runs[cp.Index], Runs: len(runs) - cp.Index,
+				ChangePercent: 100 * (cp.Ratio - 1), Confidence: 100 * (1 - cp.PValue), Worse: lower == (h.Better[key] != "lower")})
+		}
+	}
+	at := map[string]int{}
+	for i, r := range h.Runs {
+		at[r.Name] = i
+	}
+	sort.SliceStable(out, func(a, b int) bool { return at[out[a].Run] > at[out[b].Run] })
+	return out
+}
