@@ -58,6 +58,7 @@ var commands = []command{
 		usage: "couchbench report [--format markdown|csv|html] RESULTS...",
 		examples: "couchbench report results.json\n" +
 			"couchbench report --format html results.json > report.html\n" +
+			"couchbench report monday.json tuesday.json   # each run on its own, labelled with its benchmark, run id and start\n" +
 			"kubectl get cm -l bench.couchbench.io/results-of=NAME -o json | couchbench report -",
 		flags: reportFlags,
 	},
@@ -364,26 +365,42 @@ func readAll(args []string) ([]*results.Document, error) {
 	return docs, nil
 }
 
-// reportFlags: the documents render as one run (the operator stores one per arm).
+// reportFlags: the documents render run by run (results.Runs: the operator stores one
+// document per arm, and those are one run), each labelled with its benchmark, run id and
+// start.
 func reportFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
 	format := fs.String("format", "markdown", "`format`: markdown, csv or html (one page with charts)")
 	return func(args []string, stdout io.Writer) error {
 		if len(args) == 0 {
 			return usageError{errors.New("name at least one RESULTS file, or - for standard input")}
 		}
+		if *format != "markdown" && *format != "csv" && *format != "html" {
+			return usageError{fmt.Errorf("--format %q: want markdown, csv or html", *format)}
+		}
 		docs, err := readAll(args)
 		if err != nil {
 			return err
 		}
-		switch *format {
-		case "markdown":
-			return results.NewReport(docs...).WriteMarkdown(stdout)
-		case "csv":
-			return results.WriteCSV(stdout, []results.Report{results.NewReport(docs...)})
-		case "html":
-			return htmlreport.HTML(stdout, nil, docs...)
+		runs := results.Runs(docs)
+		if *format == "html" {
+			return htmlreport.HTMLRuns(stdout, runs)
 		}
-		return usageError{fmt.Errorf("--format %q: want markdown, csv or html", *format)}
+		reports := make([]results.Report, len(runs))
+		for i, run := range runs {
+			reports[i] = results.NewReport(run...)
+		}
+		if *format == "csv" {
+			return results.WriteCSV(stdout, reports)
+		}
+		for i, r := range reports {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			if err := r.WriteMarkdown(stdout); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 

@@ -5,15 +5,18 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/seeding"
 )
 
 const bench = `apiVersion: bench.couchbench.io/v1alpha1
@@ -99,7 +102,7 @@ func TestRunWritesTableResultsAndSummary(t *testing.T) {
 	}
 	stdout.Reset()
 	if code := realMain([]string{"report", out, "--format", "csv"}, &stdout, &stderr); code != 0 ||
-		!strings.HasPrefix(stdout.String(), "benchmark,started_at,option") {
+		!strings.HasPrefix(stdout.String(), "benchmark,run_id,started_at,option") {
 		t.Errorf("report csv: exit %d\n%s", code, stdout.String())
 	}
 	stdout.Reset()
@@ -134,7 +137,8 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-f", spec}, 2, "--url is required"},
 		{[]string{"run", "-f", bad, "--url", "http://127.0.0.1:1"}, 1, "spec.dataset.documents"},
 		{[]string{"report"}, 2, "name at least one RESULTS file"},
-		{[]string{"report", "--format", "pdf", "x.json"}, 1, "no such file"},
+		{[]string{"report", "--format", "pdf", "x.json"}, 2, `--format "pdf": want markdown, csv or html`},
+		{[]string{"report", "x.json"}, 1, "no such file"},
 		{[]string{"compare", "a.json"}, 2, "name the BASELINE and the CURRENT results"},
 		{[]string{"index", "-f", spec, "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 1, "only the seed and writes steps are shared"},
@@ -183,5 +187,56 @@ func TestByHandNeedsNoCredentialsSecret(t *testing.T) {
 	// Nothing was measured: no empty table is printed.
 	if strings.Contains(stdout.String(), "##") {
 		t.Errorf("stdout %q", stdout.String())
+	}
+}
+
+// seededRun is a results document of a run by hand that seeded 300 documents for query
+// server js.
+func seededRun(t *testing.T, dir, name, runID string, started time.Time) string {
+	t.Helper()
+	doc := &results.Document{SchemaVersion: results.SchemaVersion, Benchmark: "cli", RunID: runID, StartedAt: started,
+		Server: results.Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"n1"}},
+		Arms: []results.Arm{{QueryServer: "js", Language: "javascript", Profiles: []results.Profile{{Profile: "small",
+			Seeding: &seeding.Result{Stored: 300, Created: 300, Elapsed: time.Second}}}}}}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, string(data))
+}
+
+// report of several runs labels each run and shows each once.
+func TestReportLabelsEachRun(t *testing.T) {
+	dir := t.TempDir()
+	started := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := seededRun(t, dir, "a.json", "", started)
+	b := seededRun(t, dir, "b.json", "r2", started.Add(time.Hour))
+	report := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := realMain(append([]string{"report"}, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("report %v: exit %d: %s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	md := report(b, a)
+	first := strings.Index(md, "## cli (2026-11-22T01:00:00Z, The Apache Software Foundation 3.4.3, 1 node(s))")
+	second := strings.Index(md, "## cli (run r2, 2026-11-22T02:00:00Z, The Apache Software Foundation 3.4.3, 1 node(s))")
+	if first < 0 || second < first || strings.Count(md, "| js (javascript) | small") != 2 {
+		t.Errorf("want each run under a heading of its own, earliest first, one seeding row each:\n%s", md)
+	}
+	if md := report(a, a); strings.Count(md, "## cli") != 1 || strings.Count(md, "| js (javascript) | small") != 1 {
+		t.Errorf("the same run twice must show once:\n%s", md)
+	}
+	csv := report("--format", "csv", a, b)
+	for _, want := range []string{"cli,,2026-11-22T01:00:00Z,js,small,seeding,bulk,docs_per_second,300\n",
+		"cli,r2,2026-11-22T02:00:00Z,js,small,seeding,bulk,docs_per_second,300\n"} {
+		if !strings.Contains(csv, want) {
+			t.Errorf("csv lacks %q:\n%s", want, csv)
+		}
+	}
+	if page := report("--format", "html", a, b); !strings.Contains(page, "<h1>couchbench: 2 runs of cli</h1>") ||
+		!strings.Contains(page, "<h2>cli (run r2, 2026-11-22T02:00:00Z)</h2>") {
+		t.Errorf("the page does not show both runs:\n%.2000s", page)
 	}
 }

@@ -34,6 +34,8 @@ func Merge(into, step *Document) {
 		into.Server = step.Server
 	}
 	into.Error, into.Interrupted = step.Error, step.Interrupted
+	// Curves thinned in the step stay thinned in the whole.
+	into.SeriesThinned = max(into.SeriesThinned, step.SeriesThinned)
 	for _, sa := range step.Arms {
 		a := armOf(into, sa.QueryServer)
 		if sa.Language != "" {
