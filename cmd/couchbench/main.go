@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -30,6 +31,7 @@ import (
 	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/runner"
+	"github.com/couchbench/couchbench/internal/version"
 )
 
 func main() {
@@ -63,6 +65,11 @@ var commands = []command{
 		flags: reportFlags,
 	},
 	{
+		name: "version", summary: "this build's version, commit and Go release, and the CouchDB client's defaults",
+		usage: "couchbench version (or couchbench --version)", examples: "couchbench version",
+		flags: func(*flag.FlagSet) func([]string, io.Writer) error { return printVersion },
+	},
+	{
 		name: "compare", summary: "compare a run with a baseline run: a noise-aware verdict per headline metric",
 		usage: "couchbench compare [--tolerance PERCENT] [--format markdown|json] [--fail-on-regression] BASELINE CURRENT",
 		examples: "couchbench compare yesterday.json today.json\n" +
@@ -85,10 +92,56 @@ Commands:
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, intro)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	rows := make([][2]string, len(commands))
+	for i, c := range commands {
+		rows[i] = [2]string{c.name, c.summary}
 	}
+	writeColumns(w, rows)
 	fmt.Fprint(w, "\n`couchbench COMMAND --help` says more about each.\n")
+}
+
+// writeColumns writes rows of two columns, indented, the second aligned after the widest
+// first.
+func writeColumns(w io.Writer, rows [][2]string) {
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(r[0]))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, r[0], r[1])
+	}
+}
+
+// printVersion says which build this is and how it talks to CouchDB.
+func printVersion(args []string, stdout io.Writer) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", args[0])}
+	}
+	b := version.Read()
+	v, commit := b.Version, b.Commit
+	if v == "" {
+		v = "(version unknown: built without one)"
+	}
+	if commit == "" {
+		commit = "unknown"
+	}
+	if b.Modified {
+		commit += " (with changes not committed)"
+	}
+	fmt.Fprintf(stdout, "couchbench %s\n", v)
+	writeColumns(stdout, [][2]string{{"commit", commit}, {"go", b.Go}})
+	fmt.Fprint(stdout, "\nCouchDB client (run and the steps):\n")
+	writeColumns(stdout, [][2]string{
+		{"connections", fmt.Sprintf("the most requests a step has under way at once, plus 2; at least %d", couch.MinConns)},
+		{"request timeout", "none: a view build's request may take minutes (Ctrl-C or SIGTERM ends a run, keeping its results)"},
+		{"connect timeout", couch.DialTimeout.String()},
+		{"keep-alive", fmt.Sprintf("%s; an idle connection is closed after %s", couch.KeepAlive, couch.IdleConnTimeout)},
+		{"compression", "off: decompressing answers would take the load generator's CPU"},
+		{"retries", "none by the client; seeding retries a failed batch (its ids are fixed, so that is safe)"},
+		{"proxy", "HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment"},
+		{"credentials", "COUCHDB_USER and COUCHDB_PASSWORD, or --credentials-dir DIR; never in the URL"},
+	})
+	return nil
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
@@ -97,9 +150,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name, rest := args[0], args[1:]
-	if name == "help" || name == "-h" || name == "--help" {
+	switch name {
+	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
+	case "--version":
+		name = "version"
 	}
 	var cmd *command
 	for i := range commands {
@@ -161,7 +217,8 @@ func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // help prints a command's usage, flags (-x for one letter, --name for words) and examples.
 func (c command) help(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n\nFlags:\n", c.name, c.summary, c.usage)
+	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n", c.name, c.summary, c.usage)
+	var flags [][2]string
 	fs.VisitAll(func(f *flag.Flag) {
 		name, text := flag.UnquoteUsage(f)
 		arg := "--" + f.Name
@@ -174,8 +231,12 @@ func (c command) help(w io.Writer, fs *flag.FlagSet) {
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "0" {
 			text += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		fmt.Fprintf(w, "  %-24s %s\n", arg, text)
+		flags = append(flags, [2]string{arg, text})
 	})
+	if len(flags) > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		writeColumns(w, flags)
+	}
 	fmt.Fprintf(w, "\nExamples:\n")
 	for _, line := range strings.Split(c.examples, "\n") {
 		fmt.Fprintf(w, "  %s\n", line)
@@ -202,9 +263,12 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 				"and its check to this `file` (a Job's /dev/termination-log)")
 			fs.StringVar(&o.runID, "run-id", "", "`name` part of this run's databases and design documents, shared by its steps")
 			fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll `interval` during builds (default 250ms)")
-			fs.IntVar(&o.part, "part", 0, "seed and writes only: this runner is part `n` (from 0) of --parts runners that share the step")
-			fs.IntVar(&o.parts, "parts", 1, "seed and writes only: how many runners share the step (each its slice of the documents, its share of the writers), "+
-				"started at a common barrier; all take the same --run-id, one no earlier run used")
+			// Only seeding and writes are shared between runners (benchv1.Shareable).
+			if !slices.ContainsFunc(steps, func(s benchv1.Step) bool { return !benchv1.Shareable(s) }) {
+				fs.IntVar(&o.part, "part", 0, "this runner is part `i` (from 0) of the --parts runners that share the step")
+				fs.IntVar(&o.parts, "parts", 1, "the step is shared by `n` runners (each its slice of the documents, its share of the writers), "+
+					"started at a common barrier; all take the same --run-id, one no earlier run used")
+			}
 			fs.BoolVar(&o.quiet, "q", false, "no progress lines on standard error")
 			return func(args []string, stdout io.Writer) error {
 				if len(args) > 0 {

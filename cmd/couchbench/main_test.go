@@ -6,17 +6,21 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/version"
 )
 
 const bench = `apiVersion: bench.couchbench.io/v1alpha1
@@ -141,7 +145,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"report", "x.json"}, 1, "no such file"},
 		{[]string{"compare", "a.json"}, 2, "name the BASELINE and the CURRENT results"},
 		{[]string{"index", "-f", spec, "--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 1, "only the seed and writes steps are shared"},
+		// Only seeding and writes are shared between runner parts: the other steps do not
+		// take the flags.
+		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
+		{[]string{"views", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "1"}, 2, "flag provided but not defined: -part"},
+		{[]string{"run", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
+		{[]string{"version", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"seed", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "2", "--parts", "2"}, 1, "as parts 0 to 1"},
 	}
 	for _, c := range cases {
@@ -157,7 +166,8 @@ func TestUsageErrors(t *testing.T) {
 // must say --url, as the rest of the documentation does.
 var singleDashWord = regexp.MustCompile(`\n  -[a-z][a-z]`)
 
-// Every command explains itself on --help, on standard output, and exits 0.
+// Every command explains itself on --help, on standard output, and exits 0; its flags'
+// descriptions start in one column, as do the commands' in the overview.
 func TestEveryCommandHasHelp(t *testing.T) {
 	for _, c := range commands {
 		var stdout, stderr bytes.Buffer
@@ -166,11 +176,72 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			singleDashWord.MatchString(stdout.String()) {
 			t.Errorf("%s --help: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout.String(), stderr.String())
 		}
+		if c.name != "version" { // which has no flags
+			checkColumns(t, c.name+" --help", stdout.String(), "Flags:")
+		}
+		// Runner parts share seeding and writes only.
+		if parts := strings.Contains(stdout.String(), "--parts n"); parts != (c.name == "seed" || c.name == "writes") {
+			t.Errorf("%s --help offers --parts: %v", c.name, parts)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	if code := realMain([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "compare") {
 		t.Errorf("--help: exit %d\n%s", code, stdout.String())
 	}
+	checkColumns(t, "--help", stdout.String(), "Commands:")
+}
+
+// checkColumns checks that the rows under heading (up to a blank line), "  name  text",
+// have their text in one column.
+func checkColumns(t *testing.T, what, out, heading string) {
+	t.Helper()
+	_, block, ok := strings.Cut(out, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no %q in\n%s", what, heading, out)
+	}
+	block, _, _ = strings.Cut(strings.TrimRight(block, "\n"), "\n\n")
+	column := -1
+	for _, line := range strings.Split(block, "\n") {
+		name, _, found := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
+		at := len("  ") + len(name) + len("  ")
+		for at < len(line) && line[at] == ' ' {
+			at++
+		}
+		switch {
+		case !found:
+			t.Errorf("%s: %q is not a row of two columns", what, line)
+		case column < 0:
+			column = at
+		case at != column:
+			t.Errorf("%s: %q starts its text at column %d, the rows above at %d", what, line, at, column)
+		}
+	}
+}
+
+// couchbench version and couchbench --version say which build this is, the Go release, and
+// how the client talks to CouchDB.
+func TestVersion(t *testing.T) {
+	defer func(v, c string) { version.Version, version.Commit = v, c }(version.Version, version.Commit)
+	version.Version, version.Commit = "v1.2.3", "8933624"
+	var outputs []string
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := realMain(args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, stderr.String())
+		}
+		outputs = append(outputs, stdout.String())
+	}
+	out := outputs[0]
+	for _, want := range []string{"couchbench v1.2.3\n", "\n  commit  8933624\n", "\n  go      " + runtime.Version() + " ",
+		"connect timeout  " + couch.DialTimeout.String(), fmt.Sprintf("at least %d", couch.MinConns), "COUCHDB_USER"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version lacks %q:\n%s", want, out)
+		}
+	}
+	if outputs[1] != out {
+		t.Errorf("--version says\n%s\nversion says\n%s", outputs[1], out)
+	}
+	checkColumns(t, "version", out, "CouchDB client (run and the steps):")
 }
 
 // A benchmark run by hand against an existing CouchDB needs no credentialsSecret: the
