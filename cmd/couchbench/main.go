@@ -16,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -332,16 +333,35 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 		Part: o.part, Parts: o.parts,
 	})
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
-		return errors.Join(runErr, err)
+		return errors.Join(explain(runErr, o, creds), err)
 	}
 	// A run that measured nothing (CouchDB unreachable, say) has no table to show.
 	if len(doc.Arms) > 0 {
 		fmt.Fprintln(stdout)
 		if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
-			return errors.Join(runErr, err)
+			return errors.Join(explain(runErr, o, creds), err)
 		}
 	}
-	return runErr
+	return explain(runErr, o, creds)
+}
+
+// explain adds to an error what a user can do about it: after CouchDB's 401, how to pass a
+// server admin's credentials, and which credentials, if any, it refused.
+func explain(err error, o stepOptions, creds couch.Credentials) error {
+	if couch.StatusOf(err) != http.StatusUnauthorized {
+		return err
+	}
+	how := "set COUCHDB_USER and COUCHDB_PASSWORD to a server admin's name and password, or pass --credentials-dir DIR " +
+		"with files \"username\" and \"password\""
+	switch {
+	case creds.Username == "":
+		return fmt.Errorf("%w\nCouchDB wants a server admin, and no credentials were given: %s", err, how)
+	case o.credentialsDir != "":
+		return fmt.Errorf("%w\nCouchDB refused user %q from --credentials-dir %s (a wrong password, or not a server admin): %s",
+			err, creds.Username, o.credentialsDir, how)
+	}
+	return fmt.Errorf("%w\nCouchDB refused user %q from COUCHDB_USER and COUCHDB_PASSWORD (a wrong password, or not a server admin): %s",
+		err, creds.Username, how)
 }
 
 // maxConns sizes the connection pool for the most concurrent requests any step makes, plus

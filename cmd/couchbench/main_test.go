@@ -116,6 +116,46 @@ func TestRunWritesTableResultsAndSummary(t *testing.T) {
 	}
 }
 
+// CouchDB's 401 is explained with the ways to pass a server admin's credentials, and names
+// which credentials it refused (never their password). The users are this test's own on the
+// kit's single node: failed logins lock a user out after 5 ([chttpd_auth_lockout]).
+func TestUnauthorizedSaysHowToPassCredentialsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", bench)
+	user, password := srv.NewUser(t) // no roles: not a server admin
+	creds := filepath.Join(dir, "creds")
+	if err := os.Mkdir(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, creds, "username", user)
+	writeFile(t, creds, "password", password)
+	wrong, wrongPassword := srv.NewUser(t)
+	const how = "set COUCHDB_USER and COUCHDB_PASSWORD to a server admin's name and password, or pass --credentials-dir DIR"
+	cases := []struct {
+		name, user, password string
+		args                 []string
+		want                 string
+	}{
+		{"none", "", "", nil, "HTTP 401 unauthorized: You are not a server admin.\nCouchDB wants a server admin, and no credentials were given: " + how},
+		{"wrong password", wrong, "not-" + wrongPassword, nil, "HTTP 401 unauthorized: Name or password is incorrect.\n" +
+			`CouchDB refused user "` + wrong + `" from COUCHDB_USER and COUCHDB_PASSWORD (a wrong password, or not a server admin): ` + how},
+		{"not an admin", "", "", []string{"--credentials-dir", creds}, "HTTP 401 unauthorized: You are not a server admin.\n" +
+			`CouchDB refused user "` + user + `" from --credentials-dir ` + creds + " (a wrong password, or not a server admin): " + how},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("COUCHDB_USER", c.user)
+			t.Setenv("COUCHDB_PASSWORD", c.password)
+			var stdout, stderr bytes.Buffer
+			code := realMain(append([]string{"seed", "-f", spec, "--url", srv.URL(), "-q"}, c.args...), &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "pw-") {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q, no password", code, stderr.String(), c.want)
+			}
+		})
+	}
+}
+
 func TestCredentialsInTheURLAreRefused(t *testing.T) {
 	dir := t.TempDir()
 	spec := writeFile(t, dir, "bench.yaml", bench)
