@@ -17,6 +17,11 @@ func (a *armRun) writesRound(ctx context.Context, round int) error {
 		p := &a.result.Profiles[i]
 		opts := writes.Options{
 			ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: a.gens[i],
+			// Each mode is reported as it ends: a round of several modes takes minutes.
+			Ended: func(r writes.Result) {
+				logf(a.cfg.Log, "%s: writes %s, round %d: %.0f docs/s (%d created, %d accepted, %d errors)",
+					a.label(i), r.Mode, round, r.DocsPerSecond(), r.Created, r.Accepted, r.Errors)
+			},
 		}
 		if a.cfg.shared() {
 			opts.Part, opts.Parts, opts.Barrier = a.cfg.Part, a.cfg.Parts, a.barrier
@@ -27,13 +32,10 @@ func (a *armRun) writesRound(ctx context.Context, round int) error {
 		} else {
 			p.Writes = append(p.Writes, res...)
 		}
-		for _, r := range res {
-			logf(a.cfg.Log, "%s: writes %s, round %d: %.0f docs/s (%d created, %d accepted, %d errors)",
-				a.label(i), r.Mode, round, r.DocsPerSecond(), r.Created, r.Accepted, r.Errors)
-		}
 		if err != nil {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
+		logf(a.cfg.Log, "%s: writes round %d of %d done (%d modes)", a.label(i), round, max(w.Repetitions, 1), len(res))
 	}
 	return nil
 }

@@ -95,6 +95,9 @@ type Options struct {
 	Part, Parts int
 	// Barrier lets the parts start and end each mode together; nil when alone.
 	Barrier func(ctx context.Context, db, name string, wait bool) error
+	// Ended, when set, is given each mode's result as soon as the mode has ended, for
+	// progress: Round returns them only after the last mode.
+	Ended func(Result)
 }
 
 // Join is the writes that parts did together, from each part's results in part order (the
@@ -144,6 +147,9 @@ func Round(ctx context.Context, c *couch.Client, modes []Mode, opts Options, rou
 		}
 		res.Repetition = max(round-1, 0)
 		results = append(results, res)
+		if opts.Ended != nil {
+			opts.Ended(res)
+		}
 	}
 	return results, nil
 }
