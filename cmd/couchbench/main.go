@@ -62,7 +62,7 @@ var commands = []command{
 		examples: "couchbench report results.json\n" +
 			"couchbench report --format html results.json > report.html\n" +
 			"couchbench report monday.json tuesday.json   # each run on its own, labelled with its benchmark, run id and start\n" +
-			"kubectl get cm -l bench.couchbench.io/results-of=NAME -o json | couchbench report -",
+			"kubectl get cm -l bench.couchbench.io/results-of=NAME -o yaml | couchbench report -   # or -o json",
 		flags: reportFlags,
 	},
 	{
