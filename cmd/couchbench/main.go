@@ -1,6 +1,6 @@
-// Command couchbench runs the workloads of a CouchBenchmark against a CouchDB and prints the
-// results; it also renders and compares results documents. The operator's Jobs run its step
-// subcommands; a user can run it by hand against any CouchDB:
+// Command couchbench runs the workloads of a CouchBenchmark against a CouchDB (the reads
+// with k6) and prints the results; it also renders and compares results documents. The
+// operator's Jobs run its step subcommands; a user can run it by hand against any CouchDB:
 //
 //	COUCHDB_USER=admin COUCHDB_PASSWORD=... couchbench run -f bench.yaml --url http://localhost:5984
 //
@@ -29,6 +29,7 @@ import (
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/loadtest"
 	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/runner"
@@ -39,15 +40,18 @@ func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one subcommand: what it does, how to call it, examples, and its flags.
+// command is one subcommand: what it does, how to call it, examples, and its flags, which
+// give the function that runs it (results on stdout, progress on stderr).
 type command struct {
 	name, summary, usage, examples string
-	flags                          func(fs *flag.FlagSet) func(args []string, stdout io.Writer) error
+	flags                          func(fs *flag.FlagSet) func(args []string, stdout, stderr io.Writer) error
 }
 
 var commands = []command{
-	stepCommand("run", benchv1.RunnerSteps, "every step, then the results table",
-		"couchbench run -f bench.yaml --url http://localhost:5984 --out results.json"),
+	stepCommand("run", append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads),
+		"every workload of the benchmark (the reads with k6), then the results table",
+		"couchbench run -f bench.yaml --url http://localhost:5984 --out results.json\n"+
+			"couchbench run -f config/samples/bench.yaml --url http://localhost:5984 --k6 bin/k6"),
 	stepCommand("seed", []benchv1.Step{benchv1.StepSeed}, "load the dataset (one database per query server and profile)",
 		"couchbench seed -f bench.yaml --url http://localhost:5984 --run-id r1"),
 	stepCommand("index", []benchv1.Step{benchv1.StepIndex}, "time the view builds (after seed)",
@@ -68,7 +72,7 @@ var commands = []command{
 	{
 		name: "version", summary: "this build's version, commit and Go release, and the CouchDB client's defaults",
 		usage: "couchbench version (or couchbench --version)", examples: "couchbench version",
-		flags: func(*flag.FlagSet) func([]string, io.Writer) error { return printVersion },
+		flags: func(*flag.FlagSet) func([]string, io.Writer, io.Writer) error { return printVersion },
 	},
 	{
 		name: "compare", summary: "compare a run with a baseline run: a noise-aware verdict per headline metric",
@@ -114,7 +118,7 @@ func writeColumns(w io.Writer, rows [][2]string) {
 }
 
 // printVersion says which build this is and how it talks to CouchDB.
-func printVersion(args []string, stdout io.Writer) error {
+func printVersion(args []string, stdout, _ io.Writer) error {
 	if len(args) > 0 {
 		return usageError{fmt.Errorf("unexpected argument %q", args[0])}
 	}
@@ -178,7 +182,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = run(positional, stdout)
+		err = run(positional, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "couchbench %s: %v\n", name, err)
@@ -253,7 +257,7 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 		usage: "couchbench " + name + " -f bench.yaml [--url URL] [flags]",
 		examples: example + "\nCOUCHDB_USER=admin COUCHDB_PASSWORD=secret couchbench " + name +
 			" -f config/samples/existing-couchdb.yaml",
-		flags: func(fs *flag.FlagSet) func([]string, io.Writer) error {
+		flags: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			var o stepOptions
 			fs.StringVar(&o.file, "f", "", "the CouchBenchmark `file` (YAML or JSON), as kubectl would apply it")
 			fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
@@ -271,11 +275,15 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 					"started at a common barrier; all take the same --run-id, one no earlier run used")
 			}
 			fs.BoolVar(&o.quiet, "q", false, "no progress lines on standard error")
-			return func(args []string, stdout io.Writer) error {
+			if slices.Contains(steps, benchv1.StepReads) {
+				fs.StringVar(&o.reads.k6, "k6", "", "the k6 `binary` that runs the reads workload (default: k6 on PATH)")
+				fs.BoolVar(&o.reads.skip, "skip-reads", false, "leave the reads workload (k6) out")
+			}
+			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("unexpected argument %q", args[0])}
 				}
-				return runSteps(o, steps, stdout)
+				return runSteps(o, steps, stdout, stderr)
 			}
 		},
 	}
@@ -286,9 +294,10 @@ type stepOptions struct {
 	poll                                                 time.Duration
 	part, parts                                          int
 	quiet                                                bool
+	reads                                                readsOptions
 }
 
-func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
+func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) error {
 	if o.file == "" {
 		return usageError{errors.New("-f bench.yaml is required")}
 	}
@@ -299,6 +308,16 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	bench, err := benchspec.ParseByHand(data)
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
+	}
+	logOut := stderr
+	if o.quiet {
+		logOut = io.Discard
+	}
+	var k6 *loadtest.K6
+	if slices.Contains(steps, benchv1.StepReads) {
+		if k6, err = k6ForReads(o.reads, bench.Spec, logOut); err != nil {
+			return err
+		}
 	}
 	url := o.url
 	if url == "" && bench.Spec.CouchDB.Existing != nil {
@@ -319,10 +338,6 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	if o.arms != "" {
 		arms = strings.Split(o.arms, ",")
 	}
-	logOut := io.Writer(os.Stderr)
-	if o.quiet {
-		logOut = io.Discard
-	}
 
 	// SIGTERM (a Job's pod being stopped) and Ctrl-C end the run; what was measured is
 	// still written out.
@@ -332,6 +347,10 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 		Bench: bench, Client: client, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
 		Part: o.part, Parts: o.parts,
 	})
+	// The reads come last, as in the operator's plan; what they measured joins the document.
+	if runErr == nil && k6 != nil {
+		runErr = loadtest.Local{K6: *k6, Bench: bench, URL: url, Credentials: creds, Log: logOut}.Run(ctx, doc)
+	}
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
 		return errors.Join(explain(runErr, o, creds), err)
 	}
@@ -340,6 +359,9 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 		fmt.Fprintln(stdout)
 		if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
 			return errors.Join(explain(runErr, o, creds), err)
+		}
+		if o.reads.skip && bench.Spec.Workloads.Reads != nil {
+			fmt.Fprintln(stdout, "\nThe reads workload (k6) was left out: --skip-reads.")
 		}
 	}
 	return explain(runErr, o, creds)
@@ -452,9 +474,9 @@ func readAll(args []string) ([]*results.Document, error) {
 // reportFlags: the documents render run by run (results.Runs: the operator stores one
 // document per arm, and those are one run), each labelled with its benchmark, run id and
 // start.
-func reportFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
+func reportFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 	format := fs.String("format", "markdown", "`format`: markdown, csv or html (one page with charts)")
-	return func(args []string, stdout io.Writer) error {
+	return func(args []string, stdout, _ io.Writer) error {
 		if len(args) == 0 {
 			return usageError{errors.New("name at least one RESULTS file, or - for standard input")}
 		}
@@ -488,11 +510,11 @@ func reportFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
 	}
 }
 
-func compareFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
+func compareFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 	tolerance := fs.Float64("tolerance", 5, "a change smaller than this `percent` is never a regression")
 	format := fs.String("format", "markdown", "`format`: markdown or json")
 	failOnRegression := fs.Bool("fail-on-regression", false, "exit 1 when a metric regressed (for CI)")
-	return func(args []string, stdout io.Writer) error {
+	return func(args []string, stdout, _ io.Writer) error {
 		if len(args) != 2 {
 			return usageError{errors.New("name the BASELINE and the CURRENT results")}
 		}

@@ -116,6 +116,138 @@ func TestRunWritesTableResultsAndSummary(t *testing.T) {
 	}
 }
 
+// readsBench is a benchmark whose only workload is k6 reads: two arms, two k6 runners a run,
+// a warm-up and two repetitions, and a threshold that cannot hold.
+const readsBench = `apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: clireads}
+spec:
+  couchdb: {provision: {clusterSize: 1}}
+  queryServers: [{name: a, language: javascript}, {name: b, language: javascript}]
+  dataset: {documents: 300, batchSize: 100}
+  k6: {parallelism: 2}
+  workloads:
+    reads:
+      virtualUsers: 2
+      iterationsPerUser: 10
+      repetitions: 2
+      warmUp: true
+      thresholds: [{metric: http_req_duration, condition: "p(95)<0"}]
+`
+
+// run runs every workload the benchmark names: the reads with k6 (the binary `make test`
+// builds, named by K6), as the operator's k6 Jobs run them. On real Apache CouchDB 3.4.3, the
+// kit's single node.
+func TestRunRunsTheReadsWithK6OnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	k6 := os.Getenv("K6")
+	if k6 == "" {
+		t.Fatal("K6 is not set: run the tests with `make test`, which builds k6 from its Go module with hack/k6.sh")
+	}
+	t.Setenv("COUCHDB_USER", srv.User)
+	t.Setenv("COUCHDB_PASSWORD", srv.Password)
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", readsBench)
+	runID := "cli" + couchdbtest.RandomID()
+	for _, arm := range []string{"a", "b"} {
+		srv.DeleteLater(t, names.Database("clireads", runID, arm, "small"), names.Database("clireads", runID+"s", arm, "small"))
+	}
+	out := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	if code := realMain([]string{"run", "-f", spec, "--url", srv.URL(), "--run-id", runID, "--k6", k6, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	// Both arms' reads in the table: 2 repetitions x 2 users x 10 requests, the threshold failed
+	// (k6's exit 99 is a result, not a failed run).
+	for _, arm := range []string{"a", "b"} {
+		if !regexp.MustCompile(`\| ` + arm + ` \(javascript\) +\| 40 +\| .*\| 0\.00% .*\| FAILED +\|`).MatchString(stdout.String()) {
+			t.Errorf("no reads row of arm %s with 40 requests, no errors and the threshold failed:\n%s", arm, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "a: reads (k6, getDocument), repetition 2 of 2") {
+		t.Errorf("no progress of the reads:\n%s", stderr.String())
+	}
+	docs, err := results.ReadFile(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := docs[0]
+	var starts [][]time.Time // by run, in the order the runs ran
+	for _, a := range doc.Arms {
+		r := a.Profiles[0].Reads
+		if r == nil || len(r.Runners) != 4 || len(r.WarmUp) != 2 {
+			t.Fatalf("arm %s: reads %+v; want 2 runners in each of the 2 repetitions and in the warm-up", a.QueryServer, r)
+		}
+		for i, run := range append(r.WarmUp, r.Runners...) {
+			segment := []string{"0:1/2", "1/2:1"}[i%2]
+			if run.Segment != segment || run.Requests != 10 || run.Failed != 0 || run.Histogram.Count() != run.Requests ||
+				(i >= 2 && run.Repetition != (i-2)/2) {
+				t.Errorf("arm %s, runner %d: %+v; want segment %s, 10 requests counted in its histogram", a.QueryServer, i, run, segment)
+			}
+		}
+	}
+	// The arms took turns: a's warm-up, b's, a's first repetition, b's, ...; each run's
+	// runners began their load after the run before had begun its own.
+	a, b := doc.Arms[0].Profiles[0].Reads, doc.Arms[1].Profiles[0].Reads
+	for round := range 3 {
+		for _, r := range []*results.Reads{a, b} {
+			runners := append(r.WarmUp, r.Runners...)[2*round : 2*round+2]
+			starts = append(starts, []time.Time{runners[0].LoadStartedAt, runners[1].LoadStartedAt})
+		}
+	}
+	for i := 1; i < len(starts); i++ {
+		if !starts[i][0].After(starts[i-1][1]) || !starts[i][1].After(starts[i-1][0]) {
+			t.Errorf("run %d began its load at %v, run %d at %v: the arms did not take turns", i-1, starts[i-1], i, starts[i])
+		}
+	}
+	steps := map[string]bool{}
+	for _, rec := range doc.Steps {
+		steps[rec.QueryServer+"/"+string(rec.Step)] = rec.Error == "" && rec.FinishedAt.After(rec.StartedAt)
+	}
+	if !steps["a/reads"] || !steps["b/reads"] || !steps["a/seed"] {
+		t.Errorf("step records %v", steps)
+	}
+
+	// --skip-reads leaves them out, and says so.
+	stdout.Reset()
+	stderr.Reset()
+	if code := realMain([]string{"run", "-f", spec, "--url", srv.URL(), "--run-id", runID + "s", "--skip-reads", "-q"}, &stdout, &stderr); code != 0 ||
+		strings.Contains(stdout.String(), "### Reads") || !strings.HasSuffix(stdout.String(), "\nThe reads workload (k6) was left out: --skip-reads.\n") {
+		t.Errorf("--skip-reads: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// Without k6, run fails before it reaches CouchDB (so before it seeds), naming the workload
+// and how to get k6; --skip-reads runs the rest. No server: the URL answers nothing.
+func TestRunWithoutK6FailsBeforeSeeding(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", readsBench)
+	t.Setenv("PATH", dir) // no k6 on it
+	const unreachable = "http://127.0.0.1:1"
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"the benchmark's reads workload (getDocument, 2 virtual users) runs k6, and there is no k6 on PATH",
+			"make k6", "--k6 PATH", "--skip-reads"}},
+		{[]string{"--k6", filepath.Join(dir, "k6")}, []string{"runs k6, and " + filepath.Join(dir, "k6") + " does not run as k6"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := realMain(append([]string{"run", "-f", spec, "--url", unreachable}, c.args...), &stdout, &stderr)
+		for _, want := range c.want {
+			if code != 1 || !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "reaching CouchDB") {
+				t.Errorf("%v: exit %d, stderr %q; want exit 1 before CouchDB is reached, saying %q", c.args, code, stderr.String(), want)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := realMain([]string{"run", "-f", spec, "--url", unreachable, "--skip-reads"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "the reads workload (k6, getDocument) is left out: --skip-reads") ||
+		!strings.Contains(stderr.String(), "reaching CouchDB at "+unreachable) {
+		t.Errorf("--skip-reads: exit %d, stderr %q; want the reads left out and the run to go on to CouchDB", code, stderr.String())
+	}
+}
+
 // CouchDB's 401 is explained with the ways to pass a server admin's credentials, and names
 // which credentials it refused (never their password). The users are this test's own on the
 // kit's single node: failed logins lock a user out after 5 ([chttpd_auth_lockout]).
