@@ -98,6 +98,10 @@ bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apac
 	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./controllers -run='^$$' -bench=HundredBenchmarks -benchtime=1x -count=1
 
+.PHONY: k6
+k6: ## Build k6 (the version of the operator's k6 image) into bin/k6, for the reads of couchbench run (--k6 bin/k6).
+	@hack/k6.sh $(LOCALBIN) >/dev/null
+
 .PHONY: report-check
 report-check: ## Render the HTML report of a realistic run and check it in headless Chromium (installs Debian's chromium if missing).
 	@command -v chromium >/dev/null 2>&1 || { apt-get update && apt-get install -y chromium; }

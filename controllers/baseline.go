@@ -181,16 +181,3 @@ func summaryOf(baseline string, verdict compare.Verdict, summary string, rows []
 	}
 	return s
 }
-
-// comparisonTables are the tables of the arms' comparison and of the comparison with the
-// baseline for the rendered results; none without them.
-func comparisonTables(arms *compare.ArmsComparison, c *compare.Comparison) []results.Table {
-	var out []results.Table
-	if arms != nil {
-		out = append(out, arms.Tables()...)
-	}
-	if c != nil {
-		out = append(out, c.Tables()...)
-	}
-	return out
-}

@@ -22,6 +22,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/seeding"
@@ -103,7 +104,7 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 		t.Fatalf("%d stored documents, want one per arm", len(docs))
 	}
 	var rendered strings.Builder
-	if err := results.NewReport(docs...).WriteMarkdown(&rendered); err != nil {
+	if err := compare.WriteRun(&rendered, docs); err != nil {
 		t.Fatal(err)
 	}
 	if rendered.String() != md {

@@ -14,6 +14,7 @@ import (
 const (
 	labelNamespace = "namespace"
 	labelBenchmark = "benchmark"
+	labelSchedule  = "schedule"
 )
 
 // Metrics on the manager's metrics endpoint. The result and verdict gauges are views of the
@@ -36,20 +37,20 @@ var (
 		Name: "couchbench_result",
 		Help: "A headline result of a benchmark (median over repetitions; schedule is the schedule that made the run, if any): metric names it with its unit " +
 			"(changes_per_second, docs_per_second, seconds_per_read, requests_per_second, p50_ms, p95_ms, p99_ms, error_rate).",
-	}, []string{labelNamespace, labelBenchmark, "schedule", "query_server", "profile", "workload", "variant", "metric"})
+	}, []string{labelNamespace, labelBenchmark, labelSchedule, "query_server", "profile", "workload", "variant", "metric"})
 	verdict = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_verdict",
 		Help: "A benchmark's verdict against its baseline: 1 for the verdict it has (Regressed, Improved, Unchanged, Inconclusive), 0 for the others.",
-	}, []string{labelNamespace, labelBenchmark, "schedule", "verdict"})
+	}, []string{labelNamespace, labelBenchmark, labelSchedule, "verdict"})
 	shiftPercent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_shift_percent",
 		Help: "A persistent shift in a schedule's history: the metric's new level against the old, in percent, from the run where it began.",
-	}, []string{labelNamespace, "schedule", "metric", "run"})
+	}, []string{labelNamespace, labelSchedule, "metric", "run"})
 )
 
 // recordShiftMetrics shows a schedule's shifts, and only those.
 func recordShiftMetrics(s *benchv1.CouchBenchmarkSchedule, shifts []history.Shift) {
-	shiftPercent.DeletePartialMatch(prometheus.Labels{labelNamespace: s.Namespace, "schedule": s.Name})
+	shiftPercent.DeletePartialMatch(prometheus.Labels{labelNamespace: s.Namespace, labelSchedule: s.Name})
 	for _, f := range shifts {
 		shiftPercent.WithLabelValues(s.Namespace, s.Name, f.Metric, f.Run).Set(f.ChangePercent)
 	}

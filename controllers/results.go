@@ -120,7 +120,7 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 	r.recordSameNodes(bench, s.SameNodes)
 	recordResultMetrics(bench, docs)
 
-	files, err := render(docs, comparisonTables(arms, c), c)
+	files, err := render(docs, c)
 	if err != nil {
 		return err
 	}
@@ -132,22 +132,29 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 // page (very many arms and profiles) is left to `couchbench report --format html`.
 const maxReportBytes = 600 << 10
 
-// render is the results as the results ConfigMap holds them: the run's tables, then the
-// comparisons' (the arms', the baseline's).
-func render(docs []*results.Document, comparisons []results.Table, c *compare.Comparison) (map[string]string, error) {
+// render is the results as the results ConfigMap holds them: the run as `couchbench report`
+// renders it (the arms set against the first included), then the comparison with the
+// baseline, when there is one.
+func render(docs []*results.Document, c *compare.Comparison) (map[string]string, error) {
 	report := results.NewReport(docs...)
-	tables := append(report.Tables(), comparisons...)
+	var comparison []results.Table
+	if c != nil {
+		comparison = c.Tables()
+	}
 	var md, csv, page bytes.Buffer
-	if err := report.WriteHeader(&md); err != nil {
+	if err := compare.WriteRun(&md, docs); err != nil {
 		return nil, err
 	}
-	if err := results.WriteMarkdown(&md, tables); err != nil {
-		return nil, err
+	if len(comparison) > 0 {
+		md.WriteString("\n")
+		if err := results.WriteMarkdown(&md, comparison); err != nil {
+			return nil, err
+		}
 	}
 	if err := results.WriteCSV(&csv, []results.Report{report}); err != nil {
 		return nil, err
 	}
-	if err := htmlreport.HTML(&page, comparisons, docs...); err != nil {
+	if err := htmlreport.HTML(&page, comparison, docs...); err != nil {
 		return nil, err
 	}
 	files := map[string]string{builders.ResultsMarkdownKey: md.String(), builders.ResultsCSVKey: csv.String()}

@@ -14,6 +14,9 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
+// formatMarkdown is the tables' format of report, compare and history.
+const formatMarkdown = "markdown"
+
 // historyCommand is `couchbench history`: a series of runs of one spec, as a schedule keeps
 // it, for runs outside Kubernetes.
 var historyCommand = command{
@@ -54,9 +57,9 @@ func readRuns(args []string) (history.History, error) {
 	return h, nil
 }
 
-func historyFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
-	format := fs.String("format", "markdown", "`format`: markdown or json")
-	return func(args []string, stdout io.Writer) error {
+func historyFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
+	format := fs.String("format", formatMarkdown, "`format`: markdown or json")
+	return func(args []string, stdout, _ io.Writer) error {
 		if len(args) < 2 {
 			return usageError{errors.New("name the RESULTS of two runs or more, one file (or -) per run")}
 		}
@@ -73,7 +76,7 @@ func historyFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
 				history.History
 				Shifts []history.Shift `json:"shifts"`
 			}{h, shifts})
-		case "markdown":
+		case formatMarkdown:
 			return results.WriteMarkdown(stdout, historyTables(h, shifts))
 		}
 		return usageError{fmt.Errorf("--format %q: want markdown or json", *format)}
@@ -100,7 +103,8 @@ func historyTables(h history.History, shifts []history.Shift) []results.Table {
 		metrics.Rows = append(metrics.Rows, []string{key, fmt.Sprint(n), fmt.Sprintf("%.1f%%", cv),
 			fmt.Sprintf("%.4g", values[0]), fmt.Sprintf("%.4g", values[len(values)-1]), fmt.Sprint(count[key])})
 	}
-	tables := []results.Table{metrics}
+	tables := make([]results.Table, 0, 2)
+	tables = append(tables, metrics)
 	t := results.Table{
 		Title: "Shifts",
 		Note: "A shift: the level of a metric changed and stayed so for at least 2 runs, found over the whole series " +

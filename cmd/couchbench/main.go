@@ -1,6 +1,6 @@
-// Command couchbench runs the workloads of a CouchBenchmark against a CouchDB and prints the
-// results; it also renders and compares results documents. The operator's Jobs run its step
-// subcommands; a user can run it by hand against any CouchDB:
+// Command couchbench runs the workloads of a CouchBenchmark against a CouchDB (the reads
+// with k6) and prints the results; it also renders and compares results documents. The
+// operator's Jobs run its step subcommands; a user can run it by hand against any CouchDB:
 //
 //	COUCHDB_USER=admin COUCHDB_PASSWORD=... couchbench run -f bench.yaml --url http://localhost:5984
 //
@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -29,24 +30,29 @@ import (
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/loadtest"
 	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/runner"
+	"github.com/couchbench/couchbench/internal/version"
 )
 
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// command is one subcommand: what it does, how to call it, examples, and its flags.
+// command is one subcommand: what it does, how to call it, examples, and its flags, which
+// give the function that runs it (results on stdout, progress on stderr).
 type command struct {
 	name, summary, usage, examples string
-	flags                          func(fs *flag.FlagSet) func(args []string, stdout io.Writer) error
+	flags                          func(fs *flag.FlagSet) func(args []string, stdout, stderr io.Writer) error
 }
 
 var commands = []command{
-	stepCommand("run", benchv1.RunnerSteps, "every step, then the results table",
-		"couchbench run -f bench.yaml --url http://localhost:5984 --out results.json"),
+	stepCommand("run", append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads),
+		"every workload of the benchmark (the reads with k6), then the results table",
+		"couchbench run -f bench.yaml --url http://localhost:5984 --out results.json\n"+
+			"couchbench run -f config/samples/bench.yaml --url http://localhost:5984 --k6 bin/k6"),
 	stepCommand("seed", []benchv1.Step{benchv1.StepSeed}, "load the dataset (one database per query server and profile)",
 		"couchbench seed -f bench.yaml --url http://localhost:5984 --run-id r1"),
 	stepCommand("index", []benchv1.Step{benchv1.StepIndex}, "time the view builds (after seed)",
@@ -60,8 +66,14 @@ var commands = []command{
 		usage: "couchbench report [--format markdown|csv|html] RESULTS...",
 		examples: "couchbench report results.json\n" +
 			"couchbench report --format html results.json > report.html\n" +
-			"kubectl get cm -l bench.couchbench.io/results-of=NAME -o json | couchbench report -",
+			"couchbench report monday.json tuesday.json   # each run on its own, labelled with its benchmark, run id and start\n" +
+			"kubectl get cm -l bench.couchbench.io/results-of=NAME -o yaml | couchbench report -   # or -o json",
 		flags: reportFlags,
+	},
+	{
+		name: "version", summary: "this build's version, commit and Go release, and the CouchDB client's defaults",
+		usage: "couchbench version (or couchbench --version)", examples: "couchbench version",
+		flags: func(*flag.FlagSet) func([]string, io.Writer, io.Writer) error { return printVersion },
 	},
 	{
 		name: "compare", summary: "compare a run with a baseline run: a noise-aware verdict per headline metric",
@@ -89,10 +101,56 @@ Commands:
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, intro)
-	for _, c := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	rows := make([][2]string, len(commands))
+	for i, c := range commands {
+		rows[i] = [2]string{c.name, c.summary}
 	}
+	writeColumns(w, rows)
 	fmt.Fprint(w, "\n`couchbench COMMAND --help` says more about each.\n")
+}
+
+// writeColumns writes rows of two columns, indented, the second aligned after the widest
+// first.
+func writeColumns(w io.Writer, rows [][2]string) {
+	width := 0
+	for _, r := range rows {
+		width = max(width, len(r[0]))
+	}
+	for _, r := range rows {
+		fmt.Fprintf(w, "  %-*s  %s\n", width, r[0], r[1])
+	}
+}
+
+// printVersion says which build this is and how it talks to CouchDB.
+func printVersion(args []string, stdout, _ io.Writer) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected argument %q", args[0])}
+	}
+	b := version.Read()
+	v, commit := b.Version, b.Commit
+	if v == "" {
+		v = "(version unknown: built without one)"
+	}
+	if commit == "" {
+		commit = "unknown"
+	}
+	if b.Modified {
+		commit += " (with changes not committed)"
+	}
+	fmt.Fprintf(stdout, "couchbench %s\n", v)
+	writeColumns(stdout, [][2]string{{"commit", commit}, {"go", b.Go}})
+	fmt.Fprint(stdout, "\nCouchDB client (run and the steps):\n")
+	writeColumns(stdout, [][2]string{
+		{"connections", fmt.Sprintf("the most requests a step has under way at once, plus 2; at least %d", couch.MinConns)},
+		{"request timeout", "none: a view build's request may take minutes (Ctrl-C or SIGTERM ends a run, keeping its results)"},
+		{"connect timeout", couch.DialTimeout.String()},
+		{"keep-alive", fmt.Sprintf("%s; an idle connection is closed after %s", couch.KeepAlive, couch.IdleConnTimeout)},
+		{"compression", "off: decompressing answers would take the load generator's CPU"},
+		{"retries", "none by the client; seeding retries a failed batch (its ids are fixed, so that is safe)"},
+		{"proxy", "HTTP_PROXY, HTTPS_PROXY and NO_PROXY from the environment"},
+		{"credentials", "COUCHDB_USER and COUCHDB_PASSWORD, or --credentials-dir DIR; never in the URL"},
+	})
+	return nil
 }
 
 func realMain(args []string, stdout, stderr io.Writer) int {
@@ -101,9 +159,12 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	name, rest := args[0], args[1:]
-	if name == "help" || name == "-h" || name == "--help" {
+	switch name {
+	case "help", "-h", "--help":
 		usage(stdout)
 		return 0
+	case "--version":
+		name = "version"
 	}
 	var cmd *command
 	for i := range commands {
@@ -125,7 +186,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err == nil {
-		err = run(positional, stdout)
+		err = run(positional, stdout, stderr)
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "couchbench %s: %v\n", name, err)
@@ -165,7 +226,8 @@ func parseAnywhere(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // help prints a command's usage, flags (-x for one letter, --name for words) and examples.
 func (c command) help(w io.Writer, fs *flag.FlagSet) {
-	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n\nFlags:\n", c.name, c.summary, c.usage)
+	fmt.Fprintf(w, "%s: %s\n\nUsage:\n  %s\n", c.name, c.summary, c.usage)
+	var flags [][2]string
 	fs.VisitAll(func(f *flag.Flag) {
 		name, text := flag.UnquoteUsage(f)
 		arg := "--" + f.Name
@@ -178,8 +240,12 @@ func (c command) help(w io.Writer, fs *flag.FlagSet) {
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0s" && f.DefValue != "0" {
 			text += fmt.Sprintf(" (default %s)", f.DefValue)
 		}
-		fmt.Fprintf(w, "  %-24s %s\n", arg, text)
+		flags = append(flags, [2]string{arg, text})
 	})
+	if len(flags) > 0 {
+		fmt.Fprint(w, "\nFlags:\n")
+		writeColumns(w, flags)
+	}
 	fmt.Fprintf(w, "\nExamples:\n")
 	for _, line := range strings.Split(c.examples, "\n") {
 		fmt.Fprintf(w, "  %s\n", line)
@@ -195,7 +261,7 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 		usage: "couchbench " + name + " -f bench.yaml [--url URL] [flags]",
 		examples: example + "\nCOUCHDB_USER=admin COUCHDB_PASSWORD=secret couchbench " + name +
 			" -f config/samples/existing-couchdb.yaml",
-		flags: func(fs *flag.FlagSet) func([]string, io.Writer) error {
+		flags: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			var o stepOptions
 			fs.StringVar(&o.file, "f", "", "the CouchBenchmark `file` (YAML or JSON), as kubectl would apply it")
 			fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
@@ -209,15 +275,22 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 				"and its check to this `file` (a Job's /dev/termination-log)")
 			fs.StringVar(&o.runID, "run-id", "", "`name` part of this run's databases and design documents, shared by its steps")
 			fs.DurationVar(&o.poll, "poll", 0, "/_active_tasks poll `interval` during builds (default 250ms)")
-			fs.IntVar(&o.part, "part", 0, "seed and writes only: this runner is part `n` (from 0) of --parts runners that share the step")
-			fs.IntVar(&o.parts, "parts", 1, "seed and writes only: how many runners share the step (each its slice of the documents, its share of the writers), "+
-				"started at a common barrier; all take the same --run-id, one no earlier run used")
+			// Only seeding and writes are shared between runners (benchv1.Shareable).
+			if !slices.ContainsFunc(steps, func(s benchv1.Step) bool { return !benchv1.Shareable(s) }) {
+				fs.IntVar(&o.part, "part", 0, "this runner is part `i` (from 0) of the --parts runners that share the step")
+				fs.IntVar(&o.parts, "parts", 1, "the step is shared by `n` runners (each its slice of the documents, its share of the writers), "+
+					"started at a common barrier; all take the same --run-id, one no earlier run used")
+			}
 			fs.BoolVar(&o.quiet, "q", false, "no progress lines on standard error")
-			return func(args []string, stdout io.Writer) error {
+			if slices.Contains(steps, benchv1.StepReads) {
+				fs.StringVar(&o.reads.k6, "k6", "", "the k6 `binary` that runs the reads workload (default: k6 on PATH)")
+				fs.BoolVar(&o.reads.skip, "skip-reads", false, "leave the reads workload (k6) out")
+			}
+			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("unexpected argument %q", args[0])}
 				}
-				return runSteps(o, steps, stdout)
+				return runSteps(o, steps, stdout, stderr)
 			}
 		},
 	}
@@ -229,9 +302,10 @@ type stepOptions struct {
 	poll                                                 time.Duration
 	part, parts                                          int
 	quiet                                                bool
+	reads                                                readsOptions
 }
 
-func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
+func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) error {
 	if o.file == "" {
 		return usageError{errors.New("-f bench.yaml is required")}
 	}
@@ -243,17 +317,23 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", o.file, err)
 	}
+	logOut := stderr
+	if o.quiet {
+		logOut = io.Discard
+	}
+	var k6 *loadtest.K6
+	if slices.Contains(steps, benchv1.StepReads) {
+		if k6, err = k6ForReads(o.reads, bench.Spec, logOut); err != nil {
+			return err
+		}
+	}
 	var arms []string
 	if o.arms != "" {
 		arms = strings.Split(o.arms, ",")
 	}
-	client, servers, err := clients(o, bench, arms)
+	t, err := clients(o, bench, arms)
 	if err != nil {
 		return err
-	}
-	logOut := io.Writer(os.Stderr)
-	if o.quiet {
-		logOut = io.Discard
 	}
 
 	// SIGTERM (a Job's pod being stopped) and Ctrl-C end the run; what was measured is
@@ -261,30 +341,46 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	doc, runErr := runner.Run(ctx, runner.Config{
-		Bench: bench, Client: client, Servers: servers, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
+		Bench: bench, Client: t.client, Servers: t.servers, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
 		Part: o.part, Parts: o.parts,
 	})
+	// The reads come last, as in the operator's plan; what they measured joins the document.
+	if runErr == nil && k6 != nil {
+		runErr = loadtest.Local{K6: *k6, Bench: bench, Target: t.target, Log: logOut}.Run(ctx, doc)
+	}
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
-		return errors.Join(runErr, err)
+		return errors.Join(explain(runErr, o, t.creds[""]), err)
 	}
 	// A run that measured nothing (CouchDB unreachable, say) has no table to show.
 	if len(doc.Arms) > 0 {
 		fmt.Fprintln(stdout)
-		if err := results.NewReport(doc).WriteMarkdown(stdout); err != nil {
-			return errors.Join(runErr, err)
+		if err := compare.WriteRun(stdout, []*results.Document{doc}); err != nil {
+			return errors.Join(explain(runErr, o, t.creds[""]), err)
 		}
-		arms, err := compare.Arms([]*results.Document{doc}, compare.OptionsOf(bench.Spec.Baseline))
-		if err != nil {
-			return errors.Join(runErr, err)
-		}
-		if arms != nil {
-			fmt.Fprintln(stdout)
-			if err := results.WriteMarkdown(stdout, arms.Tables()); err != nil {
-				return errors.Join(runErr, err)
-			}
+		if o.reads.skip && bench.Spec.Workloads.Reads != nil {
+			fmt.Fprintln(stdout, "\nThe reads workload (k6) was left out: --skip-reads.")
 		}
 	}
-	return runErr
+	return explain(runErr, o, t.creds[""])
+}
+
+// explain adds to an error what a user can do about it: after CouchDB's 401, how to pass a
+// server admin's credentials, and which credentials, if any, it refused.
+func explain(err error, o stepOptions, creds couch.Credentials) error {
+	if couch.StatusOf(err) != http.StatusUnauthorized {
+		return err
+	}
+	how := "set COUCHDB_USER and COUCHDB_PASSWORD to a server admin's name and password, or pass --credentials-dir DIR " +
+		"with files \"username\" and \"password\""
+	switch {
+	case creds.Username == "":
+		return fmt.Errorf("%w\nCouchDB wants a server admin, and no credentials were given: %s", err, how)
+	case o.credentialsDir != "":
+		return fmt.Errorf("%w\nCouchDB refused user %q from --credentials-dir %s (a wrong password, or not a server admin): %s",
+			err, creds.Username, o.credentialsDir, how)
+	}
+	return fmt.Errorf("%w\nCouchDB refused user %q from COUCHDB_USER and COUCHDB_PASSWORD (a wrong password, or not a server admin): %s",
+		err, creds.Username, how)
 }
 
 // armURLs are --arm-url's: arms' own CouchDBs, by arm name.
@@ -307,16 +403,31 @@ func (a armURLs) Set(v string) error {
 	return nil
 }
 
+// targets are the arms' CouchDBs: a client for each (arms with one URL and one user share
+// one), and what k6 and error messages need of them.
+type targets struct {
+	// client is --url's (nil when every arm has its own); servers the arms' own.
+	client  *couch.Client
+	servers map[string]*couch.Client
+	// urls and creds are every arm's, by name; creds[""] are --url's.
+	urls  map[string]string
+	creds map[string]couch.Credentials
+}
+
+// target is an arm's CouchDB, for k6.
+func (t targets) target(arm string) (string, couch.Credentials) { return t.urls[arm], t.creds[arm] }
+
 // clients connects to the arms' CouchDBs: --url (or the spec's existing URL) for every arm,
-// and --arm-url's for arms of their own. A URL is needed for every arm that runs.
-func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (*couch.Client, map[string]*couch.Client, error) {
+// and --arm-url's for arms of their own, whose credentials come from --credentials-dir/ARM
+// when that exists. A URL is needed for every arm that runs.
+func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (targets, error) {
 	url := o.url
 	if url == "" && bench.Spec.CouchDB.Existing != nil {
 		url = bench.Spec.CouchDB.Existing.URL
 	}
 	for arm := range o.armURLs {
 		if !slices.ContainsFunc(bench.Spec.QueryServers, func(q benchv1.QueryServer) bool { return q.Name == arm }) {
-			return nil, nil, usageError{fmt.Errorf("--arm-url %s=...: the benchmark has no query server %q", arm, arm)}
+			return targets{}, usageError{fmt.Errorf("--arm-url %s=...: the benchmark has no query server %q", arm, arm)}
 		}
 	}
 	if arms == nil {
@@ -326,7 +437,7 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (*couc
 	}
 	for _, arm := range arms {
 		if _, own := o.armURLs[arm]; !own && url == "" {
-			return nil, nil, usageError{fmt.Errorf("--url is required for query server %s (the benchmark provisions its CouchDB, "+
+			return targets{}, usageError{fmt.Errorf("--url is required for query server %s (the benchmark provisions its CouchDB, "+
 				"so it names none; or give it one with --arm-url %s=URL)", arm, arm)}
 		}
 	}
@@ -338,11 +449,13 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (*couc
 		creds couch.Credentials
 	}
 	opened := map[key]*couch.Client{}
-	open := func(u, dir string) (*couch.Client, error) {
+	t := targets{servers: map[string]*couch.Client{}, urls: map[string]string{}, creds: map[string]couch.Credentials{}}
+	open := func(arm, u, dir string) (*couch.Client, error) {
 		creds, err := credentials(dir)
 		if err != nil {
 			return nil, err
 		}
+		t.urls[arm], t.creds[arm] = u, creds
 		if c, ok := opened[key{u, creds}]; ok {
 			return c, nil
 		}
@@ -350,27 +463,28 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (*couc
 		opened[key{u, creds}] = c
 		return c, err
 	}
-	var client *couch.Client
 	if url != "" {
-		c, err := open(url, o.credentialsDir)
+		c, err := open("", url, o.credentialsDir)
 		if err != nil {
-			return nil, nil, err
+			return targets{}, err
 		}
-		client = c
+		t.client = c
+		for _, arm := range arms {
+			t.urls[arm], t.creds[arm] = url, t.creds[""]
+		}
 	}
-	servers := map[string]*couch.Client{}
 	for arm, u := range o.armURLs {
 		dir := o.credentialsDir
 		if own := filepath.Join(dir, arm); dir != "" && isDir(own) {
 			dir = own
 		}
-		c, err := open(u, dir)
+		c, err := open(arm, u, dir)
 		if err != nil {
-			return nil, nil, fmt.Errorf("query server %s: %w", arm, err)
+			return targets{}, fmt.Errorf("query server %s: %w", arm, err)
 		}
-		servers[arm] = c
+		t.servers[arm] = c
 	}
-	return client, servers, nil
+	return t, nil
 }
 
 func isDir(path string) bool {
@@ -463,36 +577,52 @@ func readAll(args []string) ([]*results.Document, error) {
 	return docs, nil
 }
 
-// reportFlags: the documents render as one run (the operator stores one per arm).
-func reportFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
-	format := fs.String("format", "markdown", "`format`: markdown, csv or html (one page with charts)")
-	return func(args []string, stdout io.Writer) error {
+// reportFlags: the documents render run by run (results.Runs: the operator stores one
+// document per arm, and those are one run), each labelled with its benchmark, run id and
+// start.
+func reportFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
+	format := fs.String("format", formatMarkdown, "`format`: markdown, csv or html (one page with charts)")
+	return func(args []string, stdout, _ io.Writer) error {
 		if len(args) == 0 {
 			return usageError{errors.New("name at least one RESULTS file, or - for standard input")}
+		}
+		if *format != formatMarkdown && *format != "csv" && *format != "html" {
+			return usageError{fmt.Errorf("--format %q: want markdown, csv or html", *format)}
 		}
 		docs, err := readAll(args)
 		if err != nil {
 			return err
 		}
-		switch *format {
-		case "markdown":
-			return results.NewReport(docs...).WriteMarkdown(stdout)
-		case "csv":
-			return results.WriteCSV(stdout, []results.Report{results.NewReport(docs...)})
-		case "html":
-			return htmlreport.HTML(stdout, nil, docs...)
+		runs := results.Runs(docs)
+		if *format == "html" {
+			return htmlreport.HTMLRuns(stdout, runs)
 		}
-		return usageError{fmt.Errorf("--format %q: want markdown, csv or html", *format)}
+		reports := make([]results.Report, len(runs))
+		for i, run := range runs {
+			reports[i] = results.NewReport(run...)
+		}
+		if *format == "csv" {
+			return results.WriteCSV(stdout, reports)
+		}
+		for i, run := range runs {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			if err := compare.WriteRun(stdout, run); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 }
 
-func compareFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
+func compareFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 	tolerance := fs.Float64("tolerance", 5, "a change smaller than this `percent` is never a regression")
 	betweenRuns := fs.Float64("between-runs", 15, "how much runs minutes apart differ (CV, `percent`) with nothing changed, "+
 		"assumed unless 3 EARLIER runs show it (0: the runs' own repetitions alone)")
-	format := fs.String("format", "markdown", "`format`: markdown or json")
+	format := fs.String("format", formatMarkdown, "`format`: markdown or json")
 	failOnRegression := fs.Bool("fail-on-regression", false, "exit 1 when a metric regressed (for CI)")
-	return func(args []string, stdout io.Writer) error {
+	return func(args []string, stdout, _ io.Writer) error {
 		if len(args) < 2 {
 			return usageError{errors.New("name the BASELINE and the CURRENT results, after any EARLIER runs")}
 		}
@@ -524,7 +654,7 @@ func compareFlags(fs *flag.FlagSet) func([]string, io.Writer) error {
 			if err := enc.Encode(c); err != nil {
 				return err
 			}
-		case "markdown":
+		case formatMarkdown:
 			fmt.Fprintf(stdout, "## %s against %s: %s\n\n%s\n\n", c.Current, c.Baseline, c.Verdict, c.Summary())
 			if err := results.WriteMarkdown(stdout, c.Tables()); err != nil {
 				return err

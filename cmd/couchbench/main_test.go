@@ -5,16 +5,25 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
+	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/turns"
+	"github.com/couchbench/couchbench/internal/version"
 )
 
 const bench = `apiVersion: bench.couchbench.io/v1alpha1
@@ -100,13 +109,187 @@ func TestRunWritesTableResultsAndSummary(t *testing.T) {
 	}
 	stdout.Reset()
 	if code := realMain([]string{"report", out, "--format", "csv"}, &stdout, &stderr); code != 0 ||
-		!strings.HasPrefix(stdout.String(), "benchmark,started_at,option") {
+		!strings.HasPrefix(stdout.String(), "benchmark,run_id,started_at,option") {
 		t.Errorf("report csv: exit %d\n%s", code, stdout.String())
 	}
 	stdout.Reset()
 	if code := realMain([]string{"report", "--format", "html", out}, &stdout, &stderr); code != 0 ||
 		!strings.Contains(stdout.String(), "<svg") || !strings.Contains(stdout.String(), "</html>") {
 		t.Errorf("report html: exit %d, %d bytes", code, stdout.Len())
+	}
+}
+
+// readsBench is a benchmark whose only workload is k6 reads: two arms, two k6 runners a run,
+// a warm-up and two repetitions, and a threshold that cannot hold.
+const readsBench = `apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: clireads}
+spec:
+  couchdb: {provision: {clusterSize: 1}}
+  queryServers: [{name: a, language: javascript}, {name: b, language: javascript}]
+  dataset: {documents: 300, batchSize: 100}
+  k6: {parallelism: 2}
+  workloads:
+    reads:
+      virtualUsers: 2
+      iterationsPerUser: 10
+      repetitions: 2
+      warmUp: true
+      thresholds: [{metric: http_req_duration, condition: "p(95)<0"}]
+`
+
+// run runs every workload the benchmark names: the reads with k6 (the binary `make test`
+// builds, named by K6), as the operator's k6 Jobs run them. On real Apache CouchDB 3.4.3, the
+// kit's single node.
+func TestRunRunsTheReadsWithK6OnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	k6 := os.Getenv("K6")
+	if k6 == "" {
+		t.Fatal("K6 is not set: run the tests with `make test`, which builds k6 from its Go module with hack/k6.sh")
+	}
+	t.Setenv("COUCHDB_USER", srv.User)
+	t.Setenv("COUCHDB_PASSWORD", srv.Password)
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", readsBench)
+	runID := "cli" + couchdbtest.RandomID()
+	for _, arm := range []string{"a", "b"} {
+		srv.DeleteLater(t, names.Database("clireads", runID, arm, "small"), names.Database("clireads", runID+"s", arm, "small"))
+	}
+	out := filepath.Join(dir, "out.json")
+	var stdout, stderr bytes.Buffer
+	if code := realMain([]string{"run", "-f", spec, "--url", srv.URL(), "--run-id", runID, "--k6", k6, "--out", out}, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+	// Both arms' reads in the table: 2 repetitions x 2 users x 10 requests, the threshold failed
+	// (k6's exit 99 is a result, not a failed run).
+	for _, arm := range []string{"a", "b"} {
+		if !regexp.MustCompile(`\| ` + arm + ` \(javascript\) +\| 40 +\| .*\| 0\.00% .*\| FAILED +\|`).MatchString(stdout.String()) {
+			t.Errorf("no reads row of arm %s with 40 requests, no errors and the threshold failed:\n%s", arm, stdout.String())
+		}
+	}
+	if !strings.Contains(stderr.String(), "a: reads (k6, getDocument), repetition 2 of 2") {
+		t.Errorf("no progress of the reads:\n%s", stderr.String())
+	}
+	docs, err := results.ReadFile(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := docs[0]
+	var starts [][]time.Time // by run, in the order the runs ran
+	for _, a := range doc.Arms {
+		r := a.Profiles[0].Reads
+		if r == nil || len(r.Runners) != 4 || len(r.WarmUp) != 2 {
+			t.Fatalf("arm %s: reads %+v; want 2 runners in each of the 2 repetitions and in the warm-up", a.QueryServer, r)
+		}
+		for i, run := range append(r.WarmUp, r.Runners...) {
+			segment := []string{"0:1/2", "1/2:1"}[i%2]
+			if run.Segment != segment || run.Requests != 10 || run.Failed != 0 || run.Histogram.Count() != run.Requests ||
+				(i >= 2 && run.Repetition != (i-2)/2) {
+				t.Errorf("arm %s, runner %d: %+v; want segment %s, 10 requests counted in its histogram", a.QueryServer, i, run, segment)
+			}
+		}
+	}
+	// The arms took turns round by round (the warm-up first), in each round's random order
+	// (internal/turns); each run's runners began their load after the run before had begun
+	// its own.
+	reads := map[string]*results.Reads{"a": doc.Arms[0].Profiles[0].Reads, "b": doc.Arms[1].Profiles[0].Reads}
+	for round := range 3 {
+		for _, arm := range turns.Order(runID, string(benchv1.StepReads), round, []string{"a", "b"}) {
+			r := reads[arm]
+			runners := append(r.WarmUp, r.Runners...)[2*round : 2*round+2]
+			starts = append(starts, []time.Time{runners[0].LoadStartedAt, runners[1].LoadStartedAt})
+		}
+	}
+	for i := 1; i < len(starts); i++ {
+		if !starts[i][0].After(starts[i-1][1]) || !starts[i][1].After(starts[i-1][0]) {
+			t.Errorf("run %d began its load at %v, run %d at %v: the arms did not take turns", i-1, starts[i-1], i, starts[i])
+		}
+	}
+	steps := map[string]bool{}
+	for _, rec := range doc.Steps {
+		steps[rec.QueryServer+"/"+string(rec.Step)] = rec.Error == "" && rec.FinishedAt.After(rec.StartedAt)
+	}
+	if !steps["a/reads"] || !steps["b/reads"] || !steps["a/seed"] {
+		t.Errorf("step records %v", steps)
+	}
+
+	// --skip-reads leaves them out, and says so.
+	stdout.Reset()
+	stderr.Reset()
+	if code := realMain([]string{"run", "-f", spec, "--url", srv.URL(), "--run-id", runID + "s", "--skip-reads", "-q"}, &stdout, &stderr); code != 0 ||
+		strings.Contains(stdout.String(), "### Reads") || !strings.HasSuffix(stdout.String(), "\nThe reads workload (k6) was left out: --skip-reads.\n") {
+		t.Errorf("--skip-reads: exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout.String(), stderr.String())
+	}
+}
+
+// Without k6, run fails before it reaches CouchDB (so before it seeds), naming the workload
+// and how to get k6; --skip-reads runs the rest. No server: the URL answers nothing.
+func TestRunWithoutK6FailsBeforeSeeding(t *testing.T) {
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", readsBench)
+	t.Setenv("PATH", dir) // no k6 on it
+	const unreachable = "http://127.0.0.1:1"
+	for _, c := range []struct {
+		args []string
+		want []string
+	}{
+		{nil, []string{"the benchmark's reads workload (getDocument, 2 virtual users) runs k6, and there is no k6 on PATH",
+			"make k6", "--k6 PATH", "--skip-reads"}},
+		{[]string{"--k6", filepath.Join(dir, "k6")}, []string{"runs k6, and " + filepath.Join(dir, "k6") + " does not run as k6"}},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := realMain(append([]string{"run", "-f", spec, "--url", unreachable}, c.args...), &stdout, &stderr)
+		for _, want := range c.want {
+			if code != 1 || !strings.Contains(stderr.String(), want) || strings.Contains(stderr.String(), "reaching CouchDB") {
+				t.Errorf("%v: exit %d, stderr %q; want exit 1 before CouchDB is reached, saying %q", c.args, code, stderr.String(), want)
+			}
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := realMain([]string{"run", "-f", spec, "--url", unreachable, "--skip-reads"}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "the reads workload (k6, getDocument) is left out: --skip-reads") ||
+		!strings.Contains(stderr.String(), "reaching CouchDB at "+unreachable) {
+		t.Errorf("--skip-reads: exit %d, stderr %q; want the reads left out and the run to go on to CouchDB", code, stderr.String())
+	}
+}
+
+// CouchDB's 401 is explained with the ways to pass a server admin's credentials, and names
+// which credentials it refused (never their password). The users are this test's own on the
+// kit's single node: failed logins lock a user out after 5 ([chttpd_auth_lockout]).
+func TestUnauthorizedSaysHowToPassCredentialsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	dir := t.TempDir()
+	spec := writeFile(t, dir, "bench.yaml", bench)
+	user, password := srv.NewUser(t) // no roles: not a server admin
+	creds := filepath.Join(dir, "creds")
+	if err := os.Mkdir(creds, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, creds, "username", user)
+	writeFile(t, creds, "password", password)
+	wrong, wrongPassword := srv.NewUser(t)
+	const how = "set COUCHDB_USER and COUCHDB_PASSWORD to a server admin's name and password, or pass --credentials-dir DIR"
+	cases := []struct {
+		name, user, password string
+		args                 []string
+		want                 string
+	}{
+		{"none", "", "", nil, "HTTP 401 unauthorized: You are not a server admin.\nCouchDB wants a server admin, and no credentials were given: " + how},
+		{"wrong password", wrong, "not-" + wrongPassword, nil, "HTTP 401 unauthorized: Name or password is incorrect.\n" +
+			`CouchDB refused user "` + wrong + `" from COUCHDB_USER and COUCHDB_PASSWORD (a wrong password, or not a server admin): ` + how},
+		{"not an admin", "", "", []string{"--credentials-dir", creds}, "HTTP 401 unauthorized: You are not a server admin.\n" +
+			`CouchDB refused user "` + user + `" from --credentials-dir ` + creds + " (a wrong password, or not a server admin): " + how},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("COUCHDB_USER", c.user)
+			t.Setenv("COUCHDB_PASSWORD", c.password)
+			var stdout, stderr bytes.Buffer
+			code := realMain(append([]string{"seed", "-f", spec, "--url", srv.URL(), "-q"}, c.args...), &stdout, &stderr)
+			if code != 1 || !strings.Contains(stderr.String(), c.want) || strings.Contains(stderr.String(), "pw-") {
+				t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q, no password", code, stderr.String(), c.want)
+			}
+		})
 	}
 }
 
@@ -135,10 +318,16 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-f", spec}, 2, "--url is required"},
 		{[]string{"run", "-f", bad, "--url", "http://127.0.0.1:1"}, 1, "spec.dataset.documents"},
 		{[]string{"report"}, 2, "name at least one RESULTS file"},
-		{[]string{"report", "--format", "pdf", "x.json"}, 1, "no such file"},
+		{[]string{"report", "--format", "pdf", "x.json"}, 2, `--format "pdf": want markdown, csv or html`},
+		{[]string{"report", "x.json"}, 1, "no such file"},
 		{[]string{"compare", "a.json"}, 2, "name the BASELINE and the CURRENT results"},
 		{[]string{"index", "-f", spec, "--bogus"}, 2, "flag provided but not defined: -bogus"},
-		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 1, "only the seed and writes steps are shared"},
+		// Only seeding and writes are shared between runner parts: the other steps do not
+		// take the flags.
+		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
+		{[]string{"views", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "1"}, 2, "flag provided but not defined: -part"},
+		{[]string{"run", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
+		{[]string{"version", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"seed", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "2", "--parts", "2"}, 1, "as parts 0 to 1"},
 	}
 	for _, c := range cases {
@@ -154,7 +343,8 @@ func TestUsageErrors(t *testing.T) {
 // must say --url, as the rest of the documentation does.
 var singleDashWord = regexp.MustCompile(`\n  -[a-z][a-z]`)
 
-// Every command explains itself on --help, on standard output, and exits 0.
+// Every command explains itself on --help, on standard output, and exits 0; its flags'
+// descriptions start in one column, as do the commands' in the overview.
 func TestEveryCommandHasHelp(t *testing.T) {
 	for _, c := range commands {
 		var stdout, stderr bytes.Buffer
@@ -163,11 +353,72 @@ func TestEveryCommandHasHelp(t *testing.T) {
 			singleDashWord.MatchString(stdout.String()) {
 			t.Errorf("%s --help: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout.String(), stderr.String())
 		}
+		if c.name != "version" { // which has no flags
+			checkColumns(t, c.name+" --help", stdout.String(), "Flags:")
+		}
+		// Runner parts share seeding and writes only.
+		if parts := strings.Contains(stdout.String(), "--parts n"); parts != (c.name == "seed" || c.name == "writes") {
+			t.Errorf("%s --help offers --parts: %v", c.name, parts)
+		}
 	}
 	var stdout, stderr bytes.Buffer
 	if code := realMain([]string{"--help"}, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), "compare") {
 		t.Errorf("--help: exit %d\n%s", code, stdout.String())
 	}
+	checkColumns(t, "--help", stdout.String(), "Commands:")
+}
+
+// checkColumns checks that the rows under heading (up to a blank line), "  name  text",
+// have their text in one column.
+func checkColumns(t *testing.T, what, out, heading string) {
+	t.Helper()
+	_, block, ok := strings.Cut(out, "\n"+heading+"\n")
+	if !ok {
+		t.Fatalf("%s: no %q in\n%s", what, heading, out)
+	}
+	block, _, _ = strings.Cut(strings.TrimRight(block, "\n"), "\n\n")
+	column := -1
+	for _, line := range strings.Split(block, "\n") {
+		name, _, found := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
+		at := len("  ") + len(name) + len("  ")
+		for at < len(line) && line[at] == ' ' {
+			at++
+		}
+		switch {
+		case !found:
+			t.Errorf("%s: %q is not a row of two columns", what, line)
+		case column < 0:
+			column = at
+		case at != column:
+			t.Errorf("%s: %q starts its text at column %d, the rows above at %d", what, line, at, column)
+		}
+	}
+}
+
+// couchbench version and couchbench --version say which build this is, the Go release, and
+// how the client talks to CouchDB.
+func TestVersion(t *testing.T) {
+	defer func(v, c string) { version.Version, version.Commit = v, c }(version.Version, version.Commit)
+	version.Version, version.Commit = "v1.2.3", "8933624"
+	var outputs []string
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		var stdout, stderr bytes.Buffer
+		if code := realMain(args, &stdout, &stderr); code != 0 || stderr.Len() != 0 {
+			t.Fatalf("%v: exit %d, %s", args, code, stderr.String())
+		}
+		outputs = append(outputs, stdout.String())
+	}
+	out := outputs[0]
+	for _, want := range []string{"couchbench v1.2.3\n", "\n  commit  8933624\n", "\n  go      " + runtime.Version() + " ",
+		"connect timeout  " + couch.DialTimeout.String(), fmt.Sprintf("at least %d", couch.MinConns), "COUCHDB_USER"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("version lacks %q:\n%s", want, out)
+		}
+	}
+	if outputs[1] != out {
+		t.Errorf("--version says\n%s\nversion says\n%s", outputs[1], out)
+	}
+	checkColumns(t, "version", out, "CouchDB client (run and the steps):")
 }
 
 // A benchmark run by hand against an existing CouchDB needs no credentialsSecret: the
@@ -206,23 +457,77 @@ func TestArmURLs(t *testing.T) {
 		writeFile(t, own, "password", "same")
 	}
 	o := stepOptions{credentialsDir: dir, armURLs: armURLs{"js": "http://a:5984", "py": "http://a:5984"}}
-	client, servers, err := clients(o, spec, nil)
-	if err != nil || client != nil || len(servers) != 2 || servers["js"] != servers["py"] {
-		t.Errorf("two arms on one CouchDB with one user: client %v, servers %v, %v; want one shared client", client, servers, err)
+	got, err := clients(o, spec, nil)
+	if err != nil || got.client != nil || len(got.servers) != 2 || got.servers["js"] != got.servers["py"] {
+		t.Errorf("two arms on one CouchDB with one user: %+v, %v; want one shared client", got, err)
+	}
+	if url, creds := got.target("py"); url != "http://a:5984" || creds.Username != "admin" || creds.Password != "same" {
+		t.Errorf("py's target %s as %s, want http://a:5984 as admin with its own credentials", url, creds)
 	}
 	o.armURLs = armURLs{"js": "http://a:5984", "py": "http://b:5984"}
-	if _, servers, err = clients(o, spec, nil); err != nil || servers["js"] == servers["py"] {
-		t.Errorf("two CouchDBs: servers %v, %v; want a client each", servers, err)
+	if got, err = clients(o, spec, nil); err != nil || got.servers["js"] == got.servers["py"] {
+		t.Errorf("two CouchDBs: %+v, %v; want a client each", got, err)
 	}
 	o.armURLs = armURLs{"js": "http://a:5984"}
-	if _, _, err = clients(o, spec, nil); err == nil || !strings.Contains(err.Error(), "query server py") {
+	if _, err = clients(o, spec, nil); err == nil || !strings.Contains(err.Error(), "query server py") {
 		t.Errorf("py without a CouchDB: %v; want an error naming it", err)
 	}
 	o.armURLs = armURLs{"erl": "http://a:5984"}
-	if _, _, err = clients(o, spec, []string{"js"}); err == nil || !strings.Contains(err.Error(), `no query server "erl"`) {
+	if _, err = clients(o, spec, []string{"js"}); err == nil || !strings.Contains(err.Error(), `no query server "erl"`) {
 		t.Errorf("an --arm-url of no arm: %v", err)
 	}
 	if err := (armURLs{}).Set("js"); err == nil {
 		t.Error(`--arm-url "js" was taken for ARM=URL`)
+	}
+}
+
+// seededRun is a results document of a run by hand that seeded 300 documents for query
+// server js.
+func seededRun(t *testing.T, dir, name, runID string, started time.Time) string {
+	t.Helper()
+	doc := &results.Document{SchemaVersion: results.SchemaVersion, Benchmark: "cli", RunID: runID, StartedAt: started,
+		Server: results.Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"n1"}},
+		Arms: []results.Arm{{QueryServer: "js", Language: "javascript", Profiles: []results.Profile{{Profile: "small",
+			Seeding: &seeding.Result{Stored: 300, Created: 300, Elapsed: time.Second}}}}}}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return writeFile(t, dir, name, string(data))
+}
+
+// report of several runs labels each run and shows each once.
+func TestReportLabelsEachRun(t *testing.T) {
+	dir := t.TempDir()
+	started := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+	a := seededRun(t, dir, "a.json", "", started)
+	b := seededRun(t, dir, "b.json", "r2", started.Add(time.Hour))
+	report := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := realMain(append([]string{"report"}, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("report %v: exit %d: %s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	md := report(b, a)
+	first := strings.Index(md, "## cli (2026-11-22T01:00:00Z, The Apache Software Foundation 3.4.3, 1 node(s))")
+	second := strings.Index(md, "## cli (run r2, 2026-11-22T02:00:00Z, The Apache Software Foundation 3.4.3, 1 node(s))")
+	if first < 0 || second < first || strings.Count(md, "| js (javascript) | small") != 2 {
+		t.Errorf("want each run under a heading of its own, earliest first, one seeding row each:\n%s", md)
+	}
+	if md := report(a, a); strings.Count(md, "## cli") != 1 || strings.Count(md, "| js (javascript) | small") != 1 {
+		t.Errorf("the same run twice must show once:\n%s", md)
+	}
+	csv := report("--format", "csv", a, b)
+	for _, want := range []string{"cli,,2026-11-22T01:00:00Z,js,small,seeding,bulk,docs_per_second,300\n",
+		"cli,r2,2026-11-22T02:00:00Z,js,small,seeding,bulk,docs_per_second,300\n"} {
+		if !strings.Contains(csv, want) {
+			t.Errorf("csv lacks %q:\n%s", want, csv)
+		}
+	}
+	if page := report("--format", "html", a, b); !strings.Contains(page, "<h1>couchbench: 2 runs of cli</h1>") ||
+		!strings.Contains(page, "<h2>cli (run r2, 2026-11-22T02:00:00Z)</h2>") {
+		t.Errorf("the page does not show both runs:\n%.2000s", page)
 	}
 }

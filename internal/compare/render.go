@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"strconv"
 	"strings"
@@ -46,6 +47,34 @@ func (c Comparison) Tables() []results.Table {
 			"Listed, not judged: a verdict above may come from any of these.", lines))
 	}
 	return out
+}
+
+// RunTables are a run's tables (results.Report's) and, for a run of several arms, every arm
+// against the first (with the tolerances of the run's spec.baseline): what every rendering of
+// a run shows, the operator's results ConfigMap and `couchbench run` and `report` alike.
+func RunTables(docs []*results.Document) ([]results.Table, error) {
+	tables := results.NewReport(docs...).Tables()
+	var opts Options
+	if len(docs) > 0 {
+		opts = OptionsOf(docs[0].Spec.Baseline)
+	}
+	arms, err := Arms(docs, opts)
+	if err != nil || arms == nil {
+		return tables, err
+	}
+	return append(tables, arms.Tables()...), nil
+}
+
+// WriteRun writes a run as Markdown: the report's heading, then RunTables.
+func WriteRun(w io.Writer, docs []*results.Document) error {
+	tables, err := RunTables(docs)
+	if err != nil {
+		return err
+	}
+	if err := results.NewReport(docs...).WriteHeader(w); err != nil {
+		return err
+	}
+	return results.WriteMarkdown(w, tables)
 }
 
 // Tables lays the arms' comparison out: every arm against the first, with its own numbers.

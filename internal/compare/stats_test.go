@@ -131,10 +131,10 @@ func TestClearRegressionsAreFound(t *testing.T) {
 	}
 }
 
-// runs draws a run's n repetitions: its level strays from median by between (CV) from run to
-// run, its repetitions by within around its level: runs minutes apart on a shared machine.
-func runs(r *rand.Rand, n int, median, between, within float64) []float64 {
-	return samples(r, n, samples(r, 1, median, between)[0], within)
+// runs draws a run's 5 repetitions: its level strays from median by between (CV) from run
+// to run, its repetitions by within around its level: runs minutes apart on a shared machine.
+func runs(r *rand.Rand, median, between, within float64) []float64 {
+	return samples(r, 5, samples(r, 1, median, between)[0], within)
 }
 
 // Runs minutes apart differ by more than their repetitions do (on these machines 12-21% CV
@@ -148,11 +148,11 @@ func TestHistoryKeepsBetweenRunNoiseFromVerdicts(t *testing.T) {
 	for range trials {
 		var history []float64
 		for range 10 {
-			history = append(history, results.Summarize(runs(r, 5, 1000, 0.15, 0.04)).Median)
+			history = append(history, results.Summarize(runs(r, 1000, 0.15, 0.04)).Median)
 		}
 		_, v := logMeanVar(history)
 		spread := runSpread{sd: math.Sqrt(v), df: 9, runs: 10}
-		base, cur := runs(r, 5, 1000, 0.15, 0.04), runs(r, 5, 1000, 0.15, 0.04)
+		base, cur := runs(r, 1000, 0.15, 0.04), runs(r, 1000, 0.15, 0.04)
 		if v := judge(base, cur, results.HigherIsBetter, 0.05, spread).verdict; v == Regressed || v == Improved {
 			alarms++
 		}
@@ -176,12 +176,12 @@ func TestMinimumDetectableEffectIsWhatGetsDetected(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	spread := runSpread{sd: math.Log1p(0.08), df: 9, runs: 10}
 	// The MDE of the setting, from one draw's standard error (the floor dominates here).
-	j := judge(runs(r, 5, 1000, 0.08, 0.03), runs(r, 5, 1000, 0.08, 0.03), results.HigherIsBetter, 0.05, spread)
+	j := judge(runs(r, 1000, 0.08, 0.03), runs(r, 1000, 0.08, 0.03), results.HigherIsBetter, 0.05, spread)
 	mde := *j.minDetectable / 100
 	rate := func(change float64) float64 {
 		found := 0
 		for range trials {
-			base, cur := runs(r, 5, 1000, 0.08, 0.03), runs(r, 5, 1000/(1+change), 0.08, 0.03)
+			base, cur := runs(r, 1000, 0.08, 0.03), runs(r, 1000/(1+change), 0.08, 0.03)
 			if judge(base, cur, results.HigherIsBetter, 0.05, spread).verdict == Regressed {
 				found++
 			}

@@ -52,6 +52,17 @@ type Options struct {
 	RequestTimeout time.Duration
 }
 
+// The client's defaults (`couchbench version` lists them).
+const (
+	// MinConns is the smallest connection pool, whatever Options.MaxConns says.
+	MinConns = 4
+	// DialTimeout bounds opening a connection; KeepAlive is the TCP keep-alive period of
+	// open ones; IdleConnTimeout closes a connection unused that long.
+	DialTimeout     = 10 * time.Second
+	KeepAlive       = 30 * time.Second
+	IdleConnTimeout = 90 * time.Second
+)
+
 // Client talks to one CouchDB cluster through one base URL.
 type Client struct {
 	base     *url.URL
@@ -73,14 +84,14 @@ func New(baseURL string, creds Credentials, opts Options) (*Client, error) {
 	if u.User != nil {
 		return nil, fmt.Errorf("couchdb URL %q carries credentials; pass them through the environment or a credentials file instead", u.Redacted())
 	}
-	maxConns := max(opts.MaxConns, 4)
+	maxConns := max(opts.MaxConns, MinConns)
 	transport := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         (&net.Dialer{Timeout: DialTimeout, KeepAlive: KeepAlive}).DialContext,
 		MaxIdleConns:        maxConns,
 		MaxIdleConnsPerHost: maxConns,
 		MaxConnsPerHost:     maxConns,
-		IdleConnTimeout:     90 * time.Second,
+		IdleConnTimeout:     IdleConnTimeout,
 		// Views and bulk answers are large; compression would cost the client CPU that
 		// belongs to the load it generates.
 		DisableCompression: true,

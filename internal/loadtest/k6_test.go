@@ -15,9 +15,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -118,9 +116,10 @@ type fullSummary struct {
 	} `json:"metrics"`
 }
 
-// runK6 runs one k6 runner as user, as a k6 Job does, and returns its exit code, what it
-// handed over (its summary of the load, read from the frame on its stdout and checked against
-// the handoff in its termination file, as the operator reads them) and k6's whole summary.
+// runK6 runs one k6 runner as user, as a k6 Job does (k6Process, which Local runs too), and
+// returns its exit code, what it handed over (its summary of the load, read from the frame on
+// its stdout and checked against the handoff in its termination file, as the operator reads
+// them) and k6's whole summary.
 func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (int, results.ReadsRunner, fullSummary) {
 	t.Helper()
 	dir := t.TempDir()
@@ -132,46 +131,19 @@ func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (in
 	if err != nil {
 		t.Fatal(err)
 	}
-	handoffPath := filepath.Join(dir, "termination-log")
 	// A bound for a hung k6, not a measurement.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	args := append([]string{"run", "--quiet", "--no-color"}, extra...)
-	cmd := exec.CommandContext(ctx, k6Binary(t), append(args, script)...)
-	cmd.Env = append(os.Environ(), "COUCHBENCH_CONFIG="+config, "COUCHBENCH_HANDOFF="+handoffPath,
-		"COUCHDB_USER="+user, "COUCHDB_PASSWORD="+password, "K6_NO_USAGE_REPORT=true")
+	code, payload, err := k6Process{bin: k6Binary(t), script: script, handoff: filepath.Join(dir, "termination-log"),
+		env: []string{"COUCHBENCH_CONFIG=" + config, "COUCHDB_USER=" + user, "COUCHDB_PASSWORD=" + password}, args: extra}.run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	segment := ""
 	for i, a := range extra {
 		if a == "--execution-segment" && i+1 < len(extra) {
 			segment = extra[i+1]
 		}
-	}
-	var stdout, stderr strings.Builder
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	out := []byte(stdout.String() + stderr.String())
-	code := 0
-	if err != nil {
-		ee, ok := err.(*exec.ExitError)
-		if !ok {
-			t.Fatalf("k6: %v\n%s", err, tail(out))
-		}
-		code = ee.ExitCode()
-	}
-	message, err := os.ReadFile(handoffPath)
-	if err != nil {
-		t.Fatalf("k6 exited %d without a handoff: %v\n%s", code, err, tail(out))
-	}
-	if len(message) > results.MaxHandoffBytes {
-		t.Errorf("the handoff is %d bytes, over the 4 KB termination message", len(message))
-	}
-	h, err := results.ParseHandoff(string(message))
-	if err != nil {
-		t.Fatal(err)
-	}
-	payload, err := results.ReadFrame(strings.NewReader(stdout.String()), h)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, tail(out))
 	}
 	runner, err := results.ParseK6Summary(payload, SegmentName(segment), cfg.UserThresholds)
 	if err != nil {
@@ -190,13 +162,6 @@ func reads(runners ...results.ReadsRunner) *benchv1.ReadResult {
 	doc := &results.Document{Arms: []results.Arm{{QueryServer: "js", Profiles: []results.Profile{{Profile: "small",
 		Reads: &results.Reads{Scenario: "getDocument", Runners: runners}}}}}}
 	return results.Aggregate(doc).Results[0].Reads
-}
-
-func tail(b []byte) string {
-	if len(b) > 3000 {
-		return string(b[len(b)-3000:])
-	}
-	return string(b)
 }
 
 var jsArm = benchv1.QueryServer{Name: "js", Language: "javascript"}

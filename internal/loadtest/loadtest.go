@@ -1,6 +1,7 @@
 // Package loadtest holds the k6 read load: the script (embedded, delivered to k6 Jobs in a
-// ConfigMap), the configuration the operator passes to it, and how runners split the load.
-// What k6 measured is read into results documents by internal/results (ParseK6Summary).
+// ConfigMap), the configuration the operator passes to it, how runners split the load, and
+// Local, which runs it by hand (`couchbench run`) with k6 processes as the Jobs run it. What
+// k6 measured is read into results documents by internal/results (ParseK6Summary).
 package loadtest
 
 import (

@@ -9,8 +9,11 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/plot"
 	"github.com/couchbench/couchbench/internal/results"
 )
@@ -19,61 +22,127 @@ import (
 // the charts, the results tables and then comparison, extra tables for the caller to pass
 // in (e.g. this run against a baseline); nil for none.
 func HTML(w io.Writer, comparison []results.Table, docs ...*results.Document) error {
-	charts, err := plot.Charts(docs...)
-	if err != nil {
-		return err
+	return write(w, comparison, [][]*results.Document{docs})
+}
+
+// HTMLRuns writes one page of several runs (results.Runs): a header listing them, then a
+// section per run, labelled with its benchmark, run id and start, with its own charts and
+// tables. Runs are not drawn on one chart: their arms share names and would hide each other.
+func HTMLRuns(w io.Writer, runs [][]*results.Document) error {
+	return write(w, nil, runs)
+}
+
+func write(w io.Writer, comparison []results.Table, runs [][]*results.Document) error {
+	p := page{Comparison: withNumbers(comparison, 3)}
+	// One run keeps the page's own headings; several runs are sections one level down.
+	level := 2
+	if len(runs) > 1 {
+		level = 3
 	}
-	r := results.NewReport(docs...)
-	p := page{Report: r, Tables: withNumbers(r.Tables()), Comparison: withNumbers(comparison)}
-	if !r.StartedAt.IsZero() {
-		p.Started = r.StartedAt.UTC().Format(time.RFC3339)
+	var benchmarks []string
+	for _, docs := range runs {
+		r, err := newRun(docs, level)
+		if err != nil {
+			return err
+		}
+		p.Runs = append(p.Runs, r)
+		if !slices.Contains(benchmarks, r.Benchmark) {
+			benchmarks = append(benchmarks, r.Benchmark)
+		}
 	}
-	for _, c := range charts {
-		p.Charts = append(p.Charts, figure{Title: c.Title, SVG: inline(c.SVG)})
-	}
-	for _, d := range docs {
-		if d.Error != "" {
-			p.Warnings = append(p.Warnings, "The run stopped early: "+d.Error+". The results before that are shown.")
-		}
-		if d.Interrupted {
-			p.Warnings = append(p.Warnings, "The run was interrupted before it finished. The results before that are shown.")
-		}
-		if d.SeriesThinned > 1 {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("The indexing curves keep one poll in %d, to fit where the results are stored.", d.SeriesThinned))
-		}
+	switch {
+	case len(runs) == 1:
+		p.Heading, p.Title = p.Runs[0].Benchmark, p.Runs[0].Benchmark+" on "+p.Runs[0].Server
+	case len(benchmarks) == 1:
+		p.Heading = fmt.Sprintf("%d runs of %s", len(runs), benchmarks[0])
+		p.Title = p.Heading
+	default:
+		p.Heading = fmt.Sprintf("%d runs: %s", len(runs), strings.Join(benchmarks, ", "))
+		p.Title = p.Heading
 	}
 	var buf bytes.Buffer
 	if err := pageTemplate.Execute(&buf, p); err != nil {
 		return err
 	}
-	_, err = buf.WriteTo(w)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
-// page is what the template shows.
-type page struct {
-	results.Report
-	Started    string
-	Warnings   []string
-	Charts     []figure
-	Tables     []table
-	Comparison []table
+// newRun is what the page shows of one run, its headings at level.
+func newRun(docs []*results.Document, level int) (run, error) {
+	charts, err := plot.Charts(docs...)
+	if err != nil {
+		return run{}, err
+	}
+	r := results.NewReport(docs...)
+	tables, err := compare.RunTables(docs)
+	if err != nil {
+		return run{}, err
+	}
+	out := run{Report: r, Label: r.Label(), Level: level, Tables: withNumbers(tables, level+1)}
+	if !r.StartedAt.IsZero() {
+		out.Started = r.StartedAt.UTC().Format(time.RFC3339)
+	}
+	for _, c := range charts {
+		out.Charts = append(out.Charts, figure{Title: c.Title, SVG: inline(c.SVG)})
+	}
+	warn := func(w string) {
+		// A run's documents are often one per arm, each with the run's own error.
+		if !slices.Contains(out.Warnings, w) {
+			out.Warnings = append(out.Warnings, w)
+		}
+	}
+	for _, d := range docs {
+		if d.Error != "" {
+			warn("The run stopped early: " + d.Error + ". The results before that are shown.")
+		}
+		if d.Interrupted {
+			warn("The run was interrupted before it finished. The results before that are shown.")
+		}
+		if d.SeriesThinned > 1 {
+			warn(fmt.Sprintf("The indexing curves keep one poll in %d, to fit where the results are stored.", d.SeriesThinned))
+		}
+	}
+	return out, nil
 }
 
-// table is a results.Table with the columns of numbers marked, to align them right.
+// page is what the template shows: one run or several, and a comparison.
+type page struct {
+	Title, Heading string
+	Runs           []run
+	Comparison     []table
+}
+
+// Several tells whether the page shows more than one run.
+func (p page) Several() bool { return len(p.Runs) > 1 }
+
+// run is one run's part of the page; Level is its sections' heading level.
+type run struct {
+	results.Report
+	Label    string
+	Started  string
+	Level    int
+	Warnings []string
+	Charts   []figure
+	Tables   []table
+}
+
+// table is a results.Table with the columns of numbers marked, to align them right, and
+// the level of its title's heading.
 type table struct {
 	results.Table
 	Numeric []bool
+	Level   int
 }
 
-func withNumbers(tables []results.Table) []table {
+func withNumbers(tables []results.Table, level int) []table {
 	out := make([]table, len(tables))
 	for i, t := range tables {
 		columns := len(t.Header)
 		for _, row := range t.Rows {
 			columns = max(columns, len(row))
 		}
-		out[i] = table{Table: t, Numeric: make([]bool, columns)}
+		out[i] = table{Table: t, Numeric: make([]bool, columns), Level: level}
 		for c := range columns {
 			out[i].Numeric[c] = isNumberColumn(t.Rows, c)
 		}
@@ -112,17 +181,25 @@ func inline(svg []byte) template.HTML {
 	return template.HTML(svg)
 }
 
-var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>
+// heading is an HTML heading of the level, its text escaped.
+func heading(level int, text string) template.HTML {
+	return template.HTML(fmt.Sprintf("<h%d>%s</h%d>", level, template.HTMLEscapeString(text), level))
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{"h": heading}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{{.Benchmark}} on {{.Server}} · couchbench</title>
+<title>{{.Title}} · couchbench</title>
 <style>
 body { font: 15px/1.45 system-ui, "Liberation Sans", Arial, Helvetica, sans-serif; color: #222; max-width: 1100px; margin: 2rem auto; padding: 0 1rem; }
 h1 { font-size: 1.6rem; margin: 0 0 .3rem; }
 h2 { font-size: 1.3rem; margin: 2.4rem 0 1rem; padding-bottom: .3rem; border-bottom: 1px solid #ddd; }
 h3 { font-size: 1rem; margin: 1.8rem 0 .5rem; }
+section.run > h2 { font-size: 1.5rem; border-bottom: 3px solid #0072b2; }
+section.run h3 { font-size: 1.2rem; margin: 2rem 0 .8rem; }
+h4 { font-size: 1rem; margin: 1.8rem 0 .5rem; }
 .meta { color: #555; margin: .2rem 0; }
 .warning { background: #fff4e5; border-left: 4px solid #d55e00; padding: .5rem .8rem; margin: .8rem 0; }
 figure { margin: 0 0 2rem; }
@@ -138,29 +215,39 @@ tbody tr:nth-child(even) { background: #fafafa; }
 </head>
 <body>
 <header>
-<h1>couchbench: {{.Benchmark}}</h1>
-<p class="meta">Server: {{.Server}}</p>
-{{- if .Started}}
-<p class="meta">Started {{.Started}}{{if .PollInterval}}; /_active_tasks polled every {{.PollInterval}}{{end}}</p>
+<h1>couchbench: {{.Heading}}</h1>
+{{- if .Several}}
+<ul class="meta">
+{{- range .Runs}}
+<li>{{.Label}} on {{.Server}}</li>
 {{- end}}
-{{- range .Warnings}}
-<p class="warning">{{.}}</p>
-{{- end}}
+</ul>
+{{- else}}{{template "about" index .Runs 0}}{{end}}
 </header>
 <main>
+{{- range $i, $run := .Runs}}
+{{- if $.Several}}
+<section class="run" id="run-{{$i}}">
+<h2>{{.Label}}</h2>
+{{- template "about" .}}
+{{- end}}
 {{- if .Charts}}
-<section id="charts">
-<h2>Charts</h2>
+<section id="{{if $.Several}}run-{{$i}}-{{end}}charts">
+{{h .Level "Charts"}}
 {{- range .Charts}}
 <figure aria-label="{{.Title}}">
 {{.SVG}}</figure>
 {{- end}}
 </section>
 {{- end}}
-<section id="results">
-<h2>Results</h2>
+<section id="{{if $.Several}}run-{{$i}}-{{end}}results">
+{{h .Level "Results"}}
 {{- range .Tables}}{{template "table" .}}{{end}}
 </section>
+{{- if $.Several}}
+</section>
+{{- end}}
+{{- end}}
 {{- if .Comparison}}
 <section id="comparison">
 <h2>Comparison</h2>
@@ -170,8 +257,17 @@ tbody tr:nth-child(even) { background: #fafafa; }
 </main>
 </body>
 </html>
-{{define "table"}}
-<h3>{{.Title}}</h3>
+{{define "about"}}
+<p class="meta">Server: {{.Server}}</p>
+{{- if .Started}}
+<p class="meta">Started {{.Started}}{{if .PollInterval}}; /_active_tasks polled every {{.PollInterval}}{{end}}</p>
+{{- end}}
+{{- range .Warnings}}
+<p class="warning">{{.}}</p>
+{{- end}}
+{{- end}}
+{{- define "table"}}
+{{h .Level .Title}}
 <div class="table"><table>
 <thead><tr>{{range $c, $h := .Header}}<th{{if index $.Numeric $c}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>

@@ -2,11 +2,14 @@ package report_test
 
 import (
 	"bytes"
+	"fmt"
 	"html"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/plot"
 	"github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
@@ -123,6 +126,72 @@ func TestHTMLWithoutComparisonOrCharts(t *testing.T) {
 		"The indexing curves keep one poll in 4"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("no warning %q", want)
+		}
+	}
+}
+
+// Several runs: one page, a section per run labelled with its benchmark, run id and start,
+// each with every chart and table of its own documents.
+func TestHTMLShowsEveryRun(t *testing.T) {
+	first, second := realisticRun(t), realisticRun(t)
+	second.RunID, second.StartedAt = "r20261123", first.StartedAt.Add(24*time.Hour)
+	second.Error = "writes of quickjs: 401 unauthorized"
+	for i := range second.Arms {
+		second.Arms[i].Profiles = second.Arms[i].Profiles[:1] // the small documents only
+	}
+	runs := results.Runs([]*results.Document{second, first})
+	var buf bytes.Buffer
+	if err := report.HTMLRuns(&buf, runs); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+
+	if !strings.Contains(page, "<title>2 runs of nightly-query-servers · couchbench</title>") ||
+		!strings.Contains(page, "<h1>couchbench: 2 runs of nightly-query-servers</h1>") {
+		t.Errorf("the page does not say it holds two runs:\n%.900s", page)
+	}
+	svgs, tables, at := 0, 0, 0
+	for i, docs := range runs {
+		r := results.NewReport(docs...)
+		label := html.EscapeString(r.Label())
+		section := strings.Index(page, fmt.Sprintf("<section class=\"run\" id=\"run-%d\">\n<h2>%s</h2>", i, label))
+		if section < at || !strings.Contains(page, "<li>"+label+" on ") {
+			t.Fatalf("run %d (%s) has no section of its own after the one before, or is not listed", i, label)
+		}
+		at = section
+		charts, err := plot.Charts(docs...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range charts {
+			if !strings.Contains(page[section:], string(c.SVG[bytes.Index(c.SVG, []byte("<svg")):])) {
+				t.Errorf("run %d: chart %s is not in its section", i, c.Name)
+			}
+		}
+		svgs += len(charts)
+		runTables, err := compare.RunTables(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tables += len(runTables)
+		for _, table := range runTables {
+			if !strings.Contains(page[section:], "<h4>"+html.EscapeString(table.Title)+"</h4>") {
+				t.Errorf("run %d: no table %q", i, table.Title)
+			}
+		}
+	}
+	if first.RunID == second.RunID || strings.Count(page, "<svg") != svgs || strings.Count(page, "<table>") != tables || svgs == 0 {
+		t.Errorf("%d <svg> and %d tables in the page, want the runs' %d and %d", strings.Count(page, "<svg"),
+			strings.Count(page, "<table>"), svgs, tables)
+	}
+	// The second run's warning is in its own section only.
+	if w := strings.Index(page, "The run stopped early: writes of quickjs"); w < strings.Index(page, `id="run-1"`) {
+		t.Error("the later run's warning is missing or shown with the earlier run")
+	}
+	// Section ids are unique.
+	for _, id := range regexp.MustCompile(`id="[^"]+"`).FindAllString(page, -1) {
+		if strings.Count(page, id) != 1 {
+			t.Errorf("%s is not unique", id)
 		}
 	}
 }

@@ -12,6 +12,11 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/cli-runtime/pkg/printers"
+
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/seeding"
@@ -191,6 +196,61 @@ func TestEncodeDecodeAndReadConfigMaps(t *testing.T) {
 	empty, _ := json.Marshal(map[string]any{"kind": "List", "items": []any{}})
 	if _, err := ReadDocuments(empty, "stdin"); err == nil || !strings.Contains(err.Error(), benchv1.LabelResultsOf) {
 		t.Errorf("a list without documents: %v; want the label to list them by", err)
+	}
+}
+
+// kubectl get cm ... -o yaml: the same ConfigMaps in YAML, as kubectl's own printer
+// (cli-runtime's YAMLPrinter) writes them: a List, one ConfigMap, or several YAML documents
+// (what kubectl prints for several objects that are not a List, e.g. with --local).
+func TestReadConfigMapsInYAML(t *testing.T) {
+	one, two := sampleDocument(2), sampleDocument(2)
+	one.Arms, two.Arms = one.Arms[:1], two.Arms[1:]
+	configMap := func(name string, d *Document) *corev1.ConfigMap {
+		data, err := Encode(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: name,
+			Labels: map[string]string{benchv1.LabelResultsOf: "b"}}, BinaryData: map[string][]byte{benchv1.DocumentKey: data}}
+	}
+	tables := &corev1.ConfigMap{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, ObjectMeta: metav1.ObjectMeta{Name: "b-results"},
+		Data: map[string]string{"results.md": "## b"}}
+	print := func(objs ...runtime.Object) []byte {
+		var buf bytes.Buffer
+		p := &printers.YAMLPrinter{}
+		for _, o := range objs {
+			if err := p.PrintObj(o, &buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return buf.Bytes()
+	}
+	list := &corev1.List{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "List"}, Items: []runtime.RawExtension{
+		{Object: configMap("b-results-arm0", one)}, {Object: tables}, {Object: configMap("b-results-arm1", two)}}}
+	want := Aggregate(sampleDocument(2)).Results
+	for name, data := range map[string][]byte{
+		"a List":             print(list),
+		"two YAML documents": print(configMap("b-results-arm0", one), configMap("b-results-arm1", two)),
+	} {
+		if !bytes.HasPrefix(data, []byte("apiVersion: v1\n")) && !bytes.HasPrefix(data, []byte("---\n")) {
+			t.Fatalf("%s: not YAML:\n%.200s", name, data)
+		}
+		docs, err := ReadDocuments(data, "stdin")
+		if err != nil || len(docs) != 2 || !reflect.DeepEqual(Aggregate(docs...).Results, want) {
+			t.Errorf("%s: %d documents, %v; want both arms", name, len(docs), err)
+		}
+	}
+	if docs, err := ReadDocuments(print(configMap("b-results-arm1", two)), "stdin"); err != nil || len(docs) != 1 ||
+		docs[0].Arms[0].QueryServer != "arm1" {
+		t.Errorf("one ConfigMap: %d documents, %v", len(docs), err)
+	}
+	if _, err := ReadDocuments(print(tables), "stdin"); err == nil || !strings.Contains(err.Error(), "no ConfigMap holds a results document") {
+		t.Errorf("the tables' ConfigMap alone: %v", err)
+	}
+	for _, other := range []string{"kind: Secret\n", "hello\n"} {
+		if _, err := ReadDocuments([]byte(other), "stdin"); err == nil || !strings.Contains(err.Error(), "kubectl get cm -o json or -o yaml") {
+			t.Errorf("%q: %v", other, err)
+		}
 	}
 }
 

@@ -99,7 +99,7 @@ func TestCSVHasOneRowPerValue(t *testing.T) {
 	if len(rows) != want {
 		t.Fatalf("%d rows, want %d", len(rows), want)
 	}
-	if strings.Join(rows[0], ",") != "benchmark,started_at,option,profile,workload,variant,metric,value" {
+	if strings.Join(rows[0], ",") != "benchmark,run_id,started_at,option,profile,workload,variant,metric,value" {
 		t.Errorf("header %v", rows[0])
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
 
@@ -34,6 +36,8 @@ func Merge(into, step *Document) {
 		into.Server = step.Server
 	}
 	into.Error, into.Interrupted = step.Error, step.Interrupted
+	// Curves thinned in the step stay thinned in the whole.
+	into.SeriesThinned = max(into.SeriesThinned, step.SeriesThinned)
 	for _, sa := range step.Arms {
 		a := armOf(into, sa.QueryServer)
 		if sa.Language != "" {
@@ -231,7 +235,7 @@ func Decode(data []byte) (*Document, error) {
 	return &d, nil
 }
 
-// configMapShape is what is read of a ConfigMap, or of a list of them, in kubectl's JSON.
+// configMapShape is what is read of a ConfigMap, or of a list of them, as kubectl prints them.
 type configMapShape struct {
 	Kind       string            `json:"kind"`
 	BinaryData map[string][]byte `json:"binaryData"`
@@ -239,29 +243,58 @@ type configMapShape struct {
 }
 
 // ReadDocuments reads what `couchbench report` is given: a document (JSON or gzip), or
-// ConfigMaps holding documents as kubectl prints them (`kubectl get cm -o json`: one
-// ConfigMap or a List).
+// ConfigMaps holding documents as kubectl prints them (`kubectl get cm -o json` or `-o yaml`:
+// one ConfigMap, a List, or several YAML documents).
 func ReadDocuments(data []byte, name string) ([]*Document, error) {
 	trimmed := bytes.TrimSpace(data)
-	if !isGzip(trimmed) {
-		var shape configMapShape
-		if err := json.Unmarshal(trimmed, &shape); err == nil && (shape.Kind == "ConfigMap" || strings.HasSuffix(shape.Kind, "List")) {
-			docs, err := shape.documents()
+	if shapes, ok := configMaps(trimmed); ok {
+		var docs []*Document
+		for _, shape := range shapes {
+			more, err := shape.documents()
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			if len(docs) == 0 {
-				return nil, fmt.Errorf("%s: no ConfigMap holds a results document (%s); list them with "+
-					"kubectl get cm -l %s=BENCHMARK -o json", name, benchv1.DocumentKey, benchv1.LabelResultsOf)
-			}
-			return docs, nil
+			docs = append(docs, more...)
 		}
+		if len(docs) == 0 {
+			return nil, fmt.Errorf("%s: no ConfigMap holds a results document (%s); list them with "+
+				"kubectl get cm -l %s=BENCHMARK -o json (or -o yaml)", name, benchv1.DocumentKey, benchv1.LabelResultsOf)
+		}
+		return docs, nil
+	}
+	if !isGzip(trimmed) && !bytes.HasPrefix(trimmed, []byte("{")) {
+		return nil, fmt.Errorf("%s: neither a results document (JSON, gzip-compressed or not) nor ConfigMaps as "+
+			"kubectl get cm -o json or -o yaml prints them", name)
 	}
 	d, err := Decode(trimmed)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return []*Document{d}, nil
+}
+
+// configMaps reads data as kubectl's print of ConfigMaps, JSON or YAML (several YAML
+// documents too); ok is false when it is something else, such as a results document.
+func configMaps(data []byte) (shapes []configMapShape, ok bool) {
+	if isGzip(data) {
+		return nil, false
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		var shape configMapShape
+		switch err := dec.Decode(&shape); {
+		case errors.Is(err, io.EOF):
+			return shapes, len(shapes) > 0
+		case err != nil:
+			return nil, false
+		case shape.Kind == "":
+			// an empty YAML document (a leading "---"), or not kubectl's
+		case shape.Kind == "ConfigMap" || strings.HasSuffix(shape.Kind, "List"):
+			shapes = append(shapes, shape)
+		default:
+			return nil, false
+		}
+	}
 }
 
 func (c configMapShape) documents() ([]*Document, error) {

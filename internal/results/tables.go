@@ -25,6 +25,8 @@ const (
 // the same documents through Aggregate.
 type Report struct {
 	Benchmark string
+	// RunID tells runs of one benchmark apart ("" for a run by hand without --run-id).
+	RunID     string
 	StartedAt time.Time
 	// Server describes the CouchDB, e.g. "The Apache Software Foundation 3.4.3, 3 node(s)".
 	Server  string
@@ -44,6 +46,9 @@ func NewReport(docs ...*Document) Report {
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
+		}
+		if r.RunID == "" {
+			r.RunID = d.RunID
 		}
 		if r.PollInterval == 0 {
 			r.PollInterval = d.pollInterval()
@@ -226,10 +231,26 @@ func (r Report) WriteMarkdown(w io.Writer) error {
 	return WriteMarkdown(w, r.Tables())
 }
 
-// WriteHeader writes the report's Markdown heading: the benchmark, its start, its server.
+// WriteHeader writes the report's Markdown heading: the benchmark, its run id, its start,
+// its server.
 func (r Report) WriteHeader(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "## %s (%s, %s)\n\n", r.Benchmark, r.StartedAt.UTC().Format(time.RFC3339), r.Server)
+	_, err := fmt.Fprintf(w, "## %s (%s)\n\n", r.Benchmark, strings.Join(append(r.run(), r.Server), ", "))
 	return err
+}
+
+// Label names the run among others: "quickstart (run r1a2b3c4d, 2026-11-22T01:00:00Z)".
+func (r Report) Label() string {
+	return fmt.Sprintf("%s (%s)", r.Benchmark, strings.Join(r.run(), ", "))
+}
+
+// run is what tells the run from other runs of its benchmark: its run id, when it has one,
+// and its start.
+func (r Report) run() []string {
+	started := r.StartedAt.UTC().Format(time.RFC3339)
+	if r.RunID == "" {
+		return []string{started}
+	}
+	return []string{"run " + r.RunID, started}
 }
 
 // WriteMarkdown writes the tables as Markdown, columns padded so that the text reads as a
@@ -272,17 +293,18 @@ func WriteMarkdown(w io.Writer, tables []Table) error {
 }
 
 // WriteCSV writes one row per value, in long form for spreadsheets and plots:
-// benchmark, started_at, option, profile, workload, variant, metric, value.
+// benchmark, run_id, started_at, option, profile, workload, variant, metric, value. The
+// first three tell the reports' runs apart.
 func WriteCSV(w io.Writer, reports []Report) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write([]string{"benchmark", "started_at", "option", "profile", "workload", "variant", "metric", "value"}); err != nil {
+	if err := cw.Write([]string{"benchmark", "run_id", "started_at", "option", "profile", "workload", "variant", "metric", "value"}); err != nil {
 		return err
 	}
 	for _, r := range reports {
 		started := r.StartedAt.UTC().Format(time.RFC3339)
 		for _, q := range r.Results {
 			row := func(profile, workload, variant, metric string, v any) {
-				_ = cw.Write([]string{r.Benchmark, started, q.QueryServer, profile, workload, variant, metric, fmt.Sprint(v)})
+				_ = cw.Write([]string{r.Benchmark, r.RunID, started, q.QueryServer, profile, workload, variant, metric, fmt.Sprint(v)})
 			}
 			for _, s := range q.Seeding {
 				row(s.Profile, "seeding", "bulk", "docs_per_second", s.DocsPerSecond)

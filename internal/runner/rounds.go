@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
@@ -208,11 +207,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 // turnsOrder is the arms' order in a round: drawn from the run id, or from when a run by hand
 // without one started.
 func turnsOrder(cfg Config, doc *results.Document, step benchv1.Step, round int, arms []string) []string {
-	id := cfg.RunID
-	if id == "" {
-		id = doc.StartedAt.Format(time.RFC3339Nano)
-	}
-	return turns.Order(id, string(step), round, arms)
+	return turns.Order(turns.Key(cfg.RunID, doc.StartedAt), string(step), round, arms)
 }
 
 // record is the arm's step: from its first turn to the end of its last, its CPU share over its

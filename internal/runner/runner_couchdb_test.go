@@ -546,6 +546,14 @@ func TestWritesOnRealCouchDB(t *testing.T) {
 	if want := append(slices.Clone(once), once...); !slices.Equal(modes, want) {
 		t.Errorf("modes %v, want %v", modes, want)
 	}
+	// Each mode is reported as it ends, not the round at its end.
+	for _, mode := range once {
+		for round := 1; round <= 2; round++ {
+			if line := fmt.Sprintf("js/small: writes %s, round %d:", mode, round); !strings.Contains(log, line) {
+				t.Errorf("no progress line %q:\n%s", line, log)
+			}
+		}
+	}
 	// Each mode deleted its database.
 	var all []string
 	srv.GetJSON(t, "/_all_dbs", &all)

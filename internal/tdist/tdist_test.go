@@ -26,4 +26,3 @@ func TestStudentTQuantileMatchesTables(t *testing.T) {
 		t.Errorf("t quantile with 2.5 df = %v, want between those of 4 and 2 df", q)
 	}
 }
-

@@ -12,7 +12,16 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"time"
 )
+
+// Key names a run for Order: its run id, or when a run by hand without one started.
+func Key(runID string, started time.Time) string {
+	if runID != "" {
+		return runID
+	}
+	return started.UTC().Format(time.RFC3339Nano)
+}
 
 // Order is the arms' order in one round of a step of the run runID.
 func Order(runID, step string, round int, arms []string) []string {

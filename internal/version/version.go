@@ -4,7 +4,10 @@
 // information (the module version and the VCS revision go build records).
 package version
 
-import "runtime/debug"
+import (
+	"runtime"
+	"runtime/debug"
+)
 
 // Version and Commit of this build; "" when unknown.
 var (
@@ -12,26 +15,45 @@ var (
 	Commit  string
 )
 
-// String is "version (commit)", or what of it is known.
-func String() string {
-	v, c := Version, Commit
+// Build is what is known of this build.
+type Build struct {
+	// Version and Commit are "" when unknown.
+	Version, Commit string
+	// Modified: the commit's tree had changes that were not committed (go build's record).
+	Modified bool
+	// Go is the Go release that built it, and the platform it is for.
+	Go string
+}
+
+// Read is this build.
+func Read() Build {
+	b := Build{Version: Version, Commit: Commit, Go: runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}
 	if info, ok := debug.ReadBuildInfo(); ok {
-		if v == "" && info.Main.Version != "(devel)" {
-			v = info.Main.Version
+		if b.Version == "" && info.Main.Version != "(devel)" {
+			b.Version = info.Main.Version
 		}
 		for _, s := range info.Settings {
-			if s.Key == "vcs.revision" && c == "" {
-				c = s.Value
+			switch {
+			case s.Key == "vcs.revision" && b.Commit == "":
+				b.Commit = s.Value
+			case s.Key == "vcs.modified" && Commit == "":
+				b.Modified = s.Value == "true"
 			}
 		}
 	}
+	return b
+}
+
+// String is "version (commit)", or what of it is known.
+func String() string {
+	b := Read()
 	switch {
-	case v == "" && c == "":
+	case b.Version == "" && b.Commit == "":
 		return "unknown"
-	case c == "":
-		return v
-	case v == "":
-		return "commit " + c
+	case b.Commit == "":
+		return b.Version
+	case b.Version == "":
+		return "commit " + b.Commit
 	}
-	return v + " (" + c + ")"
+	return b.Version + " (" + b.Commit + ")"
 }

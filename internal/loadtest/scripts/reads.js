@@ -1,5 +1,5 @@
-// couchbench read load for k6. The operator mounts this file from a ConfigMap and passes
-// everything else through the environment: COUCHBENCH_CONFIG (JSON: url, db, documents,
+// couchbench read load for k6. The operator mounts this file from a ConfigMap (couchbench run
+// writes it to a temporary file) and passes everything else through the environment: COUCHBENCH_CONFIG (JSON: url, db, documents,
 // scenario, k6 options, the view design document) and COUCHDB_USER / COUCHDB_PASSWORD (from
 // the benchmark's Secret; never written into a script or a ConfigMap).
 //
