@@ -168,3 +168,15 @@ func TestMonitoringIsOptIn(t *testing.T) {
 		t.Errorf("the dashboard is not Grafana JSON: %v", err)
 	}
 }
+
+// A cluster that cannot pull grafana/k6 names its k6 image once, on the operator, for every
+// benchmark that names none; unset, the manager keeps its own default.
+func TestK6ImageIsOneSetting(t *testing.T) {
+	if dep, _ := yaml.Marshal(render(t, nil)["Deployment"][0]); strings.Contains(string(dep), "--k6-image") {
+		t.Errorf("by default the chart overrides the manager's k6 image:\n%s", dep)
+	}
+	dep, _ := yaml.Marshal(render(t, map[string]any{"k6": map[string]any{"image": "registry.local/k6:1.8.1"}})["Deployment"][0])
+	if !strings.Contains(string(dep), "--k6-image=registry.local/k6:1.8.1") {
+		t.Errorf("k6.image does not reach the manager:\n%s", dep)
+	}
+}

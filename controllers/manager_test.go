@@ -66,7 +66,9 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 		}
 	})
 
-	bench := provisionedBenchmark(t, ns)
+	// The chart from a ConfigMap, which the operator reads with its own permissions.
+	bench := provisionedBenchmark(ns)
+	bench.Spec.CouchDB.Provision.Chart = chartConfigMap(t, ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
 	var got benchv1.CouchBenchmark

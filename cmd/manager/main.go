@@ -3,6 +3,7 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
 	"strings"
@@ -24,13 +25,15 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, runnerImage, chartCache, watchNamespaces string
+	var metricsAddr, probeAddr, runnerImage, k6Image, chartCache, watchNamespaces string
 	var leaderElect bool
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
 	flag.StringVar(&runnerImage, "runner-image", envOr("RUNNER_IMAGE", "couchbench/manager:dev"),
 		"Image of the runner Jobs: the operator's own image, which carries the couchbench binary (env RUNNER_IMAGE).")
+	flag.StringVar(&k6Image, "k6-image", "grafana/k6:1.8.1",
+		"k6 image of the benchmarks that name none (spec.k6.image): one a cluster without internet can pull.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
 	flag.StringVar(&chartCache, "chart-cache", os.TempDir()+"/couchbench-charts", "Directory for downloaded Helm charts and repository indexes.")
 	opts := zap.Options{}
@@ -38,6 +41,10 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setupLog := ctrl.Log.WithName("setup")
+	if runnerImage == "" || k6Image == "" {
+		setupLog.Error(errors.New("--runner-image and --k6-image must each name an image"), "invalid flags")
+		os.Exit(1)
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -89,6 +96,7 @@ func main() {
 		Logs:              logs,
 		KubernetesVersion: kubeVersion,
 		RunnerImage:       runnerImage,
+		K6Image:           k6Image,
 		ServiceURL:        controllers.ClusterServiceURL,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmark controller")

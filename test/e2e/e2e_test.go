@@ -3,9 +3,10 @@
 // Package e2e runs couchbench on a real Kubernetes cluster (kind, or the project's local
 // single-node cluster; `make test-e2e` picks) against real Apache CouchDB: the operator
 // installed with its own Helm chart provisions CouchDB pods from the real Apache CouchDB chart
-// 4.6.2 (served from inside the cluster, as a cluster without internet would serve it) and
-// the images hack/images.sh loads (couchdb:3.4.3 built from the Apache release, the Python
-// and PyPy presets' images); the "existing CouchDB" is the same chart installed by the suite.
+// 4.6.2 (the one built into the operator, and the same chart served from inside the cluster,
+// as a cluster without internet would serve it) and the images hack/images.sh loads
+// (couchdb:3.4.3 built from the Apache release, the Python and PyPy presets' images, k6); the
+// "existing CouchDB" is the same chart installed by the suite.
 // These tests check behaviour, never speed.
 package e2e
 
@@ -52,6 +53,8 @@ var (
 	c        client.Client
 	releases *helmrelease.Manager
 	tag      = envOr("E2E_IMAGE_TAG", "e2e")
+	// k6Image is the k6 image hack/images.sh builds and loads.
+	k6Image = "couchbench/k6:" + tag
 	// couchbenchBinary is `couchbench`, built from this checkout, for `couchbench report`.
 	couchbenchBinary string
 )
@@ -215,7 +218,10 @@ func installOperator(ctx context.Context, chartDir string) error {
 	}); err != nil {
 		return err
 	}
-	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag}, "leaderElection": false, "logLevel": "debug"}
+	// The k6 image is set once, on the operator, as a cluster without internet does: no
+	// benchmark of the suite names one.
+	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag},
+		"k6": map[string]any{"image": k6Image}, "leaderElection": false, "logLevel": "debug"}
 	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: chartDir}, values, nil); err != nil {
 		return fmt.Errorf("installing the operator chart: %w (status %+v)", err, st)
 	}
