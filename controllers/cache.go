@@ -14,10 +14,10 @@ import (
 // ownObjects selects the objects the operator makes: builders.Labels puts it on every one.
 var ownObjects = labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagedBy})
 
-// CacheOptions keep the manager's informer caches to what the reconcilers watch, and lean:
+// cacheOptions keep the manager's informer caches to what the reconcilers watch, and lean:
 // no managedFields (nothing reads them), and only the operator's own Jobs (it reads no other).
 // namespaces, when given, are the only ones watched.
-func CacheOptions(namespaces ...string) cache.Options {
+func cacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject:         map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: ownObjects}},
@@ -31,11 +31,11 @@ func CacheOptions(namespaces ...string) cache.Options {
 	return opts
 }
 
-// ClientOptions make the manager's client read what no reconciler watches from the API
+// clientOptions make the manager's client read what no reconciler watches from the API
 // server, never from an informer: reading one of those kinds through the cache would start a
 // watch on every such object in the cluster (every ConfigMap and Secret, Helm's release
 // Secrets among them) and keep them all in memory for a read now and then.
-func ClientOptions() client.Options {
+func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{
 		DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.StatefulSet{}},
 	}}

@@ -142,12 +142,11 @@ func (e *Env) OperatorConfig(t testing.TB) *rest.Config {
 	return cfg
 }
 
-// OperatorKubeconfig writes a kubeconfig file with OperatorConfig's identity (the same
-// server, credentials and impersonation) and returns its path: the operator's RBAC for a
-// manager run as its own process, which takes a kubeconfig, not a rest.Config.
-func (e *Env) OperatorKubeconfig(t testing.TB) string {
+// Kubeconfig writes a kubeconfig file with cfg's server, credentials and impersonation (an
+// identity such as OperatorConfig's) and returns its path: for a manager run as its own
+// process, which takes a kubeconfig, not a rest.Config.
+func Kubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
-	cfg := e.OperatorConfig(t)
 	const name = "envtest-operator"
 	kubeconfig := clientcmdapi.NewConfig()
 	kubeconfig.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}

@@ -219,9 +219,10 @@ func installOperator(ctx context.Context, chartDir string) error {
 		return err
 	}
 	// The k6 image is set once, on the operator, as a cluster without internet does: no
-	// benchmark of the suite names one.
+	// benchmark of the suite names one. Leader election stays on, the chart's default: a
+	// deleted manager pod's successor takes the Lease it gives back.
 	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag},
-		"k6": map[string]any{"image": k6Image}, "leaderElection": false, "logLevel": "debug"}
+		"k6": map[string]any{"image": k6Image}, "logLevel": "debug"}
 	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: chartDir}, values, nil); err != nil {
 		return fmt.Errorf("installing the operator chart: %w (status %+v)", err, st)
 	}
