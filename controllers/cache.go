@@ -1,10 +1,15 @@
 package controllers
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -39,4 +44,29 @@ func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{
 		DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.StatefulSet{}},
 	}}
+}
+
+// WatchNamespaces reads the manager's --watch-namespaces: a comma-separated list of
+// namespaces, or empty for all. An empty item is refused rather than skipped, because to
+// controller-runtime's cache an empty namespace means every namespace: a stray comma would
+// otherwise widen a namespaced install to the whole cluster.
+func WatchNamespaces(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var namespaces []string
+	for item := range strings.SplitSeq(list, ",") {
+		ns := strings.TrimSpace(item)
+		if ns == "" {
+			return nil, fmt.Errorf("--watch-namespaces %q has an empty item: list namespaces separated by commas, or leave it empty to watch all", list)
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--watch-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(namespaces, ns) {
+			return nil, fmt.Errorf("--watch-namespaces %q names %s twice", list, ns)
+		}
+		namespaces = append(namespaces, ns)
+	}
+	return namespaces, nil
 }

@@ -13,6 +13,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -102,7 +103,11 @@ func runOperator(t *testing.T, cfg *rest.Config, settings ManagerSettings) *harn
 // it is called when the test ends too.
 func runManager(t *testing.T, cfg *rest.Config, settings ManagerSettings, setup func(ctrl.Manager)) (mgr ctrl.Manager, stop func()) {
 	t.Helper()
-	mgr, err := ctrl.NewManager(cfg, settings.Options(env.Scheme))
+	opts := settings.Options(env.Scheme)
+	// The tests run a manager each in one process, and controller-runtime refuses a
+	// controller name it has seen in the process before (its metrics would mix).
+	opts.Controller.SkipNameValidation = ptr.To(true)
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,4 +257,55 @@ func leaseHolder(t testing.TB, namespace string) string {
 		t.Fatal(err)
 	}
 	return ptr.Deref(lease.Spec.HolderIdentity, "")
+}
+
+// The namespaced install: the chart given watchNamespaces binds the manager's rules in those
+// namespaces only, and the manager, given the same list, caches only them. Acting as the
+// chart's service account with nothing but what the chart grants, it runs a benchmark in a
+// watched namespace end to end (Helm, Jobs, results, teardown) without one refused request,
+// leaves a benchmark in another namespace alone, and cannot read a Secret there.
+func TestManagerNamespacedInstallWithTheChartsRBAC(t *testing.T) {
+	operatorNamespace, watched, elsewhere := env.Namespace(t), env.Namespace(t), env.Namespace(t)
+	cfg := env.ChartOperatorConfig(t, operatorNamespace, operatorNamespace, map[string]any{"watchNamespaces": []any{watched}})
+	var refused forbiddenRequests
+	cfg.WrapTransport = refused.wrap
+	namespaces, err := WatchNamespaces(watched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ignored := provisionedBenchmark(elsewhere)
+	create(t, ignored)
+	h := runOperator(t, cfg, ManagerSettings{Namespaces: namespaces, MetricsAddress: "0", HealthProbeAddress: "0"})
+
+	runToSuccess(t, h, provisionedBenchmark(watched))
+	refused.none(t)
+	var untouched benchv1.CouchBenchmark
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(ignored), &untouched); err != nil {
+		t.Fatal(err)
+	}
+	if len(untouched.Finalizers) > 0 || untouched.Status.Phase != "" {
+		t.Errorf("the manager acted on a benchmark outside its namespaces: finalizers %v, phase %q", untouched.Finalizers, untouched.Status.Phase)
+	}
+
+	// What the manager's identity may read: a Secret of a watched namespace, and no other
+	// (refusals expected now: not counted).
+	asManager := rest.CopyConfig(cfg)
+	asManager.WrapTransport = nil
+	operator, err := client.New(asManager, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, ns := range []string{watched, elsewhere} {
+		create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "credentials"}, StringData: map[string]string{"password": "s3cret"}})
+	}
+	if err := operator.Get(ctx, client.ObjectKey{Namespace: watched, Name: "credentials"}, &corev1.Secret{}); err != nil {
+		t.Errorf("reading a Secret of the watched namespace %s: %v", watched, err)
+	}
+	if err := operator.Get(ctx, client.ObjectKey{Namespace: elsewhere, Name: "credentials"}, &corev1.Secret{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading a Secret of %s, which is not watched: %v; want Forbidden", elsewhere, err)
+	}
+	if err := operator.List(ctx, &corev1.SecretList{}); !apierrors.IsForbidden(err) {
+		t.Errorf("listing the cluster's Secrets: %v; want Forbidden", err)
+	}
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"os"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -37,7 +36,7 @@ func main() {
 	flag.StringVar(&k6Image, "k6-image", "grafana/k6:1.8.1",
 		"k6 image of the benchmarks that name none (spec.k6.image): one a cluster without internet can pull.")
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
-		"Comma-separated namespaces to watch; empty watches all.")
+		"Comma-separated namespaces to watch, the only ones the manager caches and acts in; empty watches all.")
 	flag.StringVar(&chartCache, "chart-cache", os.TempDir()+"/couchbench-charts", "Directory for downloaded Helm charts and repository indexes.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -48,10 +47,10 @@ func main() {
 		setupLog.Error(errors.New("--runner-image and --k6-image must each name an image"), "invalid flags")
 		os.Exit(1)
 	}
-	if watchNamespaces != "" {
-		for _, ns := range strings.Split(watchNamespaces, ",") {
-			settings.Namespaces = append(settings.Namespaces, strings.TrimSpace(ns))
-		}
+	var err error
+	if settings.Namespaces, err = controllers.WatchNamespaces(watchNamespaces); err != nil {
+		setupLog.Error(err, "invalid flags")
+		os.Exit(1)
 	}
 
 	scheme := runtime.NewScheme()

@@ -55,6 +55,8 @@ var (
 	tag      = envOr("E2E_IMAGE_TAG", "e2e")
 	// k6Image is the k6 image hack/images.sh builds and loads.
 	k6Image = "couchbench/k6:" + tag
+	// operatorChart is the operator's chart in this checkout.
+	operatorChart string
 	// couchbenchBinary is `couchbench`, built from this checkout, for `couchbench report`.
 	couchbenchBinary string
 )
@@ -172,7 +174,8 @@ func setUp(dir string) error {
 	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm")); err != nil {
 		return err
 	}
-	if err := installOperator(ctx, filepath.Join(root, "charts", "couchbench-operator")); err != nil {
+	operatorChart = filepath.Join(root, "charts", "couchbench-operator")
+	if err := installOperator(ctx); err != nil {
 		return err
 	}
 	if err := serveCharts(ctx); err != nil {
@@ -181,7 +184,7 @@ func setUp(dir string) error {
 	if err := installExistingCouchDB(ctx); err != nil {
 		return err
 	}
-	if err := waitAvailable(ctx, operatorNamespace, "couchbench-couchbench"); err != nil {
+	if err := waitAvailable(ctx, operatorNamespace, operatorDeployment); err != nil {
 		return err
 	}
 	return waitAvailable(ctx, namespace, chartRepository)
@@ -190,9 +193,10 @@ func setUp(dir string) error {
 // installOperator installs the operator chart afresh, so that a cluster kept from an earlier
 // run (kind's is) tests this checkout: Helm installs a chart's CRDs only when they are missing
 // and never updates them, so they are applied first; a release left by an earlier run is
-// uninstalled rather than kept.
-func installOperator(ctx context.Context, chartDir string) error {
-	crds, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+// uninstalled rather than kept. With watchNamespaces the install is namespaced (the chart's
+// watchNamespaces); they must exist.
+func installOperator(ctx context.Context, watchNamespaces ...string) error {
+	crds, err := filepath.Glob(filepath.Join(operatorChart, "crds", "*.yaml"))
 	if err != nil {
 		return err
 	}
@@ -213,7 +217,7 @@ func installOperator(ctx context.Context, chartDir string) error {
 		return err
 	}
 	if err := poll(ctx, 2*time.Minute, func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "couchbench-couchbench"}, &appsv1.Deployment{})
+		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, &appsv1.Deployment{})
 		return apierrors.IsNotFound(err), "the earlier operator deployment is still there"
 	}); err != nil {
 		return err
@@ -223,7 +227,10 @@ func installOperator(ctx context.Context, chartDir string) error {
 	// deleted manager pod's successor takes the Lease it gives back.
 	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag},
 		"k6": map[string]any{"image": k6Image}, "logLevel": "debug"}
-	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: chartDir}, values, nil); err != nil {
+	if len(watchNamespaces) > 0 {
+		values["watchNamespaces"] = watchNamespaces
+	}
+	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: operatorChart}, values, nil); err != nil {
 		return fmt.Errorf("installing the operator chart: %w (status %+v)", err, st)
 	}
 	return nil
