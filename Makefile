@@ -91,12 +91,13 @@ test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserve
 		hack/with-couchdb.sh go test ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
 
 .PHONY: bench
-bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager); see docs/benchmarks.md.
+bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test $$(go list ./internal/... | grep -v -e /seeding -e /loadtest) -run='^$$' -bench=. -count=1
 	COUCHDB_KIT="$(COUCHDB_KIT)" hack/with-couchdb.sh --no-cluster go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
 	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./controllers -run='^$$' -bench=HundredBenchmarks -benchtime=1x -count=1
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./controllers -run='^$$' -bench=LeaderTakeover -benchtime=5x -count=1
 
 .PHONY: k6
 k6: ## Build k6 (the version of the operator's k6 image) into bin/k6, for the reads of couchbench run (--k6 bin/k6).

@@ -10,13 +10,12 @@ import (
 	"strings"
 	"testing"
 
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 const chartDir = "couchbench-operator"
@@ -31,34 +30,11 @@ func TestChartLints(t *testing.T) {
 	}
 }
 
-// render renders the chart with values and returns the documents by kind.
+// render renders the chart with values for release cb in couchbench-system and returns the
+// documents by kind.
 func render(t *testing.T, values map[string]any) map[string][]map[string]any {
 	t.Helper()
-	ch, err := loader.Load(chartDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	vals, err := chartutil.ToRenderValues(ch, values, chartutil.ReleaseOptions{Name: "cb", Namespace: "couchbench-system", IsInstall: true}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := engine.Render(ch, vals)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string][]map[string]any{}
-	for name, content := range files {
-		for _, doc := range strings.Split(content, "\n---") {
-			var obj map[string]any
-			if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
-				t.Fatalf("%s: %v", name, err)
-			}
-			if kind, ok := obj["kind"].(string); ok {
-				out[kind] = append(out[kind], obj)
-			}
-		}
-	}
-	return out
+	return testenv.OperatorChart(t, "cb", "couchbench-system", values)
 }
 
 func generatedRules(t *testing.T) []rbacv1.PolicyRule {
@@ -100,6 +76,15 @@ func TestDefaultRender(t *testing.T) {
 		if !strings.Contains(string(dep), want) {
 			t.Errorf("Deployment lacks %q:\n%s", want, dep)
 		}
+	}
+}
+
+// Without leader election the manager gets no Lease to take, and no rights on Leases.
+func TestLeaderElectionIsOptional(t *testing.T) {
+	docs := render(t, map[string]any{"leaderElection": false})
+	dep, _ := yaml.Marshal(docs["Deployment"][0])
+	if len(docs["Role"]) != 0 || strings.Contains(string(dep), "--leader-elect") {
+		t.Errorf("leaderElection false renders %d Roles and the Deployment:\n%s", len(docs["Role"]), dep)
 	}
 }
 
@@ -166,5 +151,17 @@ func TestMonitoringIsOptIn(t *testing.T) {
 	var dashboard map[string]any
 	if err := json.Unmarshal([]byte(cm["data"].(map[string]any)["couchbench.json"].(string)), &dashboard); err != nil || dashboard["uid"] != "couchbench" {
 		t.Errorf("the dashboard is not Grafana JSON: %v", err)
+	}
+}
+
+// A cluster that cannot pull grafana/k6 names its k6 image once, on the operator, for every
+// benchmark that names none; unset, the manager keeps its own default.
+func TestK6ImageIsOneSetting(t *testing.T) {
+	if dep, _ := yaml.Marshal(render(t, nil)["Deployment"][0]); strings.Contains(string(dep), "--k6-image") {
+		t.Errorf("by default the chart overrides the manager's k6 image:\n%s", dep)
+	}
+	dep, _ := yaml.Marshal(render(t, map[string]any{"k6": map[string]any{"image": "registry.local/k6:1.8.1"}})["Deployment"][0])
+	if !strings.Contains(string(dep), "--k6-image=registry.local/k6:1.8.1") {
+		t.Errorf("k6.image does not reach the manager:\n%s", dep)
 	}
 }

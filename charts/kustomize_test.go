@@ -13,15 +13,15 @@ import (
 )
 
 // The kustomize install (config/default) and the chart deploy the same operator: the same
-// rules, the same manager flags, the runner image equal to the manager's, the same
-// security settings.
+// rules (the manager's and leader election's), the same manager flags, the runner image equal
+// to the manager's, the same security settings.
 func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 	resources, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../config/default")
 	if err != nil {
 		t.Fatalf("kustomize build config/default: %v", err)
 	}
 	var kDeploy appsv1.Deployment
-	var kRules []rbacv1.PolicyRule
+	var kRules, kLeaderRules []rbacv1.PolicyRule
 	for _, r := range resources.Resources() {
 		data, err := r.AsYAML()
 		if err != nil {
@@ -38,6 +38,12 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 				t.Fatal(err)
 			}
 			kRules = role.Rules
+		case r.GetKind() == "Role" && r.GetName() == "couchbench-leader-election-role":
+			var role rbacv1.Role
+			if err := yaml.Unmarshal(data, &role); err != nil {
+				t.Fatal(err)
+			}
+			kLeaderRules = role.Rules
 		}
 	}
 	if !reflect.DeepEqual(kRules, generatedRules(t)) {
@@ -45,6 +51,9 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 	}
 
 	chart := render(t, map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": "dev"}})
+	if leader := chart["Role"]; len(leader) != 1 || !reflect.DeepEqual(rulesOf(t, leader[0]), kLeaderRules) {
+		t.Errorf("the leader election roles differ: kustomize %+v, chart %+v", kLeaderRules, leader)
+	}
 	data, _ := yaml.Marshal(chart["Deployment"][0])
 	var cDeploy appsv1.Deployment
 	if err := yaml.Unmarshal(data, &cDeploy); err != nil {
@@ -54,10 +63,8 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 	if k.Image != c.Image || k.Env[0] != c.Env[0] || k.Env[0].Value != k.Image {
 		t.Errorf("image/runner image: kustomize %s %+v, chart %s %+v", k.Image, k.Env, c.Image, c.Env)
 	}
-	for _, flag := range k.Args {
-		if !slices.Contains(c.Args, flag) {
-			t.Errorf("kustomize passes %s, the chart does not (%v)", flag, c.Args)
-		}
+	if kArgs, cArgs := slices.Sorted(slices.Values(k.Args)), slices.Sorted(slices.Values(c.Args)); !slices.Equal(kArgs, cArgs) {
+		t.Errorf("the manager's flags differ: kustomize %v, chart %v", kArgs, cArgs)
 	}
 	if !reflect.DeepEqual(k.SecurityContext, c.SecurityContext) || !reflect.DeepEqual(kDeploy.Spec.Template.Spec.SecurityContext, cDeploy.Spec.Template.Spec.SecurityContext) {
 		t.Errorf("security contexts differ: kustomize %+v / chart %+v", k.SecurityContext, c.SecurityContext)

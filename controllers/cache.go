@@ -1,10 +1,15 @@
 package controllers
 
 import (
+	"fmt"
+	"slices"
+	"strings"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -14,10 +19,10 @@ import (
 // ownObjects selects the objects the operator makes: builders.Labels puts it on every one.
 var ownObjects = labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagedBy})
 
-// CacheOptions keep the manager's informer caches to what the reconcilers watch, and lean:
+// cacheOptions keep the manager's informer caches to what the reconcilers watch, and lean:
 // no managedFields (nothing reads them), and only the operator's own Jobs (it reads no other).
 // namespaces, when given, are the only ones watched.
-func CacheOptions(namespaces ...string) cache.Options {
+func cacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject:         map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: ownObjects}},
@@ -31,12 +36,37 @@ func CacheOptions(namespaces ...string) cache.Options {
 	return opts
 }
 
-// ClientOptions make the manager's client read what no reconciler watches from the API
+// clientOptions make the manager's client read what no reconciler watches from the API
 // server, never from an informer: reading one of those kinds through the cache would start a
 // watch on every such object in the cluster (every ConfigMap and Secret, Helm's release
 // Secrets among them) and keep them all in memory for a read now and then.
-func ClientOptions() client.Options {
+func clientOptions() client.Options {
 	return client.Options{Cache: &client.CacheOptions{
 		DisableFor: []client.Object{&corev1.ConfigMap{}, &corev1.Secret{}, &corev1.Pod{}, &appsv1.StatefulSet{}},
 	}}
+}
+
+// WatchNamespaces reads the manager's --watch-namespaces: a comma-separated list of
+// namespaces, or empty for all. An empty item is refused rather than skipped, because to
+// controller-runtime's cache an empty namespace means every namespace: a stray comma would
+// otherwise widen a namespaced install to the whole cluster.
+func WatchNamespaces(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var namespaces []string
+	for item := range strings.SplitSeq(list, ",") {
+		ns := strings.TrimSpace(item)
+		if ns == "" {
+			return nil, fmt.Errorf("--watch-namespaces %q has an empty item: list namespaces separated by commas, or leave it empty to watch all", list)
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("--watch-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if slices.Contains(namespaces, ns) {
+			return nil, fmt.Errorf("--watch-namespaces %q names %s twice", list, ns)
+		}
+		namespaces = append(namespaces, ns)
+	}
+	return namespaces, nil
 }

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +22,32 @@ func TestJobsOfABenchmarkAreCached(t *testing.T) {
 	} {
 		if !ownObjects.Matches(labels.Set(l)) {
 			t.Errorf("labels %v do not match the cache's selector %s", l, ownObjects)
+		}
+	}
+}
+
+// --watch-namespaces: a list the manager can watch, or a message that says what is wrong. An
+// empty item must never pass: the cache would read it as every namespace.
+func TestWatchNamespaces(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want []string
+		err  string
+	}{
+		{flag: "", want: nil},
+		{flag: "bench-a", want: []string{"bench-a"}},
+		{flag: " bench-a , bench-b ", want: []string{"bench-a", "bench-b"}},
+		{flag: "bench-a,", err: "empty item"},
+		{flag: "bench-a,,bench-b", err: "empty item"},
+		{flag: "Bench_A", err: `"Bench_A" is not a namespace name`},
+		{flag: "bench-a,bench-a", err: "names bench-a twice"},
+	} {
+		got, err := WatchNamespaces(tc.flag)
+		switch {
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("WatchNamespaces(%q) = %v, %v; want an error saying %q", tc.flag, got, err, tc.err)
+		case tc.err == "" && (err != nil || !slices.Equal(got, tc.want)):
+			t.Errorf("WatchNamespaces(%q) = %v, %v; want %v", tc.flag, got, err, tc.want)
 		}
 	}
 }

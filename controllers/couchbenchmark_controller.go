@@ -63,6 +63,8 @@ type CouchBenchmarkReconciler struct {
 	// RunnerImage is the image of the runner Jobs (the operator's own image carries the
 	// couchbench binary).
 	RunnerImage string
+	// K6Image is the k6 image of benchmarks that name none (spec.k6.image unset).
+	K6Image string
 	// ServiceURL is the base URL of a Service; tests point it at a local server.
 	ServiceURL func(namespace, service string) string
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/seeding"
 	"github.com/couchbench/couchbench/internal/writes"
@@ -306,13 +307,14 @@ func TestRestartedManagerResumesWithoutSecondJobs(t *testing.T) {
 
 // provisionedBenchmark provisions a 3-node CouchDB with the Apache chart, kept in a ConfigMap
 // of the namespace.
-func provisionedBenchmark(t *testing.T, namespace string) *benchv1.CouchBenchmark {
+func provisionedBenchmark(namespace string) *benchv1.CouchBenchmark {
 	return &benchv1.CouchBenchmark{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "prov"},
 		Spec: benchv1.CouchBenchmarkSpec{
+			// No chart: the one built into the operator, as a benchmark gets by default.
 			CouchDB: benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{
-				Chart: chartConfigMap(t, namespace), ClusterSize: 3,
-				Image: benchv1.ImageSource{Repository: "couchdb", Tag: "3.4.3"},
+				ClusterSize: 3,
+				Image:       benchv1.ImageSource{Repository: "couchdb", Tag: "3.4.3"},
 			}},
 			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}},
 			Workloads:    benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{}},
@@ -344,7 +346,7 @@ func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	h := newHarness(t)
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
 
@@ -381,6 +383,12 @@ func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	if len(got.Status.Results) != 1 || len(got.Status.Results[0].Indexing) != 1 {
 		t.Errorf("results %+v", got.Status.Results)
 	}
+	// The results say which chart made the CouchDB: the built-in one, by its digest.
+	for _, d := range storedDocuments(t, got) {
+		if c := d.Arms[0].Cluster; c == nil || !strings.Contains(c.Chart, "built into the operator") || !strings.Contains(c.Chart, helmrelease.BuiltInChartDigest) {
+			t.Errorf("provenance %+v: want the built-in chart and its digest", c)
+		}
+	}
 	// Deleting the benchmark lets it go (the finalizer finds nothing left to remove).
 	if err := env.Client.Delete(context.Background(), got); err != nil {
 		t.Fatal(err)
@@ -394,7 +402,7 @@ func TestDeletionMidRunUninstallsTheRelease(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
 	h.serviceURL = "http://127.0.0.1:1" // CouchDB is never reached: the run is deleted first
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	bench.Spec.Teardown = benchv1.TeardownNever // deletion removes the release whatever the policy
 	create(t, bench)
 	h.reconcile(bench)
@@ -420,7 +428,7 @@ func TestDeletionMidRunUninstallsTheRelease(t *testing.T) {
 func TestChartConfigMapProblemsSayWhatToFix(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "my-chart"}}
 	create(t, bench)
 
@@ -460,7 +468,7 @@ func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 	h := newHarness(t)
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a")) // 1 of 3 nodes joined
 	h.serviceURL = srv.URL
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
 	for range 5 {
@@ -525,7 +533,7 @@ func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
 	h := newHarness(t)
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
 	h.reconcile(bench) // finalizer
@@ -594,7 +602,7 @@ func TestReconcileErrorsAreReported(t *testing.T) {
 	h.serviceURL = srv.URL
 	broken := &failingUninstall{Releases: h.r.Releases, err: errors.New(`secrets "x" is forbidden: cannot delete`)}
 	h.r.Releases = broken
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
 

@@ -7,8 +7,8 @@ package controllers
 // creating its pod with a terminated container whose termination message is a runner
 // handoff and its log the framed results document (both as the runner writes them), and they
 // mark StatefulSets ready. Helm installs the real Apache CouchDB chart
-// 4.6.2 (from the CouchDB kit, through a ConfigMap as users without internet do) through the
-// real Helm SDK. CouchDB's answers to the operator's own cluster checks come from
+// 4.6.2 (the one built into the operator, which a benchmark that names no chart gets; one test
+// reads it from a ConfigMap) through the real Helm SDK. CouchDB's answers to the operator's own cluster checks come from
 // internal/couchtest, a fake built on recordings of CouchDB 3.4.3, not CouchDB: it can play a
 // cluster that never forms; real CouchDB pods answer them in the e2e suite.
 
@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -126,7 +125,7 @@ func newHarness(t *testing.T) *harness {
 func (h *harness) reconciler(releases Releases) *CouchBenchmarkReconciler {
 	return &CouchBenchmarkReconciler{
 		Client: h.operator, APIReader: h.operator, Recorder: h.recorder, Clock: h.clock,
-		Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test",
+		Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test", K6Image: "couchbench/k6:test",
 		ServiceURL: func(namespace, service string) string { return h.serviceURL },
 	}
 }
@@ -330,17 +329,14 @@ func drainEvents(h *harness) string {
 	return b.String()
 }
 
-// chartConfigMap keeps the real Apache chart in a ConfigMap of the namespace, as `kubectl
-// create configmap couchdb-chart --from-file=couchdb-4.6.2.tgz` does, and returns its source.
+// chartConfigMap keeps the Apache chart (the operator's built-in one) in a ConfigMap of the
+// namespace, as `kubectl create configmap couchdb-chart --from-file=couchdb-4.6.2.tgz` does,
+// and returns its source.
 func chartConfigMap(t *testing.T, namespace string) *benchv1.ChartSource {
 	t.Helper()
-	data, err := os.ReadFile(testenv.ApacheChart(t))
-	if err != nil {
-		t.Fatal(err)
-	}
 	create(t, &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "couchdb-chart"},
-		BinaryData: map[string][]byte{filepath.Base(testenv.ApacheChart(t)): data},
+		BinaryData: map[string][]byte{"couchdb-" + helmrelease.BuiltInChartVersion + ".tgz": helmrelease.BuiltInArchive()},
 	})
 	return &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "couchdb-chart"}}
 }

@@ -59,11 +59,11 @@ func buildManager(b *testing.B) string {
 	return bin
 }
 
-// startManager runs the manager as the operator's service account, with the production
-// defaults (every namespace, no client-side rate limit) but no leader election and its
-// metrics on a free loopback port, and returns once its CouchBenchmark controller has
-// started workers. A benchmark that ends early kills it.
-func startManager(b *testing.B, bin string) *managerProcess {
+// startManager runs the manager as kubeconfig's identity with the production defaults (every
+// namespace, no client-side rate limit) but its metrics on a free loopback port and no
+// probes, and args after those; it returns once the process has started. A benchmark that
+// ends early kills it.
+func startManager(b *testing.B, bin, kubeconfig string, args ...string) *managerProcess {
 	b.Helper()
 	dir := b.TempDir()
 	m := &managerProcess{logPath: filepath.Join(dir, "manager.log"), exited: make(chan struct{})}
@@ -74,13 +74,12 @@ func startManager(b *testing.B, bin string) *managerProcess {
 		b.Fatal(err)
 	}
 	defer func() { _ = log.Close() }()
-	m.cmd = exec.Command(bin,
-		"--kubeconfig", env.OperatorKubeconfig(b),
-		"--leader-elect=false",
+	m.cmd = exec.Command(bin, append([]string{
+		"--kubeconfig", kubeconfig,
 		"--health-probe-bind-address", "0",
 		"--metrics-bind-address", metricsAddr,
 		"--runner-image", "couchbench/manager:test",
-		"--chart-cache", filepath.Join(dir, "charts"))
+		"--chart-cache", filepath.Join(dir, "charts")}, args...)...)
 	// A pod's environment rather than the test's: no KUBECONFIG to take instead of the
 	// operator's, and of what tunes the Go runtime (GOGC, GOMEMLIMIT, GODEBUG) only what the
 	// chart sets: GOMEMLIMIT, the container's memory limit, 256Mi by default.
@@ -95,7 +94,6 @@ func startManager(b *testing.B, bin string) *managerProcess {
 	}()
 	go m.sampleRSS()
 	b.Cleanup(m.kill)
-	m.waitForWorkers(b)
 	return m
 }
 
@@ -111,9 +109,17 @@ func freeLoopbackAddress(b *testing.B) string {
 }
 
 // waitForWorkers waits for controller-runtime's "Starting workers" of the CouchBenchmark
-// controller in the manager's log: its caches are synced, and benchmarks created from now
-// on measure reconciling, not the manager's start.
+// controller in the manager's log: its caches are synced (and, with leader election, it
+// leads), and benchmarks created from now on measure reconciling, not the manager's start.
 func (m *managerProcess) waitForWorkers(b *testing.B) {
+	b.Helper()
+	m.waitForLog(b, "its CouchBenchmark controller to start workers", func(line string) bool {
+		return strings.Contains(line, `"msg":"Starting workers"`) && strings.Contains(line, `"controller":"couchbenchmark"`)
+	})
+}
+
+// waitForLog waits, up to a minute, for a line of the manager's log that matches.
+func (m *managerProcess) waitForLog(b *testing.B, what string, match func(line string) bool) {
 	b.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -123,12 +129,12 @@ func (m *managerProcess) waitForWorkers(b *testing.B) {
 			b.Fatal(err)
 		}
 		for line := range strings.Lines(string(data)) {
-			if strings.Contains(line, `"msg":"Starting workers"`) && strings.Contains(line, `"controller":"couchbenchmark"`) {
+			if match(line) {
 				return
 			}
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the manager's CouchBenchmark controller started no workers in a minute; its log ends:\n%s", m.logTail())
+			b.Fatalf("gave up waiting a minute for %s; the manager's log ends:\n%s", what, m.logTail())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -12,6 +12,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/version"
 )
@@ -73,12 +74,13 @@ func podRuns(pod *corev1.Pod, role string, step benchv1.Step) []results.PodRun {
 	return out
 }
 
-// chartName says which chart a provisioned benchmark installs, without reading it.
+// chartName says which chart a provisioned benchmark installs, without reading it; the
+// operator's built-in chart with its digest.
 func chartName(bench *benchv1.CouchBenchmark) string {
 	ch := bench.Spec.CouchDB.Provision.Chart
 	switch {
 	case ch == nil:
-		return ""
+		return helmrelease.ChartRef{}.String()
 	case ch.ConfigMap != nil:
 		return "chart " + ch.Version + " from " + chartArchiveSource(bench.Namespace, *ch.ConfigMap)
 	}

@@ -53,7 +53,7 @@ func readsBenchmark(namespace string) *benchv1.CouchBenchmark {
 		Scenario: benchv1.ScenarioGetDocument, VirtualUsers: 120, IterationsPerUser: ptr.To[int32](400),
 		Thresholds: []benchv1.Threshold{{Metric: "http_req_duration", Condition: "p(95)<1000"}},
 	}}
-	b.Spec.K6 = benchv1.K6Settings{Image: "grafana/k6:1.8.1", Parallelism: 2}
+	b.Spec.K6 = benchv1.K6Settings{Parallelism: 2} // no image: the operator's default
 	return b
 }
 
@@ -78,6 +78,9 @@ func TestReadsRunParallelK6JobsAndMergeThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := job.Spec.Template.Spec.Containers[0]
+	if c.Image != h.r.K6Image {
+		t.Errorf("k6 image %q, want the operator's default %q for a benchmark that names none", c.Image, h.r.K6Image)
+	}
 	if args := strings.Join(c.Args, " "); !strings.Contains(args, "--execution-segment 1/2:1 --execution-segment-sequence 0,1/2,1") {
 		t.Errorf("runner 2 args %q", args)
 	}
@@ -146,6 +149,7 @@ func TestReadRepetitionsRunApartAndAddUp(t *testing.T) {
 	bench := readsBenchmark(ns)
 	bench.Spec.Workloads.Reads.Repetitions = 2
 	bench.Spec.Workloads.Reads.Pause = "90s"
+	bench.Spec.K6.Image = "registry.example/k6:1.8.1"
 	create(t, bench)
 
 	_, got := h.reconcile(bench)
@@ -171,6 +175,9 @@ func TestReadRepetitionsRunApartAndAddUp(t *testing.T) {
 	var job batchv1.Job
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6JobName(got, "js", 1, 0)}, &job); err != nil {
 		t.Fatal(err)
+	}
+	if image := job.Spec.Template.Spec.Containers[0].Image; image != bench.Spec.K6.Image {
+		t.Errorf("k6 image %q, want the benchmark's own %q", image, bench.Spec.K6.Image)
 	}
 	got = h.drive(bench, 10)
 	reads := got.Status.Results[0].Reads

@@ -20,6 +20,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 // scaleBenchmarks is how many CouchBenchmarks the manager gets at once.
@@ -52,7 +53,8 @@ func runAtScale(b *testing.B, managerBinary string) {
 	h := &harness{t: b, document: okDocument, clock: clocktesting.NewFakePassiveClock(time.Now()), logs: &podLogs{}}
 	kubelet := startFakeKubelet(b, ns, h.logs)
 	h.node = kubelet.node
-	manager := startManager(b, managerBinary)
+	manager := startManager(b, managerBinary, testenv.Kubeconfig(b, env.OperatorConfig(b)), "--leader-elect=false")
+	manager.waitForWorkers(b)
 	// The floor: the manager started, its caches synced, no benchmark yet.
 	idleRSS, err := manager.status("VmRSS")
 	if err != nil {

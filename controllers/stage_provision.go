@@ -65,9 +65,9 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	}
 }
 
-// chartRef is the chart a spec names (the API server defaults it to the Apache chart), with
-// a chart kept in a ConfigMap read into memory. problem says what to fix when the ConfigMap
-// does not hold a chart.
+// chartRef is the chart a spec names (none: the zero ChartRef, the chart built into the
+// operator), with a chart kept in a ConfigMap read into memory. problem says what to fix
+// when the ConfigMap does not hold a chart.
 func (r *CouchBenchmarkReconciler) chartRef(ctx context.Context, bench *benchv1.CouchBenchmark) (helmrelease.ChartRef, string, error) {
 	c := bench.Spec.CouchDB.Provision.Chart
 	if c == nil {

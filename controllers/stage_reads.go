@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -266,6 +267,7 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 	for i := range n {
 		job := builders.K6Job{
 			Bench: bench, Arm: qs.Name, Repetition: rep, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
+			Image:   cmp.Or(bench.Spec.K6.Image, r.K6Image),
 			Barrier: barrier.Spec(fmt.Sprintf("%s-%d", benchv1.StepReads, rep), i, n),
 			Script:  loadtest.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
 		}.Job()

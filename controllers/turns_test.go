@@ -187,7 +187,7 @@ func TestProvisionedArmsRunSideBySide(t *testing.T) {
 	h := newHarness(t)
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
 	create(t, bench)
 	adminSecretFor(t, bench)
@@ -256,7 +256,7 @@ func TestUnschedulableCouchDBSaysWhatToChange(t *testing.T) {
 	h := newHarness(t)
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 	h.serviceURL = srv.URL
-	bench := provisionedBenchmark(t, ns)
+	bench := provisionedBenchmark(ns)
 	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
 	create(t, bench)
 	adminSecretFor(t, bench)

@@ -31,5 +31,4 @@ else
   LOCAL_CLUSTER=$lc hack/images.sh local "$tag"
 fi
 
-COUCHDB_KIT=${COUCHDB_KIT:-$(cd ../shared/apache-couchdb 2>/dev/null && pwd)} \
-  E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m ${E2E_RUN:+-run "$E2E_RUN"}
+E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m ${E2E_RUN:+-run "$E2E_RUN"}

@@ -47,6 +47,9 @@ local)
   mkdir -p "$work/manager" "$work/k6/usr/bin"
   CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/manager/manager" ./cmd/manager
   CGO_ENABLED=0 go build -trimpath -ldflags "$ldflags" -o "$work/manager/couchbench" ./cmd/couchbench
+  # The built-in Apache CouchDB chart's licence and origin, as images/manager/Dockerfile copies them.
+  mkdir -p "$work/manager/licenses/apache-couchdb-helm-chart"
+  cp internal/helmrelease/builtin/LICENSE internal/helmrelease/builtin/README.md "$work/manager/licenses/apache-couchdb-helm-chart/"
   cp "$(hack/k6.sh bin)" "$work/k6/usr/bin/k6"
   "$lc/image-from-dir.sh" "couchbench/manager:$tag" "$work/manager" /manager >&2
   "$lc/image-from-dir.sh" "couchbench/k6:$tag" "$work/k6" k6 >&2

@@ -184,9 +184,10 @@ const (
 
 // K6Settings configures the k6 Jobs that generate read load.
 type K6Settings struct {
-	// Image is the k6 container image.
+	// Image is the k6 container image. Unset: the operator's default, which its Helm chart
+	// sets (value k6.image; grafana/k6:1.8.1 unless set), so that a cluster that cannot pull
+	// from Docker Hub names its own k6 image once for every benchmark.
 	// +optional
-	// +kubebuilder:default="grafana/k6:1.8.1"
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=512
 	Image string `json:"image,omitempty"`

@@ -22,9 +22,10 @@ type CouchDBTarget struct {
 
 // ProvisionedCouchDB is a CouchDB cluster installed with the Apache CouchDB Helm chart.
 type ProvisionedCouchDB struct {
-	// Chart is where the Helm chart comes from. Unset: the Apache chart, pinned.
+	// Chart is where the Helm chart comes from. Unset: the Apache CouchDB chart 4.6.2 built
+	// into the operator (its SHA-256 is recorded with the results), which needs no chart
+	// repository and no internet. Set it to install another chart or version.
 	// +optional
-	// +kubebuilder:default={repository: "https://apache.github.io/couchdb-helm", name: "couchdb", version: "4.6.2"}
 	Chart *ChartSource `json:"chart,omitempty"`
 
 	// ClusterSize is the number of CouchDB nodes (the chart's clusterSize).
@@ -63,10 +64,11 @@ type ProvisionedCouchDB struct {
 	Scheduling `json:",inline"`
 }
 
-// ChartSource locates a Helm chart: a Helm repository (https://, or http:// inside the
-// cluster), an OCI registry (oci://), or a packaged chart (.tgz) kept in a ConfigMap of the
-// benchmark's namespace, for clusters that cannot reach a repository.
-// +kubebuilder:validation:XValidation:rule="has(self.repository) != has(self.configMap)",message="set chart.repository (a Helm repository URL or an oci:// reference) or chart.configMap (a ConfigMap holding the packaged chart), not both"
+// ChartSource locates a Helm chart other than the operator's built-in one: a Helm repository
+// (https://, or http:// inside the cluster), an OCI registry (oci://), or a packaged chart
+// (.tgz) kept in a ConfigMap of the benchmark's namespace, for clusters that cannot reach a
+// repository.
+// +kubebuilder:validation:XValidation:rule="has(self.repository) != has(self.configMap)",message="set one of chart.repository (a Helm repository URL or an oci:// reference) or chart.configMap (a ConfigMap holding the packaged chart), not both; or leave chart unset for the chart built into the operator"
 // +kubebuilder:validation:XValidation:rule="!has(self.repository) || has(self.version)",message="chart.version is required with chart.repository, so that every run installs the same chart"
 // +kubebuilder:validation:XValidation:rule="!has(self.repository) || self.repository.startsWith('oci://') || has(self.name)",message="chart.name is required with an http(s):// chart.repository"
 type ChartSource struct {

@@ -3,9 +3,9 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"os"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
@@ -15,7 +15,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/controllers"
@@ -24,40 +23,41 @@ import (
 )
 
 func main() {
-	var metricsAddr, probeAddr, runnerImage, chartCache, watchNamespaces string
-	var leaderElect bool
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader, so that only one of several replicas reconciles.")
+	var runnerImage, k6Image, chartCache, watchNamespaces string
+	var settings controllers.ManagerSettings
+	flag.StringVar(&settings.MetricsAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&settings.HealthProbeAddress, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
+	flag.BoolVar(&settings.LeaderElection, "leader-elect", false,
+		"Elect a leader, so that only one of several replicas reconciles; the leader gives its Lease back when it stops.")
+	flag.StringVar(&settings.LeaderElectionNamespace, "leader-election-namespace", "",
+		"Namespace of the leader election Lease; empty: the manager's pod's own (needed outside a cluster).")
 	flag.StringVar(&runnerImage, "runner-image", envOr("RUNNER_IMAGE", "couchbench/manager:dev"),
 		"Image of the runner Jobs: the operator's own image, which carries the couchbench binary (env RUNNER_IMAGE).")
-	flag.StringVar(&watchNamespaces, "watch-namespaces", "", "Comma-separated namespaces to watch; empty watches all.")
+	flag.StringVar(&k6Image, "k6-image", "grafana/k6:1.8.1",
+		"k6 image of the benchmarks that name none (spec.k6.image): one a cluster without internet can pull.")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces to watch, the only ones the manager caches and acts in; empty watches all.")
 	flag.StringVar(&chartCache, "chart-cache", os.TempDir()+"/couchbench-charts", "Directory for downloaded Helm charts and repository indexes.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	setupLog := ctrl.Log.WithName("setup")
+	if runnerImage == "" || k6Image == "" {
+		setupLog.Error(errors.New("--runner-image and --k6-image must each name an image"), "invalid flags")
+		os.Exit(1)
+	}
+	var err error
+	if settings.Namespaces, err = controllers.WatchNamespaces(watchNamespaces); err != nil {
+		setupLog.Error(err, "invalid flags")
+		os.Exit(1)
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(benchv1.AddToScheme(scheme))
 
-	var namespaces []string
-	if watchNamespaces != "" {
-		for _, ns := range strings.Split(watchNamespaces, ",") {
-			namespaces = append(namespaces, strings.TrimSpace(ns))
-		}
-	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                 scheme,
-		Cache:                  controllers.CacheOptions(namespaces...),
-		Client:                 controllers.ClientOptions(),
-		Metrics:                metricsserver.Options{BindAddress: metricsAddr},
-		HealthProbeBindAddress: probeAddr,
-		LeaderElection:         leaderElect,
-		LeaderElectionID:       "couchbench.bench.couchbench.io",
-	})
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), settings.Options(scheme))
 	if err != nil {
 		setupLog.Error(err, "creating the manager")
 		os.Exit(1)
@@ -74,7 +74,8 @@ func main() {
 			kubeVersion = v.GitVersion
 		}
 	}
-	setupLog.Info("starting", "couchbench", version.String(), "kubernetes", kubeVersion)
+	setupLog.Info("starting", "couchbench", version.String(), "kubernetes", kubeVersion,
+		"watchNamespaces", settings.Namespaces, "leaderElection", settings.LeaderElection)
 	logs, err := controllers.NewKubeLogs(mgr.GetConfig())
 	if err != nil {
 		setupLog.Error(err, "setting up the pod log reader")
@@ -89,6 +90,7 @@ func main() {
 		Logs:              logs,
 		KubernetesVersion: kubeVersion,
 		RunnerImage:       runnerImage,
+		K6Image:           k6Image,
 		ServiceURL:        controllers.ClusterServiceURL,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmark controller")

@@ -45,6 +45,8 @@ func K6ConfigMap(bench *benchv1.CouchBenchmark, name, script string) *corev1.Con
 type K6Job struct {
 	Bench *benchv1.CouchBenchmark
 	Arm   string
+	// Image is the k6 image: the benchmark's spec.k6.image, or the operator's default.
+	Image string
 	// Repetition of the reads workload this runner belongs to, from 0.
 	Repetition int
 	// Index of this runner among Runners; Segment and Sequence split the load between them
@@ -87,7 +89,7 @@ func (k K6Job) Job() *batchv1.Job {
 	}
 	container := corev1.Container{
 		Name:    K6Container,
-		Image:   k.Bench.Spec.K6.Image,
+		Image:   k.Image,
 		Command: []string{"sh"},
 		Args:    args,
 		Env: append([]corev1.EnvVar{

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -26,7 +25,9 @@ import (
 )
 
 // ChartRef says where a chart comes from (it mirrors the API's spec.couchdb.provision.chart).
-// Exactly one of Repository, Archive and Path is set:
+// At most one of Repository, Archive and Path is set:
+//   - none: the Apache CouchDB chart built into the operator (BuiltInChartVersion), what a
+//     benchmark that names no chart installs; Version, when set, must be its version.
 //   - Repository "https://..." (or "http://...") with Name and Version: a classic Helm
 //     repository; its index.yaml is fetched, Version resolved in it (an exact version, a semver
 //     range, or empty for the latest stable one), and the chart's .tgz downloaded.
@@ -45,9 +46,16 @@ type ChartRef struct {
 	Path          string
 }
 
-// String describes the reference for messages.
+// builtIn says whether the reference names the chart built into the operator: no source.
+func (r ChartRef) builtIn() bool {
+	return r.Repository == "" && r.Archive == nil && r.Path == ""
+}
+
+// String describes the reference for messages and the results' provenance.
 func (r ChartRef) String() string {
 	switch {
+	case r.builtIn():
+		return fmt.Sprintf("chart %s %s built into the operator (%s)", BuiltInChartName, BuiltInChartVersion, BuiltInChartDigest)
 	case r.Archive != nil:
 		return "chart from " + r.ArchiveSource
 	case r.Path != "":
@@ -86,6 +94,8 @@ func (m *Manager) LoadChart(ctx context.Context, ref ChartRef) (*chart.Chart, er
 	switch {
 	case sources > 1:
 		return nil, fmt.Errorf("%s: the chart reference sets more than one of repository, archive and path: set one", ref)
+	case ref.builtIn():
+		ch, err = loadArchive(ChartRef{Archive: builtInArchive, ArchiveSource: builtInSource, Version: ref.Version})
 	case ref.Archive != nil:
 		ch, err = loadArchive(ref)
 	case ref.Path != "":
@@ -93,8 +103,6 @@ func (m *Manager) LoadChart(ctx context.Context, ref ChartRef) (*chart.Chart, er
 		if err != nil {
 			err = fmt.Errorf("loading the chart at %s: %w", ref.Path, err)
 		}
-	case ref.Repository == "":
-		return nil, errors.New("chart reference sets neither a repository, an archive nor a path")
 	case registry.IsOCI(ref.Repository):
 		ch, err = m.loadFromRegistry(ref)
 	case strings.HasPrefix(ref.Repository, "https://") || strings.HasPrefix(ref.Repository, "http://"):

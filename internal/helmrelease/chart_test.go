@@ -10,23 +10,15 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/repo"
-
-	"github.com/couchbench/couchbench/internal/testenv"
 )
 
-// chartArchive copies the Apache chart's packaged archive into dir, as a chart repository
-// serves it, and returns its path.
-func chartArchive(t *testing.T, dir string) string {
+// chartArchive writes the built-in chart's packaged archive into dir, as a chart repository
+// serves it.
+func chartArchive(t *testing.T, dir string) {
 	t.Helper()
-	data, err := os.ReadFile(testenv.ApacheChart(t))
-	if err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "couchdb-"+BuiltInChartVersion+".tgz"), builtInArchive, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(dir, "couchdb-"+testenv.ApacheChartVersion+".tgz")
-	if err := os.WriteFile(path, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }
 
 // chartRepository serves dir as a classic Helm repository (index.yaml and archives, as
@@ -72,16 +64,16 @@ func TestInstallFromRepository(t *testing.T) {
 	cache := t.TempDir()
 	m := newManager(t, cache)
 	ns := env.Namespace(t)
-	ref := ChartRef{Repository: srv.URL, Name: "couchdb", Version: testenv.ApacheChartVersion}
+	ref := ChartRef{Repository: srv.URL, Name: "couchdb", Version: BuiltInChartVersion}
 
 	st, err := m.Install(ctx, ns, "fromrepo", ref, benchValues(), nil)
-	if err != nil || st.State != Deployed || st.ChartVersion != testenv.ApacheChartVersion {
-		t.Fatalf("Install from %s = %+v, %v; want Deployed %s", srv.URL, st, err, testenv.ApacheChartVersion)
+	if err != nil || st.State != Deployed || st.ChartVersion != BuiltInChartVersion {
+		t.Fatalf("Install from %s = %+v, %v; want Deployed %s", srv.URL, st, err, BuiltInChartVersion)
 	}
-	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-"+testenv.ApacheChartVersion+".tgz") != 1 {
+	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-"+BuiltInChartVersion+".tgz") != 1 {
 		t.Errorf("requests = %v, want index.yaml and the archive once each", srv.requests)
 	}
-	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(srv.URL), "couchdb-"+testenv.ApacheChartVersion+".tgz")); err != nil {
+	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(srv.URL), "couchdb-"+BuiltInChartVersion+".tgz")); err != nil {
 		t.Errorf("downloaded chart not cached: %v", err)
 	}
 
@@ -89,10 +81,10 @@ func TestInstallFromRepository(t *testing.T) {
 	// Manager started afterwards on the same cache (an operator restart).
 	again := newManager(t, cache)
 	ch, err := again.LoadChart(ctx, ref)
-	if err != nil || ch.Metadata.Version != testenv.ApacheChartVersion {
+	if err != nil || ch.Metadata.Version != BuiltInChartVersion {
 		t.Fatalf("LoadChart from the cache = %v, %v", ch, err)
 	}
-	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-"+testenv.ApacheChartVersion+".tgz") != 1 {
+	if srv.count("/index.yaml") != 1 || srv.count("/couchdb-"+BuiltInChartVersion+".tgz") != 1 {
 		t.Errorf("requests = %v after a cached load, want no new ones", srv.requests)
 	}
 
@@ -100,7 +92,7 @@ func TestInstallFromRepository(t *testing.T) {
 	if _, err := again.LoadChart(ctx, ChartRef{Repository: srv.URL, Name: "couchdb", Version: ">=4.6.0 <4.7.0"}); err != nil {
 		t.Fatalf("LoadChart with a range: %v", err)
 	}
-	if srv.count("/index.yaml") != 2 || srv.count("/couchdb-"+testenv.ApacheChartVersion+".tgz") != 1 {
+	if srv.count("/index.yaml") != 2 || srv.count("/couchdb-"+BuiltInChartVersion+".tgz") != 1 {
 		t.Errorf("requests = %v after a range, want the index twice and the archive once", srv.requests)
 	}
 }
@@ -117,24 +109,24 @@ func TestRepositoryErrors(t *testing.T) {
 	}{{
 		name: "unknown version",
 		ref:  ChartRef{Repository: srv.URL, Name: "couchdb", Version: "9.9.9"},
-		want: []string{`"9.9.9"`, srv.URL, testenv.ApacheChartVersion},
+		want: []string{`"9.9.9"`, srv.URL, BuiltInChartVersion},
 	}, {
 		// Helm picks the latest stable version when none is given; the repository has no
 		// stable version in that range.
 		name: "no version in the range",
 		ref:  ChartRef{Repository: srv.URL, Name: "couchdb", Version: ">=5.0.0"},
-		want: []string{`">=5.0.0"`, srv.URL, testenv.ApacheChartVersion},
+		want: []string{`">=5.0.0"`, srv.URL, BuiltInChartVersion},
 	}, {
 		name: "unknown chart",
 		ref:  ChartRef{Repository: srv.URL, Name: "postgres", Version: "1.0.0"},
 		want: []string{`"postgres"`, srv.URL, "couchdb"},
 	}, {
 		name: "not a repository",
-		ref:  ChartRef{Repository: srv.URL + "/nothing-here", Name: "couchdb", Version: testenv.ApacheChartVersion},
+		ref:  ChartRef{Repository: srv.URL + "/nothing-here", Name: "couchdb", Version: BuiltInChartVersion},
 		want: []string{srv.URL + "/nothing-here/index.yaml", "404"},
 	}, {
 		name: "no chart name",
-		ref:  ChartRef{Repository: srv.URL, Version: testenv.ApacheChartVersion},
+		ref:  ChartRef{Repository: srv.URL, Version: BuiltInChartVersion},
 		want: []string{srv.URL, "no chart name"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -187,10 +179,9 @@ func TestLoadChartErrors(t *testing.T) {
 		{"path and repository", ChartRef{Path: missing, Repository: "https://example.invalid"}, []string{"more than one"}},
 		{"archive and repository", ChartRef{Archive: []byte("x"), ArchiveSource: "ConfigMap a/b", Repository: "https://example.invalid"},
 			[]string{"more than one"}},
-		{"nothing", ChartRef{}, []string{"neither"}},
 		{"archive that is not a chart", ChartRef{Archive: []byte("not a tarball"), ArchiveSource: `ConfigMap ns/charts key "couchdb.tgz"`},
 			[]string{`ConfigMap ns/charts key "couchdb.tgz"`, "not a packaged Helm chart"}},
-		{"archive of another version", ChartRef{Archive: apacheArchive(t), ArchiveSource: "ConfigMap ns/charts", Version: "4.5.0"},
+		{"archive of another version", ChartRef{Archive: builtInArchive, ArchiveSource: "ConfigMap ns/charts", Version: "4.5.0"},
 			[]string{"ConfigMap ns/charts", "4.6.2", "4.5.0"}},
 		{"unsupported scheme", ChartRef{Repository: "ftp://charts.example.invalid", Name: "couchdb"}, []string{"ftp://charts.example.invalid"}},
 		{"bad OCI reference", ChartRef{Repository: "oci://registry.example.invalid/Bad Name", Version: "1.0.0"},
@@ -213,24 +204,14 @@ func TestLoadChartErrors(t *testing.T) {
 	}
 }
 
-// apacheArchive is the Apache chart's packaged archive, as a ConfigMap would hold it.
-func apacheArchive(t *testing.T) []byte {
-	t.Helper()
-	data, err := os.ReadFile(testenv.ApacheChart(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
 // A chart held in memory (read from a ConfigMap by the operator) installs like any other.
 func TestInstallFromArchive(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
 	ns := env.Namespace(t)
-	ref := ChartRef{Archive: apacheArchive(t), ArchiveSource: "ConfigMap " + ns + "/couchdb-chart", Version: testenv.ApacheChartVersion}
+	ref := ChartRef{Archive: builtInArchive, ArchiveSource: "ConfigMap " + ns + "/couchdb-chart", Version: BuiltInChartVersion}
 	st, err := m.Install(ctx, ns, "fromarchive", ref, benchValues(), nil)
-	if err != nil || st.State != Deployed || st.ChartVersion != testenv.ApacheChartVersion {
-		t.Fatalf("Install from an archive = %+v, %v; want Deployed %s", st, err, testenv.ApacheChartVersion)
+	if err != nil || st.State != Deployed || st.ChartVersion != BuiltInChartVersion {
+		t.Fatalf("Install from an archive = %+v, %v; want Deployed %s", st, err, BuiltInChartVersion)
 	}
 }

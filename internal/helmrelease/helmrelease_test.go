@@ -29,12 +29,6 @@ func TestMain(m *testing.M) {
 
 const testUUID = "0123456789abcdef0123456789abcdef"
 
-// apacheChart is the real Apache CouchDB chart from the CouchDB kit.
-func apacheChart(t *testing.T) ChartRef {
-	t.Helper()
-	return ChartRef{Path: testenv.ApacheChart(t)}
-}
-
 func newManager(t *testing.T, cacheDir string) *Manager {
 	t.Helper()
 	if cacheDir == "" {
@@ -98,7 +92,7 @@ func TestInstallStatusUninstall(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
 	ns := env.Namespace(t)
-	ref := apacheChart(t)
+	ref := ChartRef{} // the chart built into the operator
 	labels := map[string]string{"couchbench.io/benchmark": "views-small"}
 
 	st, err := m.Status(ctx, ns, "bench")
@@ -110,7 +104,7 @@ func TestInstallStatusUninstall(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Install: %v", err)
 	}
-	want := Status{State: Deployed, Description: "Install complete", ChartVersion: testenv.ApacheChartVersion, AppVersion: "3.5.0"}
+	want := Status{State: Deployed, Description: "Install complete", ChartVersion: BuiltInChartVersion, AppVersion: "3.5.0"}
 	if st != want {
 		t.Fatalf("Install = %+v, want %+v", st, want)
 	}
@@ -243,7 +237,7 @@ func TestInstallWithoutUUID(t *testing.T) {
 	values := benchValues()
 	values["couchdbConfig"] = map[string]any{"couchdb": map[string]any{"js_engine": "quickjs"}}
 
-	st, err := m.Install(ctx, ns, "nouuid", apacheChart(t), values, nil)
+	st, err := m.Install(ctx, ns, "nouuid", ChartRef{}, values, nil)
 	if err == nil || !strings.Contains(err.Error(), "couchdbConfig.couchdb.uuid") {
 		t.Fatalf("Install without a uuid: err = %v, want one naming couchdbConfig.couchdb.uuid", err)
 	}
@@ -271,7 +265,7 @@ func TestInstallFailedRelease(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
 	ns := env.Namespace(t)
-	ref := apacheChart(t)
+	ref := ChartRef{} // the chart built into the operator
 	bad := benchValues()
 	bad["clusterSize"] = -1 // the API server refuses negative replicas
 
@@ -300,7 +294,7 @@ func TestInstallFailedRelease(t *testing.T) {
 func TestConcurrentInstalls(t *testing.T) {
 	ctx := testContext(t)
 	m := newManager(t, "")
-	ref := apacheChart(t)
+	ref := ChartRef{} // the chart built into the operator
 	namespaces := []string{env.Namespace(t), env.Namespace(t), env.Namespace(t)}
 
 	var wg sync.WaitGroup

@@ -14,8 +14,6 @@ import (
 	_ "github.com/distribution/distribution/v3/registry/storage/driver/inmemory" // the registry's storage
 	"github.com/sirupsen/logrus"
 	"helm.sh/helm/v3/pkg/registry"
-
-	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 // ociRegistry runs a real OCI registry (CNCF Distribution, the one Helm tests against) in
@@ -42,11 +40,7 @@ func ociRegistry(t *testing.T) (string, *registry.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(testenv.ApacheChart(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.Push(data, host+"/charts/couchdb:"+testenv.ApacheChartVersion); err != nil {
+	if _, err := client.Push(builtInArchive, host+"/charts/couchdb:"+BuiltInChartVersion); err != nil {
 		t.Fatalf("pushing the Apache chart to the test registry: %v", err)
 	}
 	return host, client
@@ -60,19 +54,19 @@ func TestInstallFromOCIRegistry(t *testing.T) {
 	// The test registry speaks plain HTTP; real registries are reached over HTTPS.
 	m.registry = client
 	ns := env.Namespace(t)
-	ref := ChartRef{Repository: "oci://" + host + "/charts/couchdb", Version: testenv.ApacheChartVersion}
+	ref := ChartRef{Repository: "oci://" + host + "/charts/couchdb", Version: BuiltInChartVersion}
 
 	st, err := m.Install(ctx, ns, "fromoci", ref, benchValues(), nil)
-	if err != nil || st.State != Deployed || st.ChartVersion != testenv.ApacheChartVersion {
-		t.Fatalf("Install from %s = %+v, %v; want Deployed %s", ref.Repository, st, err, testenv.ApacheChartVersion)
+	if err != nil || st.State != Deployed || st.ChartVersion != BuiltInChartVersion {
+		t.Fatalf("Install from %s = %+v, %v; want Deployed %s", ref.Repository, st, err, BuiltInChartVersion)
 	}
-	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(ref.Repository), "couchdb-"+testenv.ApacheChartVersion+".tgz")); err != nil {
+	if _, err := os.Stat(filepath.Join(cache, "charts", sourceKey(ref.Repository), "couchdb-"+BuiltInChartVersion+".tgz")); err != nil {
 		t.Errorf("pulled chart not cached: %v", err)
 	}
 
 	// A semver range is resolved against the registry's tags.
 	ch, err := m.LoadChart(ctx, ChartRef{Repository: ref.Repository, Version: ">=4.6.0"})
-	if err != nil || ch.Metadata.Version != testenv.ApacheChartVersion {
+	if err != nil || ch.Metadata.Version != BuiltInChartVersion {
 		t.Fatalf("LoadChart with a range = %v, %v", ch, err)
 	}
 

@@ -113,7 +113,8 @@ type Cluster struct {
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// Operator is the couchbench build that ran the run: "version (commit)".
 	Operator string `json:"operator,omitempty"`
-	// Chart is the CouchDB Helm chart of a provisioned arm: "couchdb 4.6.2 from <source>".
+	// Chart is the CouchDB Helm chart of a provisioned arm: "chart couchdb 4.6.2 from <source>",
+	// or "chart couchdb 4.6.2 built into the operator (sha256:<digest>)".
 	Chart string    `json:"chart,omitempty"`
 	Pods  []PodRun  `json:"pods,omitempty"`
 	Nodes []NodeRun `json:"nodes,omitempty"`

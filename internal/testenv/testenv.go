@@ -124,29 +124,6 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// ApacheChartVersion is the version of the real Apache CouchDB Helm chart the tests install.
-const ApacheChartVersion = "4.6.2"
-
-// ApacheChart is the path of the real Apache CouchDB Helm chart (packaged, .tgz) in the
-// CouchDB kit: $COUCHDB_KIT, which `make test` sets, or ../shared/apache-couchdb beside the
-// checkout. A test that needs it fails when it is missing.
-func ApacheChart(t testing.TB) string {
-	t.Helper()
-	kit := os.Getenv("COUCHDB_KIT")
-	if kit == "" {
-		root, err := moduleRoot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		kit = filepath.Join(root, "..", "shared", "apache-couchdb")
-	}
-	path := filepath.Join(kit, "couchdb-chart-"+ApacheChartVersion+".tgz")
-	if _, err := os.Stat(path); err != nil {
-		t.Fatalf("the Apache CouchDB chart %s is missing (set COUCHDB_KIT to the kit's directory; `make test` does): %v", ApacheChartVersion, err)
-	}
-	return path
-}
-
 // OperatorServiceAccount is the identity OperatorConfig acts as.
 const OperatorServiceAccount = "system:serviceaccount:couchbench-system:couchbench-manager"
 
@@ -165,12 +142,11 @@ func (e *Env) OperatorConfig(t testing.TB) *rest.Config {
 	return cfg
 }
 
-// OperatorKubeconfig writes a kubeconfig file with OperatorConfig's identity (the same
-// server, credentials and impersonation) and returns its path: the operator's RBAC for a
-// manager run as its own process, which takes a kubeconfig, not a rest.Config.
-func (e *Env) OperatorKubeconfig(t testing.TB) string {
+// Kubeconfig writes a kubeconfig file with cfg's server, credentials and impersonation (an
+// identity such as OperatorConfig's) and returns its path: for a manager run as its own
+// process, which takes a kubeconfig, not a rest.Config.
+func Kubeconfig(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
-	cfg := e.OperatorConfig(t)
 	const name = "envtest-operator"
 	kubeconfig := clientcmdapi.NewConfig()
 	kubeconfig.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}

@@ -23,11 +23,13 @@ import (
 	"github.com/couchbench/couchbench/internal/helmrelease"
 )
 
-// The Apache CouchDB chart 4.6.2 reaches the operator the two ways a cluster without
-// internet can use: a classic Helm repository served inside the cluster (a static HTTP
-// server with index.yaml and the archive) and a ConfigMap holding the archive.
+// Besides the operator's built-in chart (a benchmark's default), the Apache CouchDB chart
+// 4.6.2 reaches the operator the two other ways a cluster without internet can use: a
+// classic Helm repository served inside the cluster (a static HTTP server with index.yaml and
+// the archive) and a ConfigMap holding the archive. Both serve the built-in chart's archive.
 const (
-	chartVersion    = "4.6.2"
+	chartVersion    = helmrelease.BuiltInChartVersion
+	chartFile       = "couchdb-" + chartVersion + ".tgz"
 	chartRepository = "charts"
 	chartConfigMap  = "couchdb-chart"
 	// existingRelease is the CouchDB the "existing CouchDB" tests benchmark.
@@ -35,14 +37,6 @@ const (
 	existingSecret  = "existing-admin"
 	existingPass    = "e2e-existing-password"
 )
-
-// chartArchive is the packaged Apache chart from the CouchDB kit.
-func chartArchive() (string, []byte, error) {
-	kit := envOr("COUCHDB_KIT", filepath.Join("..", "..", "..", "shared", "apache-couchdb"))
-	path := filepath.Join(kit, "couchdb-chart-"+chartVersion+".tgz")
-	data, err := os.ReadFile(path)
-	return path, data, err
-}
 
 // repositoryChart names the chart in the in-cluster Helm repository.
 func repositoryChart() *benchv1.ChartSource {
@@ -60,16 +54,13 @@ func configMapChart() *benchv1.ChartSource {
 // serving index.yaml and the archive over HTTP (busybox httpd; the image is the local
 // cluster's Debian base, or E2E_HTTPD_IMAGE, e.g. busybox:1.37.0 on kind).
 func serveCharts(ctx context.Context) error {
-	path, archive, err := chartArchive()
-	if err != nil {
-		return fmt.Errorf("the Apache chart (set COUCHDB_KIT to the kit's directory): %w", err)
-	}
+	archive := helmrelease.BuiltInArchive()
 	dir, err := os.MkdirTemp("", "chart-repo-")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if err := os.WriteFile(filepath.Join(dir, filepath.Base(path)), archive, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, chartFile), archive, 0o644); err != nil {
 		return err
 	}
 	index, err := repo.IndexDirectory(dir, "")
@@ -88,12 +79,12 @@ func serveCharts(ctx context.Context) error {
 	objects := []client.Object{
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartConfigMap},
-			BinaryData: map[string][]byte{filepath.Base(path): archive},
+			BinaryData: map[string][]byte{chartFile: archive},
 		},
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
 			Data:       map[string]string{"index.yaml": string(indexYAML)},
-			BinaryData: map[string][]byte{filepath.Base(path): archive},
+			BinaryData: map[string][]byte{chartFile: archive},
 		},
 		&appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
@@ -130,7 +121,7 @@ func serveCharts(ctx context.Context) error {
 	return nil
 }
 
-// installExistingCouchDB installs a one-node CouchDB 3.4.3 with the Apache chart, as a user's
+// installExistingCouchDB installs a one-node CouchDB 3.4.3 with the built-in chart, as a user's
 // running CouchDB, with its admin in a Secret the benchmarks name.
 func installExistingCouchDB(ctx context.Context) error {
 	secret := &corev1.Secret{
@@ -141,10 +132,6 @@ func installExistingCouchDB(ctx context.Context) error {
 	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
-	path, _, err := chartArchive()
-	if err != nil {
-		return err
-	}
 	values := map[string]any{
 		"clusterSize": 1, "createAdminSecret": false, "extraSecretName": existingSecret,
 		"image":            map[string]any{"repository": "couchdb", "tag": "3.4.3", "pullPolicy": "IfNotPresent"},
@@ -153,7 +140,7 @@ func installExistingCouchDB(ctx context.Context) error {
 		"couchdbConfig": map[string]any{"couchdb": map[string]any{"uuid": "0e2e0e2e0e2e0e2e0e2e0e2e0e2e0e2e", "single_node": true},
 			"native_query_servers": map[string]any{"enable_erlang_query_server": true}},
 	}
-	if st, err := releases.Install(ctx, namespace, existingRelease, helmrelease.ChartRef{Path: path}, values, nil); err != nil {
+	if st, err := releases.Install(ctx, namespace, existingRelease, helmrelease.ChartRef{}, values, nil); err != nil {
 		return fmt.Errorf("installing the existing CouchDB: %w (status %+v)", err, st)
 	}
 	return poll(ctx, 5*time.Minute, func() (bool, string) {

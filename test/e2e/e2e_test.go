@@ -3,9 +3,10 @@
 // Package e2e runs couchbench on a real Kubernetes cluster (kind, or the project's local
 // single-node cluster; `make test-e2e` picks) against real Apache CouchDB: the operator
 // installed with its own Helm chart provisions CouchDB pods from the real Apache CouchDB chart
-// 4.6.2 (served from inside the cluster, as a cluster without internet would serve it) and
-// the images hack/images.sh loads (couchdb:3.4.3 built from the Apache release, the Python
-// and PyPy presets' images); the "existing CouchDB" is the same chart installed by the suite.
+// 4.6.2 (the one built into the operator, and the same chart served from inside the cluster,
+// as a cluster without internet would serve it) and the images hack/images.sh loads
+// (couchdb:3.4.3 built from the Apache release, the Python and PyPy presets' images, k6); the
+// "existing CouchDB" is the same chart installed by the suite.
 // These tests check behaviour, never speed.
 package e2e
 
@@ -52,6 +53,10 @@ var (
 	c        client.Client
 	releases *helmrelease.Manager
 	tag      = envOr("E2E_IMAGE_TAG", "e2e")
+	// k6Image is the k6 image hack/images.sh builds and loads.
+	k6Image = "couchbench/k6:" + tag
+	// operatorChart is the operator's chart in this checkout.
+	operatorChart string
 	// couchbenchBinary is `couchbench`, built from this checkout, for `couchbench report`.
 	couchbenchBinary string
 )
@@ -169,7 +174,8 @@ func setUp(dir string) error {
 	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm")); err != nil {
 		return err
 	}
-	if err := installOperator(ctx, filepath.Join(root, "charts", "couchbench-operator")); err != nil {
+	operatorChart = filepath.Join(root, "charts", "couchbench-operator")
+	if err := installOperator(ctx); err != nil {
 		return err
 	}
 	if err := serveCharts(ctx); err != nil {
@@ -178,7 +184,7 @@ func setUp(dir string) error {
 	if err := installExistingCouchDB(ctx); err != nil {
 		return err
 	}
-	if err := waitAvailable(ctx, operatorNamespace, "couchbench-couchbench"); err != nil {
+	if err := waitAvailable(ctx, operatorNamespace, operatorDeployment); err != nil {
 		return err
 	}
 	return waitAvailable(ctx, namespace, chartRepository)
@@ -187,9 +193,10 @@ func setUp(dir string) error {
 // installOperator installs the operator chart afresh, so that a cluster kept from an earlier
 // run (kind's is) tests this checkout: Helm installs a chart's CRDs only when they are missing
 // and never updates them, so they are applied first; a release left by an earlier run is
-// uninstalled rather than kept.
-func installOperator(ctx context.Context, chartDir string) error {
-	crds, err := filepath.Glob(filepath.Join(chartDir, "crds", "*.yaml"))
+// uninstalled rather than kept. With watchNamespaces the install is namespaced (the chart's
+// watchNamespaces); they must exist.
+func installOperator(ctx context.Context, watchNamespaces ...string) error {
+	crds, err := filepath.Glob(filepath.Join(operatorChart, "crds", "*.yaml"))
 	if err != nil {
 		return err
 	}
@@ -210,13 +217,20 @@ func installOperator(ctx context.Context, chartDir string) error {
 		return err
 	}
 	if err := poll(ctx, 2*time.Minute, func() (bool, string) {
-		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "couchbench-couchbench"}, &appsv1.Deployment{})
+		err := c.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: operatorDeployment}, &appsv1.Deployment{})
 		return apierrors.IsNotFound(err), "the earlier operator deployment is still there"
 	}); err != nil {
 		return err
 	}
-	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag}, "leaderElection": false, "logLevel": "debug"}
-	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: chartDir}, values, nil); err != nil {
+	// The k6 image is set once, on the operator, as a cluster without internet does: no
+	// benchmark of the suite names one. Leader election stays on, the chart's default: a
+	// deleted manager pod's successor takes the Lease it gives back.
+	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag},
+		"k6": map[string]any{"image": k6Image}, "logLevel": "debug"}
+	if len(watchNamespaces) > 0 {
+		values["watchNamespaces"] = watchNamespaces
+	}
+	if st, err := releases.Install(ctx, operatorNamespace, "couchbench", helmrelease.ChartRef{Path: operatorChart}, values, nil); err != nil {
 		return fmt.Errorf("installing the operator chart: %w (status %+v)", err, st)
 	}
 	return nil
