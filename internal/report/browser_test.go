@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/plot"
 	"github.com/couchbench/couchbench/internal/results"
 )
@@ -55,7 +56,11 @@ func TestBrowserRendersThePage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables := len(results.NewReport(d).Tables()) + len(comparison)
+	runTables, err := compare.RunTables([]*results.Document{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables := len(runTables) + len(comparison)
 	if strings.Count(dom, "<svg") != len(charts) || strings.Count(dom, "<table") != tables ||
 		!strings.Contains(dom, "<h1>couchbench: nightly-query-servers</h1>") {
 		t.Errorf("the DOM has %d <svg> (want %d) and %d <table> (want %d):\n%.500s",
