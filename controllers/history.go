@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +14,9 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/changepoint"
 	"github.com/couchbench/couchbench/internal/history"
+	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -91,7 +94,16 @@ func (r *CouchBenchmarkReconciler) recordInHistory(ctx context.Context, bench *b
 	if err != nil {
 		return err
 	}
-	want := builders.HistoryConfigMap(bench.Namespace, *owner, data)
+	var page bytes.Buffer
+	if err := htmlreport.HistoryHTML(&page, owner.Name, h, h.Shifts(changepoint.Options{})); err != nil {
+		return err
+	}
+	// The numbers must fit; the page is left out when they and it would not.
+	var html []byte
+	if len(data)+page.Len() <= maxReportBytes {
+		html = page.Bytes()
+	}
+	want := builders.HistoryConfigMap(bench.Namespace, *owner, data, html)
 	if cm == nil {
 		return r.Create(ctx, want)
 	}

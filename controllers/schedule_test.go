@@ -360,7 +360,7 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	owner := metav1.NewControllerRef(h.schedule, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
-	create(t, builders.HistoryConfigMap(h.schedule.Namespace, *owner, data))
+	create(t, builders.HistoryConfigMap(h.schedule.Namespace, *owner, data, nil))
 
 	_, got := h.at(10 * time.Second)
 	if len(got.Status.Shifts) != 1 {
@@ -426,5 +426,11 @@ func TestScheduledRunsAddToTheirSchedulesHistory(t *testing.T) {
 	}
 	if !metav1.IsControlledBy(cm, sh.schedule) {
 		t.Errorf("history ConfigMap owners %v, want the schedule", cm.OwnerReferences)
+	}
+	// Its page draws every metric's trend over both runs.
+	page := cm.Data[builders.HistoryHTMLKey]
+	if !strings.Contains(page, "<h1>couchbench: history of "+sh.schedule.Name+"</h1>") ||
+		strings.Count(page, "<svg") != len(hist.Keys()) || !strings.Contains(page, "2 runs,") {
+		t.Errorf("history page: %d charts for %d metrics:\n%.600s", strings.Count(page, "<svg"), len(hist.Keys()), page)
 	}
 }

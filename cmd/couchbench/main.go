@@ -586,7 +586,7 @@ func reportFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		if len(args) == 0 {
 			return usageError{errors.New("name at least one RESULTS file, or - for standard input")}
 		}
-		if *format != formatMarkdown && *format != "csv" && *format != "html" {
+		if *format != formatMarkdown && *format != "csv" && *format != formatHTML {
 			return usageError{fmt.Errorf("--format %q: want markdown, csv or html", *format)}
 		}
 		docs, err := readAll(args)
@@ -594,7 +594,7 @@ func reportFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			return err
 		}
 		runs := results.Runs(docs)
-		if *format == "html" {
+		if *format == formatHTML {
 			return htmlreport.HTMLRuns(stdout, runs)
 		}
 		reports := make([]results.Report, len(runs))
@@ -637,7 +637,7 @@ func compareFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		}
 		opts := compare.Options{TolerancePercent: *tolerance, BetweenRunsPercent: *betweenRuns}
 		if n > 2 {
-			h, err := readRuns(args[:n-1])
+			h, _, err := readRuns(args[:n-1])
 			if err != nil {
 				return err
 			}

@@ -481,14 +481,14 @@ func TestArmURLs(t *testing.T) {
 	}
 }
 
-// seededRun is a results document of a run by hand that seeded 300 documents for query
-// server js.
-func seededRun(t *testing.T, dir, name, runID string, started time.Time) string {
+// seededRun is a results document, made here, of a run by hand that seeded 300 documents
+// for query server js in elapsed.
+func seededRun(t *testing.T, dir, name, runID string, started time.Time, elapsed time.Duration) string {
 	t.Helper()
 	doc := &results.Document{SchemaVersion: results.SchemaVersion, Benchmark: "cli", RunID: runID, StartedAt: started,
 		Server: results.Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"n1"}},
 		Arms: []results.Arm{{QueryServer: "js", Language: "javascript", Profiles: []results.Profile{{Profile: "small",
-			Seeding: &seeding.Result{Stored: 300, Created: 300, Elapsed: time.Second}}}}}}
+			Seeding: &seeding.Result{Stored: 300, Created: 300, Elapsed: elapsed}}}}}}
 	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)
@@ -500,8 +500,8 @@ func seededRun(t *testing.T, dir, name, runID string, started time.Time) string 
 func TestReportLabelsEachRun(t *testing.T) {
 	dir := t.TempDir()
 	started := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
-	a := seededRun(t, dir, "a.json", "", started)
-	b := seededRun(t, dir, "b.json", "r2", started.Add(time.Hour))
+	a := seededRun(t, dir, "a.json", "", started, time.Second)
+	b := seededRun(t, dir, "b.json", "r2", started.Add(time.Hour), time.Second)
 	report := func(args ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
@@ -529,5 +529,34 @@ func TestReportLabelsEachRun(t *testing.T) {
 	if page := report("--format", "html", a, b); !strings.Contains(page, "<h1>couchbench: 2 runs of cli</h1>") ||
 		!strings.Contains(page, "<h2>cli (run r2, 2026-11-22T02:00:00Z)</h2>") {
 		t.Errorf("the page does not show both runs:\n%.2000s", page)
+	}
+}
+
+// history over runs' files (made here) finds where seeding got 20% slower, names that run,
+// and draws the trend with the shift marked.
+func TestHistoryFindsTheShift(t *testing.T) {
+	dir := t.TempDir()
+	started := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
+	var files []string
+	for i, ms := range []int{1000, 1010, 990, 1005, 995, 1000, 1250, 1262, 1240, 1255} {
+		name := fmt.Sprintf("night%02d.json", i+1)
+		files = append(files, seededRun(t, dir, name, "", started.Add(time.Duration(i)*24*time.Hour), time.Duration(ms)*time.Millisecond))
+	}
+	history := func(args ...string) string {
+		t.Helper()
+		var stdout, stderr bytes.Buffer
+		if code := realMain(append([]string{"history"}, args...), &stdout, &stderr); code != 0 {
+			t.Fatalf("history %v: exit %d: %s", args, code, stderr.String())
+		}
+		return stdout.String()
+	}
+	md := history(files...)
+	if !regexp.MustCompile(`\| js/small/seeding/bulk/docs_per_second +\| night07\.json +\| -20\.\d% +\| 4 +\| (99\.\d+|100\.00)% +\| true +\|`).MatchString(md) {
+		t.Errorf("no shift of -20%% from night07.json over 4 runs, worse:\n%s", md)
+	}
+	page := history(append([]string{"--format", "html"}, files...)...)
+	if !strings.Contains(page, "<h1>couchbench: history of cli</h1>") || strings.Count(page, "<svg") != 1 ||
+		!strings.Contains(page, ">shift, worse<") || !strings.Contains(page, "10 runs, 2026-11-01 02:00 to 2026-11-10 02:00 (UTC)") {
+		t.Errorf("the page lacks the trend with its shift:\n%.3000s", page)
 	}
 }

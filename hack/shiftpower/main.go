@@ -62,7 +62,8 @@ func firstFlag(x []float64, from int) (int, changepoint.ChangePoint) {
 func percent(k int) string { return fmt.Sprintf("%.1f%%", 100*float64(k)/histories) }
 
 func main() {
-	fmt.Println("| noise (CV) | 15% drop flagged within 3 runs | named by its first run | drop undone after 6 runs: both ends found | no change, flagged somewhere in 15 looks |")
+	fmt.Println("| noise (CV) | 15% drop flagged within 3 runs | named by its first run " +
+		"| drop undone after 6 runs: both ends found | no change, flagged somewhere in 15 looks |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, stalls := range []bool{false, true} {
 		for _, cv := range []float64{0.04, 0.05, 0.07, 0.10, 0.15} {

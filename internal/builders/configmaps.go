@@ -75,15 +75,20 @@ func DocumentConfigMap(bench *benchv1.CouchBenchmark, arm string, document []byt
 // HistoryKey is the history ConfigMap's key: internal/history's History as JSON.
 const HistoryKey = "history.json"
 
+// HistoryHTMLKey is the history ConfigMap's page: every metric's trend over the runs with its
+// shifts (internal/report.HistoryHTML).
+const HistoryHTMLKey = "history.html"
+
 // HistoryConfigMapName is a schedule's history: "<schedule>-history".
 func HistoryConfigMapName(schedule string) string { return name(maxObjectName, schedule, "history") }
 
 // HistoryConfigMap keeps the headline numbers of a schedule's successful runs, the newest
 // hundred, after the runs themselves are pruned: what its verdicts take the spread between
 // runs from, and where it looks for shifts. Owned by the schedule (owner, its controller
-// reference as a run carries it), so that it goes with it.
-func HistoryConfigMap(namespace string, owner metav1.OwnerReference, data []byte) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
+// reference as a run carries it), so that it goes with it. page, when there is one, is the
+// history's HTML page.
+func HistoryConfigMap(namespace string, owner metav1.OwnerReference, data, page []byte) *corev1.ConfigMap {
+	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: HistoryConfigMapName(owner.Name), Namespace: namespace,
 			Labels:          map[string]string{benchv1.LabelSchedule: LabelValue(owner.Name), LabelManagedBy: ManagedBy},
@@ -91,4 +96,8 @@ func HistoryConfigMap(namespace string, owner metav1.OwnerReference, data []byte
 		},
 		Data: map[string]string{HistoryKey: string(data)},
 	}
+	if page != nil {
+		cm.Data[HistoryHTMLKey] = string(page)
+	}
+	return cm
 }

@@ -133,7 +133,8 @@ func Detect(values []float64, opts Options) []ChangePoint {
 
 // boundsOf is 0, the change points in order, and n.
 func boundsOf(found map[int]float64, n int) []int {
-	bounds := []int{0, n}
+	bounds := make([]int, 0, len(found)+2)
+	bounds = append(bounds, 0, n)
 	for k := range found {
 		bounds = append(bounds, k)
 	}

@@ -9,11 +9,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/couchbench/couchbench/internal/couchtest"
 )
@@ -109,5 +111,39 @@ func TestTransient(t *testing.T) {
 		if got := Transient(tc.err); got != tc.want {
 			t.Errorf("Transient(%v) = %v, want %v", tc.err, got, tc.want)
 		}
+	}
+}
+
+// Right after a delete, CouchDB can refuse to create the database again with 412
+// file_exists (the fake says so here three times, as a busy 3.4.3 does now and then):
+// RecreateDB deletes again and retries until the create is taken, and the database is empty.
+func TestRecreateDBWaitsForTheDeletion(t *testing.T) {
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
+	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.RecreateDB(ctx, "db", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.BulkDocs(ctx, "db", []json.RawMessage{json.RawMessage(`{"_id":"a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fail(couchtest.Fault{Method: http.MethodPut, PathPrefix: "/db", Times: 3, Status: http.StatusPreconditionFailed, Error: "file_exists"})
+	if err := c.RecreateDB(ctx, "db", 1, 1); err != nil {
+		t.Fatalf("RecreateDB with the create refused three times: %v", err)
+	}
+	if info, err := c.DBInfo(ctx, "db"); err != nil || info.DocCount != 0 {
+		t.Errorf("after RecreateDB: %d documents, %v; want an empty database", info.DocCount, err)
+	}
+
+	// A create refused for good is an error that says so, not a missing database later.
+	saved := recreateWaits
+	recreateWaits = []time.Duration{time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { recreateWaits = saved })
+	srv.Fail(couchtest.Fault{Method: http.MethodPut, PathPrefix: "/db", Times: 10, Status: http.StatusPreconditionFailed, Error: "file_exists"})
+	if err := c.RecreateDB(ctx, "db", 1, 1); err == nil || !strings.Contains(err.Error(), "still answered file_exists after deleting it 3 times") {
+		t.Errorf("RecreateDB with the create always refused: %v", err)
 	}
 }

@@ -221,3 +221,46 @@ func (h History) Shifts(opts changepoint.Options) []Shift {
 	sort.SliceStable(out, func(a, b int) bool { return at[out[a].Run] > at[out[b].Run] })
 	return out
 }
+
+// Tables are the history's metrics with their spread from run to run, and its shifts: what
+// `couchbench history` prints and the history's page shows.
+func (h History) Tables(shifts []Shift) []results.Table {
+	if len(h.Runs) == 0 {
+		return nil
+	}
+	first, last := h.Runs[0], h.Runs[len(h.Runs)-1]
+	metrics := results.Table{
+		Title: fmt.Sprintf("%d runs, %s (%s) to %s (%s)", len(h.Runs), first.Name, first.ScheduledAt.Format("2006-01-02 15:04"),
+			last.Name, last.ScheduledAt.Format("2006-01-02 15:04")),
+		Note: "Between runs: the coefficient of variation of a metric over the runs, which a verdict on two runs must allow " +
+			"for (spec.baseline.betweenRunsPercent). Rows named arm:reference are an arm's ratio to the first arm, run by run.",
+		Header: []string{"Metric", "Runs", "Between runs", "First", "Last", "Shifts"},
+	}
+	count := map[string]int{}
+	for _, s := range shifts {
+		count[s.Metric]++
+	}
+	for _, key := range h.Keys() {
+		_, values := h.Series(key)
+		cv, n := h.Spread(key)
+		metrics.Rows = append(metrics.Rows, []string{key, fmt.Sprint(n), fmt.Sprintf("%.1f%%", cv),
+			fmt.Sprintf("%.4g", values[0]), fmt.Sprintf("%.4g", values[len(values)-1]), fmt.Sprint(count[key])})
+	}
+	tables := make([]results.Table, 0, 2)
+	tables = append(tables, metrics)
+	t := results.Table{
+		Title: "Shifts",
+		Note: "A shift: the level of a metric changed and stayed so for at least 3 runs, found over the whole series " +
+			"(binary segmentation with Student's t test, Bonferroni over the splits tried, p ≤ 0.001), named by its first run; " +
+			"Change: the geometric means of the runs after it and before it.",
+		Header: []string{"Metric", "From run", "Change", "Runs since", "Confidence", "Worse"},
+	}
+	for _, s := range shifts {
+		t.Rows = append(t.Rows, []string{s.Metric, s.Run, fmt.Sprintf("%+.1f%%", s.ChangePercent), fmt.Sprint(s.Runs),
+			fmt.Sprintf("%.2f%%", s.Confidence), fmt.Sprint(s.Worse)})
+	}
+	if len(t.Rows) == 0 {
+		t.Rows = append(t.Rows, []string{"none", "-", "-", "-", "-", "-"})
+	}
+	return append(tables, t)
+}

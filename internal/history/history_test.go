@@ -122,10 +122,10 @@ func TestBeforeAndSpread(t *testing.T) {
 // improves, newest first.
 func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
 	rate := []float64{1000, 1010, 990, 1005, 995, 1000, 1002, 998, 1001, 999, 850, 855, 848, 852}
-	time := []float64{10, 10.1, 9.9, 10, 10.05, 9.95, 8, 8.1, 7.9, 8, 8.05, 7.95, 8, 8.02}
+	duration := []float64{10, 10.1, 9.9, 10, 10.05, 9.95, 8, 8.1, 7.9, 8, 8.05, 7.95, 8, 8.02}
 	var h History
 	for i := range rate {
-		h.Add(runAt(i, map[string]float64{"rate": rate[i], "time": time[i]}), map[string]string{"rate": "higher", "time": "lower"})
+		h.Add(runAt(i, map[string]float64{"rate": rate[i], "time": duration[i]}), map[string]string{"rate": "higher", "time": "lower"})
 	}
 	shifts := h.Shifts(changepoint.Options{})
 	if len(shifts) != 2 {

@@ -332,10 +332,10 @@ func TestGroupDigits(t *testing.T) {
 	}
 }
 
-func TestTrendMarksRegressions(t *testing.T) {
+func TestTrendMarksShifts(t *testing.T) {
 	day := time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)
 	s := TrendSeries{Title: "spidermonkey, small, indexing builtin: changes/s", Unit: "changes/s", Points: []TrendPoint{
-		{At: day.Add(48 * time.Hour), Value: 8100, Regressed: true},
+		{At: day.Add(48 * time.Hour), Value: 8100, Shift: "-19.5%", Worse: true},
 		{At: day, Value: 10100},
 		{At: day.Add(24 * time.Hour), Value: 10000},
 	}}
@@ -347,9 +347,12 @@ func TestTrendMarksRegressions(t *testing.T) {
 		t.Errorf("names %v", chartNames(charts))
 	}
 	svg := string(charts[0].SVG)
-	// One vermillion ring, in the legend and on the third day's run.
-	if n := strings.Count(svg, "stroke:#D55E00"); n != 2 || !strings.Contains(svg, ">regression<") {
-		t.Errorf("%d vermillion strokes and legend %v", n, texts(svg))
+	// One vermillion dashed line, on the third day's run and in the legend, labelled.
+	if n := strings.Count(svg, "stroke:#D55E00"); n != 2 || !strings.Contains(svg, ">shift, worse<") || !strings.Contains(svg, "-19.5%<") {
+		t.Errorf("%d vermillion strokes and texts %v", n, texts(svg))
+	}
+	if strings.Contains(svg, ">shift, better<") || strings.Contains(svg, "stroke:#009E73") {
+		t.Errorf("a better shift drawn without any: %v", texts(svg))
 	}
 	// Two days of runs: ticks every 12 hours.
 	for _, label := range []string{">2026-11-20<", ">12:00<", ">2026-11-22<", ">00:00<"} {
@@ -357,8 +360,8 @@ func TestTrendMarksRegressions(t *testing.T) {
 			t.Errorf("no time tick %s in %v", label, texts(svg))
 		}
 	}
-	if strings.Contains(string(charts[1].SVG), ">regression<") {
-		t.Error("a legend entry for regressions without any")
+	if strings.Contains(string(charts[1].SVG), ">shift") {
+		t.Error("a legend entry for shifts without any")
 	}
 }
 

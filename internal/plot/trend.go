@@ -7,6 +7,7 @@ import (
 	"time"
 
 	gonum "gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -27,30 +28,38 @@ type TrendPoint struct {
 	// At is when the run was scheduled.
 	At    time.Time
 	Value float64
-	// Regressed is the regression verdict on this run: worse than the baseline's.
-	Regressed bool
+	// Shift, when set, says that a shift of the metric's level began with this run, e.g.
+	// "-15.2%"; Worse says it is a regression.
+	Shift string
+	Worse bool
 }
 
-// regressionColor is Okabe and Ito's vermillion, apart from the run's blue.
-var regressionColor = palette[5]
+// Shift colours: Okabe and Ito's vermillion for a regression, bluish green for an
+// improvement, apart from the runs' blue.
+var (
+	worseColor  = palette[5]
+	betterColor = palette[2]
+)
 
 // Trend draws each series as its values over time (UTC), one chart per series with points,
-// the runs judged regressed marked with a larger vermillion ring. A value that is not a
-// finite number cannot be drawn and is left out.
+// and a dashed line at each run where a shift began, labelled with its size. A value that is
+// not a finite number cannot be drawn and is left out.
 func Trend(series ...TrendSeries) ([]Chart, error) {
 	var out []Chart
 	for _, s := range series {
 		points := append([]TrendPoint(nil), s.Points...)
 		sort.SliceStable(points, func(i, j int) bool { return points[i].At.Before(points[j].At) })
-		var all, regressed plotter.XYs
+		var all plotter.XYs
+		var shifts []TrendPoint
+		lo, hi := math.Inf(1), math.Inf(-1)
 		for _, pt := range points {
 			if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) {
 				continue
 			}
-			xy := plotter.XY{X: float64(pt.At.Unix()), Y: pt.Value}
-			all = append(all, xy)
-			if pt.Regressed {
-				regressed = append(regressed, xy)
+			all = append(all, plotter.XY{X: float64(pt.At.Unix()), Y: pt.Value})
+			lo, hi = math.Min(lo, pt.Value), math.Max(hi, pt.Value)
+			if pt.Shift != "" {
+				shifts = append(shifts, pt)
 			}
 		}
 		if len(all) == 0 {
@@ -72,30 +81,47 @@ func Trend(series ...TrendSeries) ([]Chart, error) {
 		p.Add(line, dots)
 		legend := newLegend()
 		legend.Add("run", line, dots)
-		if len(regressed) > 0 {
-			marks, err := plotter.NewScatter(regressed)
+		legended := map[bool]bool{}
+		for _, sh := range shifts {
+			mark, label, err := shiftMark(sh, lo, hi)
 			if err != nil {
 				return nil, fmt.Errorf("trend %q: %w", s.Title, err)
 			}
-			marks.Color, marks.Shape, marks.Radius = regressionColor, boldRing{}, vg.Points(6)
-			p.Add(marks)
-			legend.Add("regression", marks)
+			p.Add(mark, label)
+			if !legended[sh.Worse] {
+				legended[sh.Worse] = true
+				name := "shift, better"
+				if sh.Worse {
+					name = "shift, worse"
+				}
+				legend.Add(name, mark)
+			}
 		}
 		out = append(out, Chart{Name: "trend-" + slug(s.Title) + ".svg", Title: s.Title, SVG: render(p, legend)})
 	}
 	return out, nil
 }
 
-// boldRing is gonum's RingGlyph with a line thick enough to see around a run's dot.
-type boldRing struct{}
-
-func (boldRing) DrawGlyph(c *draw.Canvas, sty draw.GlyphStyle, pt vg.Point) {
-	c.SetLineStyle(draw.LineStyle{Color: sty.Color, Width: vg.Points(2)})
-	var p vg.Path
-	p.Move(vg.Point{X: pt.X + sty.Radius, Y: pt.Y})
-	p.Arc(pt, sty.Radius, 0, 2*math.Pi)
-	p.Close()
-	c.Stroke(p)
+// shiftMark is the dashed line from lo to hi at the run where a shift began, and its label
+// at the top.
+func shiftMark(pt TrendPoint, lo, hi float64) (*plotter.Line, *plotter.Labels, error) {
+	x := float64(pt.At.Unix())
+	c := betterColor
+	if pt.Worse {
+		c = worseColor
+	}
+	mark, err := plotter.NewLine(plotter.XYs{{X: x, Y: lo}, {X: x, Y: hi}})
+	if err != nil {
+		return nil, nil, err
+	}
+	mark.Color, mark.Width, mark.Dashes = c, vg.Points(1.5), []vg.Length{vg.Points(4), vg.Points(3)}
+	label, err := plotter.NewLabels(plotter.XYLabels{XYs: plotter.XYs{{X: x, Y: hi}}, Labels: []string{" " + pt.Shift}})
+	if err != nil {
+		return nil, nil, err
+	}
+	label.TextStyle[0].Color = c
+	label.TextStyle[0].Font = font.From(sans, 10)
+	return mark, label, nil
 }
 
 // timeSteps are the round steps of a time axis.

@@ -1,5 +1,6 @@
 // Package report renders a run's results as one self-contained HTML page: the tables of
-// results.Report and the charts of internal/plot inline as SVG. The page refers to nothing
+// results.Report and the charts of internal/plot inline as SVG; and a history of runs as
+// one, with each metric's trend and its shifts. The page refers to nothing
 // outside itself (no scripts, stylesheets, fonts or images to fetch), so that it can be
 // stored with the results, attached or opened offline as it is.
 package report
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/couchbench/couchbench/internal/compare"
+	"github.com/couchbench/couchbench/internal/history"
 	"github.com/couchbench/couchbench/internal/plot"
 	"github.com/couchbench/couchbench/internal/results"
 )
@@ -68,6 +70,63 @@ func write(w io.Writer, comparison []results.Table, runs [][]*results.Document) 
 	return err
 }
 
+// HistoryHTML writes the page of a series of runs of one spec (a schedule's history, or the
+// runs given to `couchbench history`), named name: every metric's trend over the runs with
+// the shifts found in it marked, then the history's tables.
+func HistoryHTML(w io.Writer, name string, h history.History, shifts []history.Shift) error {
+	at := map[string]time.Time{}
+	for _, r := range h.Runs {
+		at[r.Name] = r.ScheduledAt
+	}
+	began := map[string]history.Shift{}
+	for _, s := range shifts {
+		began[s.Metric+"@"+s.Run] = s
+	}
+	keys := h.Keys()
+	series := make([]plot.TrendSeries, 0, len(keys))
+	for _, key := range keys {
+		s := plot.TrendSeries{Title: key, Unit: unitOf(key)}
+		runs, values := h.Series(key)
+		for i, name := range runs {
+			pt := plot.TrendPoint{At: at[name], Value: values[i]}
+			if sh, ok := began[key+"@"+name]; ok {
+				pt.Shift, pt.Worse = fmt.Sprintf("%+.1f%%", sh.ChangePercent), sh.Worse
+			}
+			s.Points = append(s.Points, pt)
+		}
+		series = append(series, s)
+	}
+	charts, err := plot.Trend(series...)
+	if err != nil {
+		return err
+	}
+	p := page{Heading: "history of " + name, Title: "history of " + name, Tables: withNumbers(h.Tables(shifts), 3)}
+	if n := len(h.Runs); n > 0 {
+		p.About = fmt.Sprintf("%d runs, %s to %s (UTC)", n, h.Runs[0].ScheduledAt.UTC().Format("2006-01-02 15:04"),
+			h.Runs[n-1].ScheduledAt.UTC().Format("2006-01-02 15:04"))
+	}
+	for _, c := range charts {
+		p.Trend = append(p.Trend, figure{Title: c.Title, SVG: inline(c.SVG)})
+	}
+	var buf bytes.Buffer
+	if err := pageTemplate.Execute(&buf, p); err != nil {
+		return err
+	}
+	_, err = buf.WriteTo(w)
+	return err
+}
+
+// unitOf is the y axis of a history metric's trend: the metric's name, or for an arm's
+// ratio to the first arm ("arm:reference/..."), that.
+func unitOf(key string) string {
+	arm, rest, _ := strings.Cut(key, "/")
+	metric := rest[strings.LastIndex(rest, "/")+1:]
+	if a, ref, ok := strings.Cut(arm, ":"); ok {
+		return fmt.Sprintf("%s / %s, %s", a, ref, metric)
+	}
+	return metric
+}
+
 // newRun is what the page shows of one run, its headings at level.
 func newRun(docs []*results.Document, level int) (run, error) {
 	charts, err := plot.Charts(docs...)
@@ -106,11 +165,15 @@ func newRun(docs []*results.Document, level int) (run, error) {
 	return out, nil
 }
 
-// page is what the template shows: one run or several, and a comparison.
+// page is what the template shows: one run or several, and a comparison; or a history: its
+// trend charts and tables, About saying which runs.
 type page struct {
 	Title, Heading string
 	Runs           []run
 	Comparison     []table
+	About          string
+	Trend          []figure
+	Tables         []table
 }
 
 // Several tells whether the page shows more than one run.
@@ -222,9 +285,27 @@ tbody tr:nth-child(even) { background: #fafafa; }
 <li>{{.Label}} on {{.Server}}</li>
 {{- end}}
 </ul>
-{{- else}}{{template "about" index .Runs 0}}{{end}}
+{{- else if .Runs}}{{template "about" index .Runs 0}}
+{{- else}}
+<p class="meta">{{.About}}</p>
+{{- end}}
 </header>
 <main>
+{{- if .Trend}}
+<section id="trend">
+<h2>Trend</h2>
+{{- range .Trend}}
+<figure aria-label="{{.Title}}">
+{{.SVG}}</figure>
+{{- end}}
+</section>
+{{- end}}
+{{- if .Tables}}
+<section id="history">
+<h2>History</h2>
+{{- range .Tables}}{{template "table" .}}{{end}}
+</section>
+{{- end}}
 {{- range $i, $run := .Runs}}
 {{- if $.Several}}
 <section class="run" id="run-{{$i}}">

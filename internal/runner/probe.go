@@ -34,10 +34,7 @@ func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
 
 func (a *armRun) probeOnce(ctx context.Context, db string) (*results.Runtime, error) {
 	c := a.client
-	if err := c.DeleteDB(ctx, db); err != nil {
-		return nil, err
-	}
-	if _, err := c.CreateDB(ctx, db, 1, 1); err != nil {
+	if err := c.RecreateDB(ctx, db, 1, 1); err != nil {
 		return nil, err
 	}
 	defer func() { _ = c.DeleteDB(context.WithoutCancel(ctx), db) }()

@@ -149,10 +149,7 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Op
 	db := names.WriteDatabase(opts.ProfileDB, m.Name)
 	parts := max(opts.Parts, 1)
 	if opts.Part == 0 {
-		if err := c.DeleteDB(ctx, db); err != nil {
-			return Result{}, err
-		}
-		if _, err := c.CreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
+		if err := c.RecreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
 			return Result{}, err
 		}
 	}
