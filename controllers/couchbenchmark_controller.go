@@ -6,6 +6,8 @@
 //     stage_teardown.go act for one kind of step each, idempotently, so that a restarted manager picks up where the
 //     last one stopped without a second Job or release;
 //   - jobs.go observes the Jobs of a step and reads what they hand over;
+//   - pods.go finds the pods the run causes (CouchDB, runner, k6) that cannot start, and
+//     says what to change;
 //   - stage_reads.go runs the k6 Jobs of a read workload;
 //   - results.go stores each step's results document and derives status, the rendered
 //     results and the metrics from the stored documents;
@@ -208,6 +210,14 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if why := outcome.stalled; why != nil {
+		timeout := bench.Spec.PodStartTimeout
+		if r.stuckFor(bench) >= bench.Spec.PodStartTimeoutDuration() {
+			outcome = failed(why.reason, "%s; it did not start within spec.podStartTimeout (%s) of being reported", why.message, timeout)
+		} else {
+			why.message += fmt.Sprintf("; the run fails if it cannot start within spec.podStartTimeout (%s)", timeout)
+		}
+	}
 	switch {
 	case outcome.failure != nil:
 		r.fail(ctx, bench, outcome.failure.reason, outcome.failure.message)
@@ -244,8 +254,8 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 }
 
 // stepOutcome is what acting on a step found: done, still going (requeue after, or wait for
-// a watched object), stalled on something the user must fix (still waiting, Stalled=True),
-// or failed with a reason the user can act on.
+// a watched object), stalled on a pod that cannot start (still waiting, Stalled=True, until
+// spec.podStartTimeout), or failed with a reason the user can act on.
 type stepOutcome struct {
 	done         bool
 	requeueAfter time.Duration

@@ -31,6 +31,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -278,6 +279,43 @@ func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []
 	}
 	if err := env.Client.Status().Update(ctx, job); err != nil {
 		h.t.Fatalf("finishing Job %s: %v", job.Name, err)
+	}
+}
+
+// startPod does what the Job controller and the kubelet do for a Job whose pod has not ended:
+// its pod (with the Job's template and the Job controller's label) with status, and the Job's
+// count of it: active, and ready once it runs.
+func (h *harness) startPod(job *batchv1.Job, status corev1.PodStatus) *corev1.Pod {
+	h.t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	pod.Status = status
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	h.countPod(job, status.Phase == corev1.PodRunning)
+	return pod
+}
+
+// countPod sets the Job's count of its one pod, as the Job controller does: active, and ready
+// or not.
+func (h *harness) countPod(job *batchv1.Job, ready bool) {
+	h.t.Helper()
+	if job.Status.StartTime == nil {
+		job.Status.StartTime = &metav1.Time{Time: h.clock.Now()}
+	}
+	job.Status.Active, job.Status.Ready = 1, ptr.To[int32](0)
+	if ready {
+		job.Status.Ready = ptr.To[int32](1)
+	}
+	if err := env.Client.Status().Update(context.Background(), job); err != nil {
+		h.t.Fatalf("counting the pod of Job %s: %v", job.Name, err)
 	}
 }
 

@@ -218,6 +218,7 @@ workloads:
 		{"k6.parallelism", s.K6.Parallelism, int32(1)},
 		{"teardown", s.Teardown, benchv1.TeardownAlways},
 		{"timeout", s.TimeoutDuration(), 2 * time.Hour},
+		{"podStartTimeout", s.PodStartTimeoutDuration(), 5 * time.Minute},
 		{"noiseThresholdPercent", s.NoiseThresholdPercent, int32(10)},
 		{"dataset.maxBatchBytes", s.Dataset.MaxBatchBytes.String(), "16Mi"},
 		{"runner.resources", s.Runner.Resources.Limits.Cpu().String() + "/" + s.Runner.Resources.Requests.Memory().String(), "1/512Mi"},
