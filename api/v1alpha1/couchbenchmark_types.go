@@ -215,9 +215,13 @@ type K6Settings struct {
 	// +kubebuilder:validation:Maximum=32
 	Parallelism int32 `json:"parallelism,omitempty"`
 
-	// Resources of each k6 pod; Guaranteed by default (requests equal to limits).
+	// Resources of each k6 pod; Guaranteed by default (requests equal to limits): half a CPU
+	// and 512Mi, as for a runner (spec.runner.resources says why). A k6 pod short of CPU
+	// counts its own delays as latency, and only the open model (arrivalRate) flags it
+	// (GeneratorBound, dropped iterations): on a real cluster give each k6 pod 1-2 CPUs, or
+	// spread the virtual users over more pods (parallelism); memory grows with the users.
 	// +optional
-	// +kubebuilder:default={requests: {cpu: "1", memory: "1Gi"}, limits: {cpu: "1", memory: "1Gi"}}
+	// +kubebuilder:default={requests: {cpu: "500m", memory: "512Mi"}, limits: {cpu: "500m", memory: "512Mi"}}
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
 	Scheduling `json:",inline"`
