@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +35,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -77,6 +79,8 @@ type harness struct {
 	// node is the Node the harness's pods run on: a fake kubelet's, which serves logs to the
 	// API server; empty when the reconciler reads logs directly.
 	node string
+	// logger is the reconciler's logger, as controller-runtime puts one in its context.
+	logger logr.Logger
 }
 
 // podLogs serves the logs the harness's pods wrote.
@@ -109,7 +113,7 @@ var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(start), recorder: events.NewFakeRecorder(1000), document: okDocument,
-		logs: &podLogs{}}
+		logs: &podLogs{}, logger: ctrl.Log}
 	cfg := env.OperatorConfig(t)
 	releases, err := helmrelease.New(cfg, t.TempDir(), ctrl.Log.WithName("helm"))
 	if err != nil {
@@ -144,7 +148,8 @@ func (h *harness) reconcile(bench *benchv1.CouchBenchmark) (ctrl.Result, *benchv
 // tryReconcile runs one Reconcile and returns its error and the benchmark as stored after it.
 func (h *harness) tryReconcile(bench *benchv1.CouchBenchmark) (ctrl.Result, *benchv1.CouchBenchmark, error) {
 	h.t.Helper()
-	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bench)})
+	ctx := log.IntoContext(context.Background(), h.logger)
+	res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bench)})
 	var got benchv1.CouchBenchmark
 	if gerr := env.Client.Get(context.Background(), client.ObjectKeyFromObject(bench), &got); gerr != nil {
 		if apierrors.IsNotFound(gerr) {
@@ -229,12 +234,12 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []byte, stepErr error, fail bool) {
 	h.t.Helper()
 	ctx := context.Background()
-	var log strings.Builder
-	log.WriteString("12:00:00 progress lines and tables\n")
-	if err := results.WriteFrame(&log, kind, payload); err != nil {
+	var podLog strings.Builder
+	podLog.WriteString("12:00:00 progress lines and tables\n")
+	if err := results.WriteFrame(&podLog, kind, payload); err != nil {
 		h.t.Fatal(err)
 	}
-	h.logs.write(job.Namespace, job.Name+"-pod", container, log.String())
+	h.logs.write(job.Namespace, job.Name+"-pod", container, podLog.String())
 	message := string(results.NewHandoff(kind, payload, stepErr, false).Marshal())
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
