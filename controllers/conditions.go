@@ -42,6 +42,7 @@ const (
 	reasonPodNotStarting        = "PodNotStarting"
 	reasonUnschedulable         = "Unschedulable"
 	reasonReconcileError        = "ReconcileError"
+	reasonRetrying              = "Retrying"
 	reasonStepFailed            = "StepFailed"
 	reasonThresholdsFailed      = "ThresholdsFailed"
 	reasonUnknownStep           = "UnknownStep"
@@ -80,11 +81,12 @@ func markProgressing(conds *[]metav1.Condition, generation int64, now time.Time,
 	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reasonRunning, message)
 }
 
-// markRetrying records that the step under way hit an error and is being retried.
-func markRetrying(conds *[]metav1.Condition, generation int64, now time.Time, message string) {
+// markRetrying records that the step under way failed in a way that may pass and is being
+// tried again.
+func markRetrying(conds *[]metav1.Condition, generation int64, now time.Time, reason, message string) {
 	meta.RemoveStatusCondition(conds, conditionStalled)
-	setCondition(conds, generation, now, conditionReconciling, metav1.ConditionTrue, reasonReconcileError, message)
-	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reasonReconcileError, message)
+	setCondition(conds, generation, now, conditionReconciling, metav1.ConditionTrue, reason, message)
+	setCondition(conds, generation, now, conditionReady, metav1.ConditionFalse, reason, message)
 }
 
 func markSucceeded(conds *[]metav1.Condition, generation int64, now time.Time) {

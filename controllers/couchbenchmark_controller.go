@@ -6,11 +6,15 @@
 //     stage_teardown.go act for one kind of step each, idempotently, so that a restarted manager picks up where the
 //     last one stopped without a second Job or release;
 //   - jobs.go observes the Jobs of a step and reads what they hand over;
+//   - pods.go finds the pods the run causes (CouchDB, runner, k6) that cannot start, and
+//     says what to change;
 //   - stage_reads.go runs the k6 Jobs of a read workload;
 //   - results.go stores each step's results document and derives status, the rendered
 //     results and the metrics from the stored documents;
 //   - ownership.go tells this benchmark's objects from a deleted namesake's;
 //   - finalizer.go removes Helm releases when a benchmark is deleted;
+//   - retry.go retries what may pass by itself: transient failures within a step, and
+//     conflicts;
 //   - preflight.go checks what admission cannot; conditions.go keeps the kstatus
 //     conditions consistent; metrics.go exports stage durations and results;
 //   - cache.go is what the manager caches, and what it reads past the cache.
@@ -98,8 +102,14 @@ const (
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 
 // Reconcile reads the benchmark and the world it made, decides the one thing to do next,
-// does it, and writes the status it observed.
+// does it, and writes the status it observed. A conflict with another writer is retried
+// quietly (requeueOnConflict).
 func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	return requeueOnConflict(ctx, result, err)
+}
+
+func (r *CouchBenchmarkReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var bench benchv1.CouchBenchmark
 	if err := r.Get(ctx, req.NamespacedName, &bench); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -116,12 +126,12 @@ func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 
 	before := bench.Status.DeepCopy()
 	result, runErr := r.reconcileRun(ctx, &bench)
-	if runErr != nil {
+	if runErr != nil && !apierrors.IsConflict(runErr) {
 		r.recordError(&bench, runErr)
 	}
 	if !equality.Semantic.DeepEqual(before, &bench.Status) {
-		// A conflict means the benchmark changed since it was read; the error requeues and
-		// the next reconcile starts from the new version.
+		// A conflict means the benchmark changed since it was read; the next reconcile starts
+		// from the new version.
 		if err := r.Status().Update(ctx, &bench); err != nil {
 			return ctrl.Result{}, errors.Join(runErr, err)
 		}
@@ -129,19 +139,23 @@ func (r *CouchBenchmarkReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	return result, runErr
 }
 
-// recordError makes a reconcile that failed visible where users look: the conditions say
-// which step is retrying and why, and a Warning event is raised when the reason is new. The
-// error itself goes back to controller-runtime, which retries with backoff.
+// recordError makes a reconcile that failed visible where users look (retrying). The error
+// itself goes back to controller-runtime, which retries with backoff.
 func (r *CouchBenchmarkReconciler) recordError(bench *benchv1.CouchBenchmark, err error) {
+	r.retrying(bench, reasonReconcileError, fmt.Sprintf("retrying after an error: %v", err))
+}
+
+// retrying records that the step under way is being tried again: the conditions say which
+// step and why, and a Warning event is raised when that is new.
+func (r *CouchBenchmarkReconciler) retrying(bench *benchv1.CouchBenchmark, reason, message string) {
 	st := &bench.Status
-	message := fmt.Sprintf("retrying after an error: %v", err)
 	if p := st.Progress; p != nil {
 		message = fmt.Sprintf("query server %s, step %s: %s", p.QueryServer, p.Step, message)
 	}
 	if c := meta.FindStatusCondition(st.Conditions, conditionReconciling); c == nil || c.Message != message {
-		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonReconcileError, "Reconcile", "%s", message)
+		r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reason, "Retry", "%s", message)
 	}
-	markRetrying(&st.Conditions, bench.Generation, r.Clock.Now(), message)
+	markRetrying(&st.Conditions, bench.Generation, r.Clock.Now(), reason, message)
 }
 
 // stall records that the run waits for something only the user can fix (Stalled=True with
@@ -208,6 +222,14 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if why := outcome.stalled; why != nil {
+		timeout := bench.Spec.PodStartTimeout
+		if r.stuckFor(bench) >= bench.Spec.PodStartTimeoutDuration() {
+			outcome = failed(why.reason, "%s; it did not start within spec.podStartTimeout (%s) of being reported", why.message, timeout)
+		} else {
+			why.message += fmt.Sprintf("; the run fails if it cannot start within spec.podStartTimeout (%s)", timeout)
+		}
+	}
 	switch {
 	case outcome.failure != nil:
 		r.fail(ctx, bench, outcome.failure.reason, outcome.failure.message)
@@ -215,6 +237,9 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		return ctrl.Result{}, nil
 	case outcome.stalled != nil:
 		r.stall(bench, string(step.Step), outcome.stalled)
+		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
+	case outcome.retrying != "":
+		r.retrying(bench, reasonRetrying, outcome.retrying)
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
 	markProgressing(&st.Conditions, bench.Generation, now, step)
@@ -244,11 +269,13 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 }
 
 // stepOutcome is what acting on a step found: done, still going (requeue after, or wait for
-// a watched object), stalled on something the user must fix (still waiting, Stalled=True),
-// or failed with a reason the user can act on.
+// a watched object), retrying a failure that may pass (retryTransient), stalled on a pod that
+// cannot start (still waiting, Stalled=True, until spec.podStartTimeout), or failed with a
+// reason the user can act on.
 type stepOutcome struct {
 	done         bool
 	requeueAfter time.Duration
+	retrying     string
 	stalled      *stepFailure
 	failure      *stepFailure
 }

@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -31,8 +32,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -76,6 +79,8 @@ type harness struct {
 	// node is the Node the harness's pods run on: a fake kubelet's, which serves logs to the
 	// API server; empty when the reconciler reads logs directly.
 	node string
+	// logger is the reconciler's logger, as controller-runtime puts one in its context.
+	logger logr.Logger
 }
 
 // podLogs serves the logs the harness's pods wrote.
@@ -108,7 +113,7 @@ var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 func newHarness(t *testing.T) *harness {
 	t.Helper()
 	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(start), recorder: events.NewFakeRecorder(1000), document: okDocument,
-		logs: &podLogs{}}
+		logs: &podLogs{}, logger: ctrl.Log}
 	cfg := env.OperatorConfig(t)
 	releases, err := helmrelease.New(cfg, t.TempDir(), ctrl.Log.WithName("helm"))
 	if err != nil {
@@ -143,7 +148,8 @@ func (h *harness) reconcile(bench *benchv1.CouchBenchmark) (ctrl.Result, *benchv
 // tryReconcile runs one Reconcile and returns its error and the benchmark as stored after it.
 func (h *harness) tryReconcile(bench *benchv1.CouchBenchmark) (ctrl.Result, *benchv1.CouchBenchmark, error) {
 	h.t.Helper()
-	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bench)})
+	ctx := log.IntoContext(context.Background(), h.logger)
+	res, err := h.r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(bench)})
 	var got benchv1.CouchBenchmark
 	if gerr := env.Client.Get(context.Background(), client.ObjectKeyFromObject(bench), &got); gerr != nil {
 		if apierrors.IsNotFound(gerr) {
@@ -228,12 +234,12 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []byte, stepErr error, fail bool) {
 	h.t.Helper()
 	ctx := context.Background()
-	var log strings.Builder
-	log.WriteString("12:00:00 progress lines and tables\n")
-	if err := results.WriteFrame(&log, kind, payload); err != nil {
+	var podLog strings.Builder
+	podLog.WriteString("12:00:00 progress lines and tables\n")
+	if err := results.WriteFrame(&podLog, kind, payload); err != nil {
 		h.t.Fatal(err)
 	}
-	h.logs.write(job.Namespace, job.Name+"-pod", container, log.String())
+	h.logs.write(job.Namespace, job.Name+"-pod", container, podLog.String())
 	message := string(results.NewHandoff(kind, payload, stepErr, false).Marshal())
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
@@ -278,6 +284,43 @@ func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []
 	}
 	if err := env.Client.Status().Update(ctx, job); err != nil {
 		h.t.Fatalf("finishing Job %s: %v", job.Name, err)
+	}
+}
+
+// startPod does what the Job controller and the kubelet do for a Job whose pod has not ended:
+// its pod (with the Job's template and the Job controller's label) with status, and the Job's
+// count of it: active, and ready once it runs.
+func (h *harness) startPod(job *batchv1.Job, status corev1.PodStatus) *corev1.Pod {
+	h.t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		Spec:       *job.Spec.Template.Spec.DeepCopy(),
+	}
+	if err := env.Client.Create(ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	pod.Status = status
+	if err := env.Client.Status().Update(ctx, pod); err != nil {
+		h.t.Fatal(err)
+	}
+	h.countPod(job, status.Phase == corev1.PodRunning)
+	return pod
+}
+
+// countPod sets the Job's count of its one pod, as the Job controller does: active, and ready
+// or not.
+func (h *harness) countPod(job *batchv1.Job, ready bool) {
+	h.t.Helper()
+	if job.Status.StartTime == nil {
+		job.Status.StartTime = &metav1.Time{Time: h.clock.Now()}
+	}
+	job.Status.Active, job.Status.Ready = 1, ptr.To[int32](0)
+	if ready {
+		job.Status.Ready = ptr.To[int32](1)
+	}
+	if err := env.Client.Status().Update(context.Background(), job); err != nil {
+		h.t.Fatalf("counting the pod of Job %s: %v", job.Name, err)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -162,18 +164,61 @@ func (s jobSet) finished() bool {
 }
 
 // running says what to do while a set of Jobs that exists has not ended: stop at another
-// benchmark's Job in the way, read an ended Job again once its pod's end is visible, or wait
-// for the watch.
-func (s jobSet) running() (stepOutcome, bool) {
+// benchmark's Job in the way, read an ended Job again once its pod's end is visible, or wait.
+// While every Job's pod runs, the watch says when one ends; while one does not run yet, the
+// Jobs' pods are looked at every podPoll, since a pod the scheduler or the kubelet holds back
+// changes nothing on its Job, and one that cannot start stalls the step (fix says what to
+// change). It also stops the parts that a failed one would leave waiting (stopParts).
+func (r *CouchBenchmarkReconciler) running(ctx context.Context, bench *benchv1.CouchBenchmark, s jobSet, fix podFix) (stepOutcome, bool, error) {
+	var out stepOutcome
 	switch {
 	case s.foreign() != nil:
-		return notOurs(s.foreign().owner, s.foreign().job), true
+		out = notOurs(s.foreign().owner, s.foreign().job)
 	case s.recheck():
-		return stepOutcome{requeueAfter: recheckAfter}, true
-	case !s.finished():
-		return stepOutcome{}, true
+		out = stepOutcome{requeueAfter: recheckAfter}
+	case s.finished():
+		return stepOutcome{}, false, nil
+	default:
+		if starting := s.starting(); len(starting) > 0 {
+			stuck, err := r.stuckJobPod(ctx, bench.Namespace, starting, fix)
+			if err != nil {
+				return stepOutcome{}, true, err
+			}
+			out = stepOutcome{requeueAfter: podPoll, stalled: stuck}
+		}
 	}
-	return stepOutcome{}, false
+	return out, true, r.stopParts(ctx, bench, s)
+}
+
+// podPoll is how often the pods of Jobs that have not all started are looked at: a pod that
+// cannot start is reported within it.
+const podPoll = 20 * time.Second
+
+// starting names the running Jobs whose pod does not run yet: fewer pods ready than the Job
+// controller counts active, or none active (its pod not made or counted yet).
+func (s jobSet) starting() []string {
+	var names []string
+	for _, o := range s {
+		if o.phase == jobRunning && ptr.Deref(o.job.Status.Ready, 0) < max(o.job.Status.Active, 1) {
+			names = append(names, o.name)
+		}
+	}
+	return names
+}
+
+// stuckJobPod finds a pod of the named Jobs that cannot start (stuckPod); nil when none is. One
+// List past the cache, of those Jobs' pods only (the Job controller labels them with the Job's
+// name): the operator keeps no watch on every pod of the cluster.
+func (r *CouchBenchmarkReconciler) stuckJobPod(ctx context.Context, namespace string, jobs []string, fix podFix) (*stepFailure, error) {
+	ofJobs, err := labels.NewRequirement(batchv1.JobNameLabel, selection.In, jobs)
+	if err != nil {
+		return nil, err
+	}
+	var pods corev1.PodList
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabelsSelector{Selector: labels.NewSelector().Add(*ofJobs)}); err != nil {
+		return nil, err
+	}
+	return stuckPod(pods.Items, fix), nil
 }
 
 // stopParts ends the Jobs of a set that still run once one of them has failed: the parts of

@@ -40,8 +40,14 @@ type CouchBenchmarkScheduleReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 
 // Reconcile reads the schedule and its runs, writes the status they show, prunes, and makes
-// the run that is due; it asks to be woken at the next start time.
+// the run that is due; it asks to be woken at the next start time. A conflict with another
+// writer is retried quietly (requeueOnConflict).
 func (r *CouchBenchmarkScheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	result, err := r.reconcile(ctx, req)
+	return requeueOnConflict(ctx, result, err)
+}
+
+func (r *CouchBenchmarkScheduleReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var s benchv1.CouchBenchmarkSchedule
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

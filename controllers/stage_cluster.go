@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -39,8 +37,8 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 		return stepOutcome{}, err
 	}
 	if int(sts.Status.ReadyReplicas) < size {
-		stall, err := r.podProblem(ctx, bench, release)
-		return stepOutcome{requeueAfter: pollWhileProvisioning, stalled: stall}, err
+		stuck, err := r.stuckCouchDBPod(ctx, bench, release)
+		return stepOutcome{requeueAfter: pollWhileProvisioning, stalled: stuck}, err
 	}
 
 	c, err := r.couchClient(ctx, bench, qs)
@@ -87,66 +85,14 @@ func (r *CouchBenchmarkReconciler) couchdbNodes(ctx context.Context, namespace, 
 	return nodes, nil
 }
 
-// Waiting reasons of a container that will not start by itself. The run waits on (the image
-// may be loaded into the node, a Secret fixed), but says so at once instead of after the
-// cluster timeout.
-var (
-	imagePullReasons = map[string]bool{"ErrImagePull": true, "ImagePullBackOff": true, "ErrImageNeverPull": true,
-		"InvalidImageName": true, "ErrImageInspect": true, "RegistryUnavailable": true}
-	notStartingReasons = map[string]bool{"CrashLoopBackOff": true, "CreateContainerConfigError": true,
-		"CreateContainerError": true, "RunContainerError": true}
-)
-
-// podProblem finds the first of the release's CouchDB pods that is stuck: one the scheduler
-// finds no node for, or a container with an image the node cannot get or that does not
-// start. nil when none is.
-func (r *CouchBenchmarkReconciler) podProblem(ctx context.Context, bench *benchv1.CouchBenchmark, release string) (*stepFailure, error) {
-	namespace := bench.Namespace
-	// Read past the cache: the operator keeps no watch on every pod of the cluster.
+// stuckCouchDBPod finds a pod of the release's CouchDB that cannot start (stuckPod); nil when
+// none is. Read past the cache: the operator keeps no watch on every pod of the cluster.
+func (r *CouchBenchmarkReconciler) stuckCouchDBPod(ctx context.Context, bench *benchv1.CouchBenchmark, release string) (*stepFailure, error) {
 	var pods corev1.PodList
-	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err != nil {
+	if err := r.APIReader.List(ctx, &pods, client.InNamespace(bench.Namespace), client.MatchingLabels(builders.CouchDBPodLabels(release))); err != nil {
 		return nil, err
 	}
-	sort.Slice(pods.Items, func(i, j int) bool { return pods.Items[i].Name < pods.Items[j].Name })
-	for _, pod := range pods.Items {
-		if why := unschedulable(&pod); why != "" {
-			fix := "free resources in the cluster or lower spec.couchdb.provision.resources"
-			if n := len(bench.Spec.QueryServers); n > 1 && bench.Spec.ArmOrder != benchv1.ArmsSequential {
-				fix = fmt.Sprintf("the %d arms' CouchDBs run side by side and must fit together: %s, or set spec.armOrder: "+
-					"Sequential to run one arm's CouchDB at a time (the arms then meet different conditions, minutes apart)", n, fix)
-			}
-			return &stepFailure{reason: reasonUnschedulable, message: fmt.Sprintf("CouchDB pod %s cannot be scheduled (%s); %s",
-				pod.Name, strings.TrimSuffix(why, "."), fix)}, nil
-		}
-		statuses := append(append([]corev1.ContainerStatus(nil), pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...)
-		for _, cs := range statuses {
-			w := cs.State.Waiting
-			switch {
-			case w == nil:
-			case imagePullReasons[w.Reason]:
-				return &stepFailure{reason: reasonImagePullFailed, message: fmt.Sprintf(
-					"pod %s cannot get image %s for container %s (%s: %s); load the image into the cluster's nodes "+
-						"or name one they can pull (spec.couchdb.provision.image, queryServers[].image, values.initImage)",
-					pod.Name, cs.Image, cs.Name, w.Reason, w.Message)}, nil
-			case notStartingReasons[w.Reason]:
-				return &stepFailure{reason: reasonPodNotStarting, message: fmt.Sprintf(
-					"pod %s: container %s (image %s) does not start (%s: %s); see kubectl logs -n %s %s -c %s",
-					pod.Name, cs.Name, cs.Image, w.Reason, w.Message, namespace, pod.Name, cs.Name)}, nil
-			}
-		}
-	}
-	return nil, nil
-}
-
-// unschedulable is the scheduler's message when it found no node for the pod ("0/1 nodes are
-// available: 1 Insufficient cpu."), "" otherwise.
-func unschedulable(pod *corev1.Pod) string {
-	for _, c := range pod.Status.Conditions {
-		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-			return c.Message
-		}
-	}
-	return ""
+	return stuckPod(pods.Items, couchDBPods(bench)), nil
 }
 
 // pastClusterTimeout fails a provisioning step that has taken longer than clusterTimeout.

@@ -46,8 +46,19 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	}
 	release := builders.ReleaseName(bench, qs.Name)
 	st, err := r.Releases.Install(ctx, bench.Namespace, release, ref, values, builders.Labels(bench, qs.Name, ""))
-	if err != nil && !errors.Is(err, helmrelease.ErrReleaseFailed) {
-		return failed(reasonChartFailed, "installing chart %s as release %s: %v", ref, release, err), nil
+	switch {
+	case err != nil && helmrelease.Transient(err):
+		// A chart download that failed on the network or a repository's 5xx left nothing; an
+		// install that the API server cut short left a release Helm recorded as failed, which
+		// goes before the next try.
+		if st.State == helmrelease.Failed {
+			if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+				return stepOutcome{}, err
+			}
+		}
+		return r.retryTransient(bench, reasonChartFailed, fmt.Sprintf("installing %s as release %s: %v", ref, release, err)), nil
+	case err != nil && !errors.Is(err, helmrelease.ErrReleaseFailed):
+		return failed(reasonChartFailed, "installing %s as release %s: %v", ref, release, err), nil
 	}
 	switch {
 	case st.State == helmrelease.Deployed:

@@ -52,8 +52,8 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 			case jobs.missing():
 				return r.startReads(ctx, bench, qs, rep, n)
 			}
-			if out, running := jobs.running(); running {
-				return out, r.stopParts(ctx, bench, jobs)
+			if out, running, err := r.running(ctx, bench, jobs, k6Pods(bench)); running || err != nil {
+				return out, err
 			}
 			ended[qs.Name] = append(ended[qs.Name], jobs)
 			previous = jobs

@@ -28,8 +28,8 @@ func (r *CouchBenchmarkReconciler) runStep(ctx context.Context, bench *benchv1.C
 	case jobs.missing():
 		return r.startStep(ctx, bench, step, jobs)
 	}
-	if out, running := jobs.running(); running {
-		return out, r.stopParts(ctx, bench, jobs)
+	if out, running, err := r.running(ctx, bench, jobs, runnerPods(bench)); running || err != nil {
+		return out, err
 	}
 	var (
 		parts    []*results.Document

@@ -250,7 +250,7 @@ func TestProvisionedArmsRunSideBySide(t *testing.T) {
 }
 
 // A CouchDB pod the scheduler finds no node for says so at once, with what to change: with
-// arms side by side, running them one at a time.
+// arms side by side, running them one at a time; the run fails after spec.podStartTimeout.
 func TestUnschedulableCouchDBSaysWhatToChange(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
@@ -285,5 +285,21 @@ func TestUnschedulableCouchDBSaysWhatToChange(t *testing.T) {
 	}
 	if evs := drainEvents(h); !strings.Contains(evs, "Warning Unschedulable") {
 		t.Errorf("no Unschedulable event:\n%s", evs)
+	}
+
+	// Nobody frees resources: spec.podStartTimeout after the report the run fails, and with
+	// teardown Always both arms' CouchDBs go, so that their pods stop holding the nodes.
+	h.clock.SetTime(h.clock.Now().Add(5 * time.Minute))
+	_, got = h.reconcile(bench)
+	stalled = meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonUnschedulable ||
+		!strings.Contains(stalled.Message, "spec.podStartTimeout (5m)") {
+		t.Fatalf("phase %s, Stalled %+v; want Failed Unschedulable after spec.podStartTimeout", got.Status.Phase, stalled)
+	}
+	for _, arm := range []string{"js", "py"} {
+		sts := types.NamespacedName{Namespace: ns, Name: builders.StatefulSetName(builders.ReleaseName(got, arm))}
+		if err := env.Client.Get(context.Background(), sts, &appsv1.StatefulSet{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s's CouchDB after the failure: %v; want it uninstalled", arm, err)
+		}
 	}
 }

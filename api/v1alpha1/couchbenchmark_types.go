@@ -116,6 +116,21 @@ type CouchBenchmarkSpec struct {
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('168h')",message="timeout must be between 1m and 168h"
 	Timeout string `json:"timeout,omitempty"`
+
+	// PodStartTimeout bounds how long the run waits for a pod of its own that cannot start:
+	// a CouchDB, runner or k6 pod whose image the node cannot pull, that no node can take
+	// (too few CPUs or too little memory left, a selector no node matches), or whose
+	// container cannot be created. Such a pod is reported at once (Stalled, with the reason,
+	// the pod, its image or resources and what to change, and a Warning event) and the run
+	// waits for a fix; if the pods still cannot start this long after that report, the run
+	// fails, keeping the results gathered so far, and its Jobs are removed so that their
+	// pods stop holding the nodes' resources. A Go duration between 30s and 24h.
+	// +optional
+	// +kubebuilder:default="5m"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('30s') && duration(self) <= duration('24h')",message="podStartTimeout must be between 30s and 24h: how long a pod that cannot start (an image the node cannot pull, no node with room for it) may wait for a fix before the run fails"
+	PodStartTimeout string `json:"podStartTimeout,omitempty"`
 }
 
 // Baseline is what a run is compared with.
@@ -200,9 +215,13 @@ type K6Settings struct {
 	// +kubebuilder:validation:Maximum=32
 	Parallelism int32 `json:"parallelism,omitempty"`
 
-	// Resources of each k6 pod; Guaranteed by default (requests equal to limits).
+	// Resources of each k6 pod; Guaranteed by default (requests equal to limits): half a CPU
+	// and 512Mi, as for a runner (spec.runner.resources says why). A k6 pod short of CPU
+	// counts its own delays as latency, and only the open model (arrivalRate) flags it
+	// (GeneratorBound, dropped iterations): on a real cluster give each k6 pod 1-2 CPUs, or
+	// spread the virtual users over more pods (parallelism); memory grows with the users.
 	// +optional
-	// +kubebuilder:default={requests: {cpu: "1", memory: "1Gi"}, limits: {cpu: "1", memory: "1Gi"}}
+	// +kubebuilder:default={requests: {cpu: "500m", memory: "512Mi"}, limits: {cpu: "500m", memory: "512Mi"}}
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
 	Scheduling `json:",inline"`

@@ -17,6 +17,11 @@ func parseDuration(s string) time.Duration {
 // TimeoutDuration is spec.timeout.
 func (s *CouchBenchmarkSpec) TimeoutDuration() time.Duration { return parseDuration(s.Timeout) }
 
+// PodStartTimeoutDuration is spec.podStartTimeout.
+func (s *CouchBenchmarkSpec) PodStartTimeoutDuration() time.Duration {
+	return parseDuration(s.PodStartTimeout)
+}
+
 // ModeDuration is how long each write mode runs.
 func (w *WritesWorkload) ModeDuration() time.Duration { return parseDuration(w.Duration) }
 

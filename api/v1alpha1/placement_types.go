@@ -23,9 +23,12 @@ type Scheduling struct {
 type RunnerSettings struct {
 	// Resources of each runner pod. The default makes them Guaranteed (requests equal to
 	// limits), so that the kubelet neither starves nor evicts them first, and what they
-	// may take from a node they share is bounded.
+	// may take from a node they share is bounded. It is half a CPU and 512Mi, so that a
+	// benchmark runs on one 2-core node beside its CouchDB, with room for a second load
+	// generator (spec.k6, or a parallel part); on a real cluster give each runner what its
+	// load needs (1-2 CPUs), and more when its results are flagged GeneratorBound.
 	// +optional
-	// +kubebuilder:default={requests: {cpu: "1", memory: "512Mi"}, limits: {cpu: "1", memory: "512Mi"}}
+	// +kubebuilder:default={requests: {cpu: "500m", memory: "512Mi"}, limits: {cpu: "500m", memory: "512Mi"}}
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
 	// Parallelism is the number of runner pods that share the seed and writes steps, for a

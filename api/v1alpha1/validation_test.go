@@ -218,12 +218,13 @@ workloads:
 		{"k6.parallelism", s.K6.Parallelism, int32(1)},
 		{"teardown", s.Teardown, benchv1.TeardownAlways},
 		{"timeout", s.TimeoutDuration(), 2 * time.Hour},
+		{"podStartTimeout", s.PodStartTimeoutDuration(), 5 * time.Minute},
 		{"noiseThresholdPercent", s.NoiseThresholdPercent, int32(10)},
 		{"dataset.maxBatchBytes", s.Dataset.MaxBatchBytes.String(), "16Mi"},
-		{"runner.resources", s.Runner.Resources.Limits.Cpu().String() + "/" + s.Runner.Resources.Requests.Memory().String(), "1/512Mi"},
+		{"runner.resources", s.Runner.Resources.Limits.Cpu().String() + "/" + s.Runner.Resources.Requests.Memory().String(), "500m/512Mi"},
 		{"runner.parallelism", s.Runner.Parallelism, int32(1)},
 		{"dataset.ids", s.Dataset.IDs, benchv1.IDsSequential},
-		{"k6.resources", s.K6.Resources.Limits.Cpu().String() + "/" + s.K6.Resources.Requests.Memory().String(), "1/1Gi"},
+		{"k6.resources", s.K6.Resources.Limits.Cpu().String() + "/" + s.K6.Resources.Requests.Memory().String(), "500m/512Mi"},
 		{"isolation", s.Isolation, benchv1.IsolationPreferred},
 	}
 	for _, c := range checks {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -75,7 +76,6 @@ func serveCharts(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	labels := map[string]string{"app": chartRepository}
 	objects := []client.Object{
 		&corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartConfigMap},
@@ -86,39 +86,113 @@ func serveCharts(ctx context.Context) error {
 			Data:       map[string]string{"index.yaml": string(indexYAML)},
 			BinaryData: map[string][]byte{chartFile: archive},
 		},
-		&appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
-			Spec: appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec: corev1.PodSpec{
-						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534)},
-						Containers: []corev1.Container{{
-							Name: "httpd", Image: envOr("E2E_HTTPD_IMAGE", "localhost/debian-base:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
-							Command:      []string{"busybox", "httpd", "-f", "-v", "-p", "8080", "-h", "/srv"},
-							Ports:        []corev1.ContainerPort{{ContainerPort: 8080}},
-							VolumeMounts: []corev1.VolumeMount{{Name: "charts", MountPath: "/srv", ReadOnly: true}},
-							ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
-								Path: "/index.yaml", Port: intstr.FromInt32(8080)}}, PeriodSeconds: 2},
-						}},
-						Volumes: []corev1.Volume{{Name: "charts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-							LocalObjectReference: corev1.LocalObjectReference{Name: chartRepository}}}}},
-					},
-				},
-			},
-		},
-		&corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: chartRepository},
-			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(8080)}}},
-		},
 	}
+	objects = append(objects, httpd(chartRepository, corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/index.yaml", Port: intstr.FromInt32(8080)}},
+		httpdFiles{configMap: chartRepository, path: "/srv"})...)
 	for _, obj := range objects {
 		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
 	}
 	return nil
+}
+
+// httpdFiles is a ConfigMap that httpd serves or runs, mounted at path with mode (unset: the
+// default 0644).
+type httpdFiles struct {
+	configMap, path string
+	mode            *int32
+}
+
+// httpd is a Deployment of busybox httpd serving /srv on port 8080 (the image is the local
+// cluster's Debian base, or E2E_HTTPD_IMAGE, e.g. busybox:1.37.0 on kind), ready when probe
+// says so, and its Service of the same name.
+func httpd(name string, probe corev1.ProbeHandler, files ...httpdFiles) []client.Object {
+	labels := map[string]string{"app": name}
+	container := corev1.Container{
+		Name: "httpd", Image: envOr("E2E_HTTPD_IMAGE", "localhost/debian-base:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:        []string{"busybox", "httpd", "-f", "-v", "-p", "8080", "-h", "/srv"},
+		Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
+		ReadinessProbe: &corev1.Probe{ProbeHandler: probe, PeriodSeconds: 2},
+	}
+	var volumes []corev1.Volume
+	for _, f := range files {
+		container.VolumeMounts = append(container.VolumeMounts, corev1.VolumeMount{Name: f.configMap, MountPath: f.path, ReadOnly: true})
+		volumes = append(volumes, corev1.Volume{Name: f.configMap, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: f.configMap}, DefaultMode: f.mode}}})
+	}
+	return []client.Object{
+		&appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec: corev1.PodSpec{
+						SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534)},
+						Containers:      []corev1.Container{container},
+						Volumes:         volumes,
+					},
+				},
+			},
+		},
+		&corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+			Spec:       corev1.ServiceSpec{Selector: labels, Ports: []corev1.ServicePort{{Port: 8080, TargetPort: intstr.FromInt32(8080)}}},
+		},
+	}
+}
+
+// flakyRepository is the in-cluster chart repository (serveCharts' ConfigMap) behind a server
+// that first answers 503 Service Unavailable to unavailable requests, as a repository behind a
+// busy proxy does: busybox httpd runs a CGI script for /cgi-bin/repo/<file> that counts the
+// requests in /tmp, then serves <file> from the ConfigMap. It is made afresh for the test, so
+// that it counts from zero, and removed after it.
+func flakyRepository(t *testing.T, unavailable int) *benchv1.ChartSource {
+	t.Helper()
+	ctx := context.Background()
+	const name = "flaky-charts"
+	script := fmt.Sprintf(`#!/bin/sh
+n=$(( $(cat /tmp/requests 2>/dev/null || echo 0) + 1 ))
+echo "$n" > /tmp/requests
+if [ "$n" -le %d ]; then
+	printf 'HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\ntry again later\n'
+	exit 0
+fi
+case "$PATH_INFO" in
+/index.yaml | /couchdb-*.tgz)
+	if [ -f "/charts$PATH_INFO" ]; then
+		printf 'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n'
+		exec cat "/charts$PATH_INFO"
+	fi
+	;;
+esac
+printf 'HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n'
+`, unavailable)
+	objects := append([]client.Object{&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Data:       map[string]string{"repo": script},
+	}}, httpd(name, corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}},
+		httpdFiles{configMap: chartRepository, path: "/charts"}, httpdFiles{configMap: name, path: "/srv/cgi-bin", mode: ptr.To[int32](0o755)})...)
+	remove := func() {
+		for _, obj := range objects {
+			if err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
+				t.Error(err)
+			}
+		}
+		gone(t, "flaky repository pods", &corev1.PodList{}, map[string]string{"app": name})
+	}
+	remove()
+	for _, obj := range objects {
+		if err := c.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(remove)
+	if err := waitAvailable(ctx, namespace, name); err != nil {
+		t.Fatal(err)
+	}
+	return &benchv1.ChartSource{Repository: fmt.Sprintf("http://%s.%s.svc:8080/cgi-bin/repo", name, namespace), Name: "couchdb", Version: chartVersion}
 }
 
 // installExistingCouchDB installs a one-node CouchDB 3.4.3 with the built-in chart, as a user's

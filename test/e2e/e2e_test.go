@@ -25,6 +25,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -430,6 +431,24 @@ func deletePods(t *testing.T, ns string, labels map[string]string) int {
 		}
 	}
 	return len(pods.Items)
+}
+
+// eventsOf are the notes of the events with reason about this benchmark (not a deleted
+// namesake of an earlier run).
+func eventsOf(t *testing.T, b *benchv1.CouchBenchmark, reason string) []string {
+	t.Helper()
+	uid := get(t, b).UID
+	var list eventsv1.EventList
+	if err := c.List(context.Background(), &list, client.InNamespace(b.Namespace)); err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	for _, e := range list.Items {
+		if e.Regarding.UID == uid && e.Reason == reason {
+			notes = append(notes, e.Note)
+		}
+	}
+	return notes
 }
 
 func contains(t *testing.T, what, text string, wants ...string) {

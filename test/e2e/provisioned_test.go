@@ -32,9 +32,9 @@ func provisioned(name string, chart *benchv1.ChartSource, nodes int32, arms ...b
 		Spec: benchv1.CouchBenchmarkSpec{
 			CouchDB:      benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{Chart: chart, ClusterSize: nodes}},
 			QueryServers: arms,
-			// Half a CPU per k6 pod, so that two fit beside CouchDB on a two-core node; no image:
-			// the operator's default, which its chart sets once (installOperator).
-			K6:      benchv1.K6Settings{Parallelism: 1, Resources: guaranteed("500m", "512Mi")},
+			// The default load generators (half a CPU each, so that two fit beside CouchDB on a
+			// two-core node) and no k6 image: the operator's default, which its chart sets once
+			// (installOperator).
 			Timeout: "90m",
 		},
 	}
