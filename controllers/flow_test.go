@@ -746,6 +746,23 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 	}
 }
 
+// A step that stops before it can hand over results (here: credentials it cannot read) fails
+// the run with the end of its log, which the kubelet leaves as its termination message.
+func TestAStepThatStopsEarlySaysWhy(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.failStep = benchv1.StepSeed
+	h.earlyExit = "couchbench seed: credentials: open /etc/couchbench/credentials/username: no such file or directory\n"
+	bench := createSharedStepsBenchmark(t, ns)
+	got := h.drive(bench, 10)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil ||
+		!strings.Contains(stalled.Message, "stopped before handing over results") ||
+		!strings.HasSuffix(stalled.Message, "credentials: open /etc/couchbench/credentials/username: no such file or directory") {
+		t.Errorf("phase %s, Stalled %+v: want the run failed with the end of the step's log", got.Status.Phase, stalled)
+	}
+}
+
 // createSharedStepsBenchmark creates, with its credentials, a benchmark of one arm on an
 // existing CouchDB whose seed and writes steps three runner Jobs share.
 func createSharedStepsBenchmark(t *testing.T, ns string) *benchv1.CouchBenchmark {

@@ -68,8 +68,10 @@ type harness struct {
 	serviceURL string
 	// document makes the runner's results document for a step; nil leaves a Job running.
 	document func(arm string, step benchv1.Step) *results.Document
-	// failStep makes that step's Job fail.
-	failStep benchv1.Step
+	// failStep makes that step's Job fail; with earlyExit, before it hands over results,
+	// leaving earlyExit (the end of its log) as its termination message, as the kubelet does.
+	failStep  benchv1.Step
+	earlyExit string
 	// only, when set, is the Jobs the kubelet finishes; the others keep running.
 	only func(job *batchv1.Job) bool
 	// k6Summary is k6's summary of runner i of an arm, which the script writes to its log.
@@ -241,6 +243,9 @@ func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []
 	}
 	h.logs.write(job.Namespace, job.Name+"-pod", container, podLog.String())
 	message := string(results.NewHandoff(kind, payload, stepErr, false).Marshal())
+	if fail && h.earlyExit != "" {
+		message = h.earlyExit
+	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
 		Spec:       *job.Spec.Template.Spec.DeepCopy(),

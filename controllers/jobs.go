@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -272,6 +273,11 @@ func (r *CouchBenchmarkReconciler) payload(ctx context.Context, o observedJob, c
 		return h, nil, fmt.Sprintf("Job %s left no termination message: %s", o.name, o.detail), nil
 	}
 	if h, err = results.ParseHandoff(o.message); err != nil {
+		if !strings.HasPrefix(strings.TrimSpace(o.message), "{") {
+			// The kubelet's fallback: the end of the log of a step that stopped early.
+			return h, nil, fmt.Sprintf("Job %s stopped before handing over results (%s): %s", o.name, o.detail,
+				strings.TrimSpace(o.message)), nil
+		}
 		return h, nil, fmt.Sprintf("Job %s: %v (%s)", o.name, err, o.detail), nil
 	}
 	log, err := r.Logs.Logs(ctx, o.job.Namespace, o.pod, container)

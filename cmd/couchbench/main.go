@@ -435,10 +435,14 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (targe
 			arms = append(arms, q.Name)
 		}
 	}
+	shared := false // an arm without a CouchDB of its own runs against url
 	for _, arm := range arms {
-		if _, own := o.armURLs[arm]; !own && url == "" {
-			return targets{}, usageError{fmt.Errorf("--url is required for query server %s (the benchmark provisions its CouchDB, "+
-				"so it names none; or give it one with --arm-url %s=URL)", arm, arm)}
+		if _, own := o.armURLs[arm]; !own {
+			if url == "" {
+				return targets{}, usageError{fmt.Errorf("--url is required for query server %s (the benchmark provisions its CouchDB, "+
+					"so it names none; or give it one with --arm-url %s=URL)", arm, arm)}
+			}
+			shared = true
 		}
 	}
 	// Arms with one URL and one user share a client: they share a CouchDB, which the
@@ -463,7 +467,10 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (targe
 		opened[key{u, creds}] = c
 		return c, err
 	}
-	if url != "" {
+	// Only arms without an --arm-url need url and the credentials at the top of
+	// --credentials-dir: the operator names every arm's CouchDB, also an existing one, and
+	// mounts only the arms' own directories.
+	if shared {
 		c, err := open("", url, o.credentialsDir)
 		if err != nil {
 			return targets{}, err

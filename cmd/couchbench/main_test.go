@@ -464,6 +464,18 @@ func TestArmURLs(t *testing.T) {
 	if url, creds := got.target("py"); url != "http://a:5984" || creds.Username != "admin" || creds.Password != "same" {
 		t.Errorf("py's target %s as %s, want http://a:5984 as admin with its own credentials", url, creds)
 	}
+	// As the operator runs a step on an existing CouchDB: the spec names the server, every
+	// arm is named with it, and only the arms' own credential directories are there.
+	existing, err := benchspec.ParseByHand([]byte(strings.Replace(strings.Replace(bench,
+		"queryServers: [{name: js, language: javascript}]",
+		"queryServers: [{name: js, language: javascript}, {name: py, language: python}]", 1),
+		"couchdb: {provision: {clusterSize: 1}}", "couchdb: {existing: {url: \"http://a:5984\", credentialsSecret: {name: admin}}}", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := clients(o, existing, []string{"js", "py"}); err != nil || got.client != nil || got.servers["js"] != got.servers["py"] {
+		t.Errorf("arms of an existing CouchDB, each named with it: %+v, %v; want one shared client, no other", got, err)
+	}
 	o.armURLs = armURLs{"js": "http://a:5984", "py": "http://b:5984"}
 	if got, err = clients(o, spec, nil); err != nil || got.servers["js"] == got.servers["py"] {
 		t.Errorf("two CouchDBs: %+v, %v; want a client each", got, err)

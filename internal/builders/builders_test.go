@@ -270,6 +270,9 @@ func TestRunnerJob(t *testing.T) {
 	if *pod.AutomountServiceAccountToken {
 		t.Error("the runner needs no Kubernetes API access")
 	}
+	if c.TerminationMessagePolicy != corev1.TerminationMessageFallbackToLogsOnError {
+		t.Errorf("termination message policy %q: a runner that stops before its handoff must leave its log's end", c.TerminationMessagePolicy)
+	}
 	items := pod.Volumes[1].Secret.Items
 	if pod.Volumes[1].Secret.SecretName != "bench-js-admin" || items[0].Key != AdminUsernameKey || items[0].Path != "username" || items[1].Path != "password" {
 		t.Errorf("credentials volume %+v", pod.Volumes[1])

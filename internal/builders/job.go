@@ -127,7 +127,10 @@ func credentialsVolume(name string, keys benchv1.SecretKeys) corev1.Volume {
 func oneShotJob(bench *benchv1.CouchBenchmark, name string, labels map[string]string, deadline time.Duration, uid int64,
 	container corev1.Container, volumes []corev1.Volume) *batchv1.Job {
 	container.ImagePullPolicy = corev1.PullIfNotPresent
-	container.TerminationMessagePolicy = corev1.TerminationMessageReadFile
+	// A step writes its handoff to the termination message; one that stops before it can (a
+	// flag it refuses, credentials it cannot read) leaves the tail of its log there instead,
+	// which says why.
+	container.TerminationMessagePolicy = corev1.TerminationMessageFallbackToLogsOnError
 	container.SecurityContext = restrictedContainer()
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: bench.Namespace, Labels: labels, OwnerReferences: ownedBy(bench)},
