@@ -26,13 +26,14 @@ func (c *Client) CreateDB(ctx context.Context, db string, q, n int) (created boo
 	return err == nil, err
 }
 
-// DeleteDB deletes a database; a missing one is not an error.
-func (c *Client) DeleteDB(ctx context.Context, db string) error {
-	_, err := c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
+// DeleteDB deletes a database. It reports whether there was one to delete; a missing one is
+// not an error.
+func (c *Client) DeleteDB(ctx context.Context, db string) (deleted bool, err error) {
+	_, err = c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
 	if StatusOf(err) == http.StatusNotFound {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
 }
 
 // DBInfo is the part of GET /{db} the runner reads.

@@ -34,13 +34,13 @@ func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
 
 func (a *armRun) probeOnce(ctx context.Context, db string) (*results.Runtime, error) {
 	c := a.client
-	if err := c.DeleteDB(ctx, db); err != nil {
+	if _, err := c.DeleteDB(ctx, db); err != nil {
 		return nil, err
 	}
 	if _, err := c.CreateDB(ctx, db, 1, 1); err != nil {
 		return nil, err
 	}
-	defer func() { _ = c.DeleteDB(context.WithoutCancel(ctx), db) }()
+	defer func() { _, _ = c.DeleteDB(context.WithoutCancel(ctx), db) }()
 	if _, err := c.BulkDocs(ctx, db, []json.RawMessage{json.RawMessage(`{"_id":"probe"}`)}); err != nil {
 		return nil, err
 	}

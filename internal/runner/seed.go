@@ -34,7 +34,7 @@ func (a *armRun) seed(ctx context.Context, round, unit int) error {
 	barrier := fmt.Sprintf("%s-%d", benchv1.StepSeed, round)
 	i, p := unit, &a.result.Profiles[unit]
 	if a.cfg.Part == 0 {
-		if err := c.DeleteDB(ctx, p.DB); err != nil {
+		if _, err := c.DeleteDB(ctx, p.DB); err != nil {
 			return err
 		}
 		if _, err := c.CreateDB(ctx, p.DB, p.Shards, p.Replicas); err != nil {

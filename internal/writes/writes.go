@@ -149,7 +149,7 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Op
 	db := names.WriteDatabase(opts.ProfileDB, m.Name)
 	parts := max(opts.Parts, 1)
 	if opts.Part == 0 {
-		if err := c.DeleteDB(ctx, db); err != nil {
+		if _, err := c.DeleteDB(ctx, db); err != nil {
 			return Result{}, err
 		}
 		if _, err := c.CreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
@@ -216,7 +216,7 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Op
 	if info, err := c.DBInfo(ctx, db); err == nil {
 		res.Stored = info.DocCount
 	}
-	if err := c.DeleteDB(context.WithoutCancel(ctx), db); err != nil && firstErr == nil {
+	if _, err := c.DeleteDB(context.WithoutCancel(ctx), db); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	if res.Created+res.Accepted == 0 && firstErr != nil {
