@@ -20,6 +20,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -225,6 +227,12 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "%s done", step)
 	stepDuration.WithLabelValues(string(step.Step)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
 	if pos+1 == len(plan) {
+		// The other arms finished; a run with an arm that measured nothing is not what was asked.
+		if stopped := stoppedArms(bench); len(stopped) > 0 {
+			r.fail(ctx, bench, reasonRuntimeMismatch, fmt.Sprintf("%s; the other arms' results are in status and ConfigMap %s",
+				strings.Join(stopped, "; "), st.ResultsConfigMap))
+			return ctrl.Result{}, nil
+		}
 		docs, err := r.storedDocuments(ctx, bench)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -260,6 +268,17 @@ func failed(reason, format string, args ...any) stepOutcome {
 }
 
 func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
+	if step.Step.IsRunnerStep() || step.Step == benchv1.StepReads {
+		// An arm stopped before its first step (the seed step's runner found its views run on
+		// another runtime than it asks for; status.results, derived from the stored results
+		// after every step, say so) measures nothing more.
+		step.Arms = slices.DeleteFunc(slices.Clone(step.Arms), func(arm string) bool {
+			return slices.ContainsFunc(bench.Status.Results, func(q benchv1.QueryServerResults) bool { return q.QueryServer == arm && q.Stopped != "" })
+		})
+		if len(step.Arms) == 0 {
+			return stepOutcome{done: true}, nil
+		}
+	}
 	arms := make([]benchv1.QueryServer, len(step.Arms))
 	for i, name := range step.Arms {
 		arms[i] = queryServer(bench, name)
@@ -290,6 +309,18 @@ func eachArm(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.
 		}
 	}
 	return stepOutcome{done: true}, nil
+}
+
+// stoppedArms are "query server <arm> was stopped: it <why>" for every arm stopped before its
+// first step.
+func stoppedArms(bench *benchv1.CouchBenchmark) []string {
+	var out []string
+	for _, q := range bench.Status.Results {
+		if q.Stopped != "" {
+			out = append(out, fmt.Sprintf("query server %s was stopped: it %s", q.QueryServer, q.Stopped))
+		}
+	}
+	return out
 }
 
 // queryServer is the arm's query server with its preset applied.

@@ -361,7 +361,16 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 			fmt.Fprintln(stdout, "\nThe reads workload (k6) was left out: --skip-reads.")
 		}
 	}
-	return explain(runErr, o, t.creds[""])
+	// An arm stopped for running its views on another runtime than it asked for fails a run
+	// by hand, after the other arms' results; a Job (--handoff) leaves it to the operator,
+	// which reads it from the document and goes on with the other arms.
+	var stopped []error
+	for _, a := range doc.Arms {
+		if a.Stopped() && o.handoff == "" {
+			stopped = append(stopped, fmt.Errorf("query server %s was stopped: it %s", a.QueryServer, a.Runtime.Mismatch))
+		}
+	}
+	return errors.Join(append([]error{explain(runErr, o, t.creds[""])}, stopped...)...)
 }
 
 // explain adds to an error what a user can do about it: after CouchDB's 401, how to pass a

@@ -25,6 +25,16 @@ func Database(benchmark, runID, arm, profile string) string {
 	return dbSafe(strings.Join(append(parts, arm, profile), "-"))
 }
 
+// ProbeDatabase is the one-document database in which runner part part (from 0) asks an
+// arm's CouchDB what runs its views: every part asks, each in a database of its own.
+func ProbeDatabase(benchmark, runID, arm string, part int) string {
+	db := Database(benchmark, runID, arm, "probe")
+	if part > 0 {
+		db += "-" + strconv.Itoa(part)
+	}
+	return db
+}
+
 // WriteDatabase is the database that one insert mode of the writes workload fills:
 // "<profile database>-w-<mode>".
 func WriteDatabase(profileDB, mode string) string {
