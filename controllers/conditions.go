@@ -68,6 +68,7 @@ const (
 	reasonReplaced              = "Replaced"
 	reasonAsAsked               = "AsAsked"
 	reasonRuntimeMismatch       = "RuntimeMismatch"
+	reasonDatabasesDeleted      = "DatabasesDeleted"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.

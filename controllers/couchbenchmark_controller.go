@@ -3,14 +3,15 @@
 //   - this file reads the world, walks the run's plan one step at a time and writes status;
 //   - plan.go is the run as an ordered list of steps that only moves forward;
 //   - stage_provision.go, stage_cluster.go, stage_runner.go, stage_reads.go and
-//     stage_teardown.go act for one kind of step each, idempotently, so that a restarted manager picks up where the
+//     stage_teardown.go (teardown and cleanup) act for one kind of step each, idempotently, so that a restarted manager picks up where the
 //     last one stopped without a second Job or release;
 //   - jobs.go observes the Jobs of a step and reads what they hand over;
 //   - stage_reads.go runs the k6 Jobs of a read workload;
 //   - results.go stores each step's results document and derives status, the rendered
 //     results and the metrics from the stored documents;
 //   - ownership.go tells this benchmark's objects from a deleted namesake's;
-//   - finalizer.go removes Helm releases when a benchmark is deleted;
+//   - finalizer.go removes Helm releases, or the run's databases on an existing CouchDB,
+//     when a benchmark is deleted;
 //   - preflight.go checks what admission cannot; conditions.go keeps the kstatus
 //     conditions consistent; metrics.go exports stage durations and results;
 //   - cache.go is what the manager caches, and what it reads past the cache.
@@ -294,6 +295,8 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 		return r.runReads(ctx, bench, arms)
 	case step.Step == benchv1.StepTeardown:
 		return eachArm(ctx, bench, arms, r.teardown)
+	case step.Step == benchv1.StepCleanup:
+		return r.cleanup(ctx, bench, step.Arms)
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
 }

@@ -35,7 +35,7 @@ func existingBenchmark(namespace string) *benchv1.CouchBenchmark {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "bench"},
 		Spec: benchv1.CouchBenchmarkSpec{
 			CouchDB: benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{
-				URL: "http://couchdb:5984", CredentialsSecret: benchv1.SecretKeys{Name: "couchdb-admin"},
+				URL: existingCouchDB.URL, CredentialsSecret: benchv1.SecretKeys{Name: "couchdb-admin"},
 			}},
 			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}, {Name: "py", Language: "python"}},
 			Workloads: benchv1.Workloads{
@@ -199,6 +199,7 @@ func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	bench.Spec.Timeout = "10m"
 	create(t, bench)
 
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["/seed"] != 1 {
 		t.Fatalf("phase %s jobs %v", got.Status.Phase, jobsOf(t, got))
@@ -225,6 +226,7 @@ func TestPreflightWaitsForCredentials(t *testing.T) {
 	bench := existingBenchmark(ns)
 	create(t, bench)
 
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	res, got := h.reconcile(bench)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	if stalled == nil || stalled.Reason != reasonCredentialsNotFound || !strings.Contains(stalled.Message, `"couchdb-admin"`) {
@@ -717,6 +719,7 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 		return d
 	}
 	bench := createSharedStepsBenchmark(t, ns)
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	names := builders.JobNames(got, []string{"js"}, benchv1.StepSeed)
 	h.only = func(job *batchv1.Job) bool { return job.Name == names[1] }

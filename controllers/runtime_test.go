@@ -2,7 +2,8 @@ package controllers
 
 // Arms whose views run on another runtime than they ask for, as the seed step's runner hands
 // over what it found (the harness plays the runner; internal/runner tests the probe on real
-// CouchDB). The tests talk to envtest's API server.
+// CouchDB). The tests talk to envtest's API server and to the fake existing CouchDB of
+// onOwnCouchDB (internal/couchtest, not CouchDB), whose databases the run deletes at its end.
 
 import (
 	"context"
@@ -45,14 +46,12 @@ func mismatchedDocument(stopped bool) func(arm string, step benchv1.Step) *resul
 // step's runner found it: no Job of any later step runs it, the other arm goes on, and the
 // run ends Failed saying why, with the other arm's results.
 func TestArmOnTheWrongRuntimeIsStopped(t *testing.T) {
-	ns := env.Namespace(t)
 	h := newHarness(t)
 	h.document = mismatchedDocument(true)
 	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	bench.Spec.Workloads.Reads = &benchv1.ReadsWorkload{VirtualUsers: 2, IterationsPerUser: ptr.To[int32](10)}
-	create(t, bench)
+	bench, c, run, _ := onOwnCouchDB(t, func(b *benchv1.CouchBenchmark) {
+		b.Spec.Workloads.Reads = &benchv1.ReadsWorkload{VirtualUsers: 2, IterationsPerUser: ptr.To[int32](10)}
+	})
 
 	got := h.drive(bench, 40)
 
@@ -85,17 +84,17 @@ func TestArmOnTheWrongRuntimeIsStopped(t *testing.T) {
 	if evs := drainEvents(h); !strings.Contains(evs, "Warning RuntimeMismatch query server py stopped: it asks for PyPy") {
 		t.Errorf("no RuntimeMismatch event:\n%s", evs)
 	}
+	// The run cleaned up before it ended: every arm's databases, the stopped one's included.
+	if left := present(t, c, run); len(left) > 0 {
+		t.Errorf("the run's databases %v are still there", left)
+	}
 }
 
 // spec.runtimeMismatch Flag: the arm is measured anyway, and every number of it is flagged.
 func TestArmOnTheWrongRuntimeIsFlagged(t *testing.T) {
-	ns := env.Namespace(t)
 	h := newHarness(t)
 	h.document = mismatchedDocument(false)
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	bench.Spec.RuntimeMismatch = benchv1.RuntimeMismatchFlag
-	create(t, bench)
+	bench, _, _, _ := onOwnCouchDB(t, func(b *benchv1.CouchBenchmark) { b.Spec.RuntimeMismatch = benchv1.RuntimeMismatchFlag })
 
 	got := h.drive(bench, 40)
 

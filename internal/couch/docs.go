@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 )
@@ -34,6 +35,22 @@ func (c *Client) DeleteDB(ctx context.Context, db string) (deleted bool, err err
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// AllDBs lists the databases from startKey to endKey, in order (GET /_all_dbs; server admins
+// only, since CouchDB 3).
+func (c *Client) AllDBs(ctx context.Context, startKey, endKey string) ([]string, error) {
+	keys := url.Values{}
+	for name, key := range map[string]string{"start_key": startKey, "end_key": endKey} {
+		data, err := json.Marshal(key)
+		if err != nil {
+			return nil, err
+		}
+		keys.Set(name, string(data))
+	}
+	var dbs []string
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/_all_dbs", query: keys, accept: []int{http.StatusOK}}, &dbs)
+	return dbs, err
 }
 
 // DBInfo is the part of GET /{db} the runner reads.

@@ -9,7 +9,7 @@
 // happens, the document keeps what was measured before an error or an interrupt. One file per
 // step: seed.go, index.go, views.go, writes.go; probe.go asks the arm's CouchDB what runs its
 // views before the first step, and stops an arm that runs on something else than it asks
-// for.
+// for; clean.go deletes the databases of a run.
 //
 // The arms of a runner take turns within each step, round by round, in a fresh random order
 // every round (rounds.go): arms that share one CouchDB, and arms that each have their own
