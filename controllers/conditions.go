@@ -23,6 +23,9 @@ const (
 	conditionLoadIsolated = "LoadIsolated"
 	// conditionSameNodes says whether every arm's CouchDB ran on the first arm's nodes.
 	conditionSameNodes = "ArmsOnSameNodes"
+	// conditionRuntimeAsAsked says whether every arm's views ran on what its preset, engine or
+	// command asks for.
+	conditionRuntimeAsAsked = "RuntimeAsAsked"
 )
 
 // Condition and event reasons.
@@ -64,6 +67,9 @@ const (
 	reasonMissedSchedule        = "MissedSchedule"
 	reasonSkippedSchedule       = "SkippedSchedule"
 	reasonReplaced              = "Replaced"
+	reasonAsAsked               = "AsAsked"
+	reasonRuntimeMismatch       = "RuntimeMismatch"
+	reasonDatabasesDeleted      = "DatabasesDeleted"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.

@@ -3,7 +3,7 @@
 //   - this file reads the world, walks the run's plan one step at a time and writes status;
 //   - plan.go is the run as an ordered list of steps that only moves forward;
 //   - stage_provision.go, stage_cluster.go, stage_runner.go, stage_reads.go and
-//     stage_teardown.go act for one kind of step each, idempotently, so that a restarted manager picks up where the
+//     stage_teardown.go (teardown and cleanup) act for one kind of step each, idempotently, so that a restarted manager picks up where the
 //     last one stopped without a second Job or release;
 //   - jobs.go observes the Jobs of a step and reads what they hand over;
 //   - pods.go finds the pods the run causes (CouchDB, runner, k6) that cannot start, and
@@ -12,7 +12,8 @@
 //   - results.go stores each step's results document and derives status, the rendered
 //     results and the metrics from the stored documents;
 //   - ownership.go tells this benchmark's objects from a deleted namesake's;
-//   - finalizer.go removes Helm releases when a benchmark is deleted;
+//   - finalizer.go removes Helm releases, or the run's databases on an existing CouchDB,
+//     when a benchmark is deleted;
 //   - retry.go retries what may pass by itself: transient failures within a step, and
 //     conflicts;
 //   - preflight.go checks what admission cannot; conditions.go keeps the kstatus
@@ -24,6 +25,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -178,7 +181,12 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		st.Phase = benchv1.PhasePending
 	}
 	if st.Phase == benchv1.PhaseSucceeded || st.Phase == benchv1.PhaseFailed {
-		return ctrl.Result{}, nil
+		// A finished run has no Job running. The failure's clean-up deleted them, but a
+		// reconcile that read this benchmark from a cache not yet showing the failure can
+		// start its step's Job again, and its status write is then refused as stale (seen in
+		// e2e: a stuck seed Job back after the run failed). The Job's creation wakes the
+		// benchmark, and this stops it.
+		return ctrl.Result{}, r.stopJobs(ctx, bench)
 	}
 
 	if st.StartTime == nil {
@@ -250,6 +258,12 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonStepDone, string(step.Step), "%s done", step)
 	stepDuration.WithLabelValues(string(step.Step)).Observe(now.Sub(st.Progress.StepStartTime.Time).Seconds())
 	if pos+1 == len(plan) {
+		// The other arms finished; a run with an arm that measured nothing is not what was asked.
+		if stopped := stoppedArms(bench); len(stopped) > 0 {
+			r.fail(ctx, bench, reasonRuntimeMismatch, fmt.Sprintf("%s; the other arms' results are in status and ConfigMap %s",
+				strings.Join(stopped, "; "), st.ResultsConfigMap))
+			return ctrl.Result{}, nil
+		}
 		docs, err := r.storedDocuments(ctx, bench)
 		if err != nil {
 			return ctrl.Result{}, err
@@ -287,6 +301,17 @@ func failed(reason, format string, args ...any) stepOutcome {
 }
 
 func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
+	if step.Step.IsRunnerStep() || step.Step == benchv1.StepReads {
+		// An arm stopped before its first step (the seed step's runner found its views run on
+		// another runtime than it asks for; status.results, derived from the stored results
+		// after every step, say so) measures nothing more.
+		step.Arms = slices.DeleteFunc(slices.Clone(step.Arms), func(arm string) bool {
+			return slices.ContainsFunc(bench.Status.Results, func(q benchv1.QueryServerResults) bool { return q.QueryServer == arm && q.Stopped != "" })
+		})
+		if len(step.Arms) == 0 {
+			return stepOutcome{done: true}, nil
+		}
+	}
 	arms := make([]benchv1.QueryServer, len(step.Arms))
 	for i, name := range step.Arms {
 		arms[i] = queryServer(bench, name)
@@ -302,6 +327,8 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 		return r.runReads(ctx, bench, arms)
 	case step.Step == benchv1.StepTeardown:
 		return eachArm(ctx, bench, arms, r.teardown)
+	case step.Step == benchv1.StepCleanup:
+		return r.cleanup(ctx, bench, step.Arms)
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
 }
@@ -317,6 +344,18 @@ func eachArm(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.
 		}
 	}
 	return stepOutcome{done: true}, nil
+}
+
+// stoppedArms are "query server <arm> was stopped: it <why>" for every arm stopped before its
+// first step.
+func stoppedArms(bench *benchv1.CouchBenchmark) []string {
+	var out []string
+	for _, q := range bench.Status.Results {
+		if q.Stopped != "" {
+			out = append(out, fmt.Sprintf("query server %s was stopped: it %s", q.QueryServer, q.Stopped))
+		}
+	}
+	return out
 }
 
 // queryServer is the arm's query server with its preset applied.

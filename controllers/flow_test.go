@@ -35,7 +35,7 @@ func existingBenchmark(namespace string) *benchv1.CouchBenchmark {
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "bench"},
 		Spec: benchv1.CouchBenchmarkSpec{
 			CouchDB: benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{
-				URL: "http://couchdb:5984", CredentialsSecret: benchv1.SecretKeys{Name: "couchdb-admin"},
+				URL: existingCouchDB.URL, CredentialsSecret: benchv1.SecretKeys{Name: "couchdb-admin"},
 			}},
 			QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}, {Name: "py", Language: "python"}},
 			Workloads: benchv1.Workloads{
@@ -199,10 +199,12 @@ func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	bench.Spec.Timeout = "10m"
 	create(t, bench)
 
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["/seed"] != 1 {
 		t.Fatalf("phase %s jobs %v", got.Status.Phase, jobsOf(t, got))
 	}
+	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
 	h.clock.SetTime(start.Add(11 * time.Minute))
 	_, got = h.reconcile(bench)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
@@ -212,10 +214,27 @@ func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	if jobs := jobsOf(t, got); jobs["/seed"] != 0 {
 		// envtest has no garbage collector, but the delete itself must have happened.
 		var job = builders.JobName(got, []string{"js", "py"}, "seed")
-		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: job}, &metav1.PartialObjectMetadata{})
+		err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: job}, &batchv1.Job{})
 		if err == nil {
 			t.Errorf("the running Job %s was not deleted", job)
 		}
+	}
+
+	// A reconcile that read the benchmark from a cache not yet showing the failure starts the
+	// seed Job again; the next reconcile of the failed run stops it.
+	seed.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: seed.Name, Labels: seed.Labels, OwnerReferences: seed.OwnerReferences}
+	seed.Status = batchv1.JobStatus{}
+	seed.Spec.Selector = nil // the API server's, from the first Job's uid
+	for _, l := range []string{"controller-uid", "job-name", batchv1.ControllerUidLabel, batchv1.JobNameLabel} {
+		delete(seed.Spec.Template.Labels, l)
+	}
+	create(t, seed)
+	if _, again := h.reconcile(bench); again.Status.Phase != benchv1.PhaseFailed {
+		t.Fatalf("phase %s after the Job came back", again.Status.Phase)
+	}
+	err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(seed), &batchv1.Job{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("the seed Job started after the failure is still there (%v)", err)
 	}
 }
 
@@ -225,6 +244,7 @@ func TestPreflightWaitsForCredentials(t *testing.T) {
 	bench := existingBenchmark(ns)
 	create(t, bench)
 
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	res, got := h.reconcile(bench)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	if stalled == nil || stalled.Reason != reasonCredentialsNotFound || !strings.Contains(stalled.Message, `"couchdb-admin"`) {
@@ -717,6 +737,7 @@ func TestAFailedPartStopsTheOthers(t *testing.T) {
 		return d
 	}
 	bench := createSharedStepsBenchmark(t, ns)
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	names := builders.JobNames(got, []string{"js"}, benchv1.StepSeed)
 	h.only = func(job *batchv1.Job) bool { return job.Name == names[1] }

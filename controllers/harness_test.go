@@ -10,7 +10,9 @@ package controllers
 // 4.6.2 (the one built into the operator, which a benchmark that names no chart gets; one test
 // reads it from a ConfigMap) through the real Helm SDK. CouchDB's answers to the operator's own cluster checks come from
 // internal/couchtest, a fake built on recordings of CouchDB 3.4.3, not CouchDB: it can play a
-// cluster that never forms; real CouchDB pods answer them in the e2e suite.
+// cluster that never forms; real CouchDB pods answer them in the e2e suite. The same fake is
+// the "existing CouchDB" of the benchmarks that name one (existingCouchDB), whose databases
+// the operator deletes itself at the end of a run.
 
 import (
 	"context"
@@ -40,6 +42,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/results"
@@ -51,9 +54,22 @@ import (
 
 var env *testenv.Env
 
+// existingCouchDB is the CouchDB existingBenchmark names: internal/couchtest, a fake, not
+// CouchDB. Runner Jobs never reach it (the harness plays them); the operator's cleanup of a
+// run's databases does.
+var existingCouchDB *couchtest.Server
+
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
-	os.Exit(testenv.Run(m, &env))
+	srv, stop, err := couchtest.Start(couchtest.WithAdmin("admin", "s3cret-value"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	existingCouchDB = srv
+	code := testenv.Run(m, &env)
+	stop()
+	os.Exit(code)
 }
 
 // harness is one reconciler with a fake clock and recorder, and what the tests play.

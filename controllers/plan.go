@@ -32,7 +32,9 @@ func (s planStep) String() string { return s.arms() + ": " + string(s.Step) }
 // the steps together: every arm's CouchDB provisioned and its cluster formed (provisioned
 // CouchDB only), seeded (when a workload reads the dataset), the workloads, each step one set
 // of Jobs for all of them in which they take turns round by round in a random order, then
-// one teardown. With Sequential, each arm goes through the whole plan before the next one.
+// one teardown (provisioned CouchDB) or cleanup of the run's databases (an existing CouchDB,
+// unless spec.keepDatabases). With Sequential, each arm goes through the whole plan before
+// the next one.
 // A run only ever moves forward through its plan; the spec is immutable, so the plan of a
 // benchmark never changes.
 func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
@@ -67,8 +69,11 @@ func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 		if w.Reads != nil {
 			add(benchv1.StepReads)
 		}
-		if provisioned {
+		switch {
+		case provisioned:
 			add(benchv1.StepTeardown)
+		case !spec.KeepDatabases:
+			add(benchv1.StepCleanup)
 		}
 	}
 	return plan

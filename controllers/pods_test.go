@@ -67,6 +67,7 @@ func TestUnschedulableRunnerPodIsReportedUntilItRuns(t *testing.T) {
 	cpus := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64"), corev1.ResourceMemory: resource.MustParse("512Mi")}
 	bench.Spec.Runner.Resources = corev1.ResourceRequirements{Requests: cpus, Limits: cpus}
 	create(t, bench)
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
 
@@ -124,6 +125,7 @@ func TestUnpullableK6ImageFailsTheRunKeepingItsResults(t *testing.T) {
 	create(t, credentials(ns))
 	bench := readsBenchmark(ns)
 	create(t, bench)
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	h.playKubelet(got) // the seed ends
 	h.reconcile(bench)

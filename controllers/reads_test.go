@@ -66,6 +66,7 @@ func TestReadsRunParallelK6JobsAndMergeThem(t *testing.T) {
 	create(t, bench)
 
 	// Seed, then the reads step creates both runners in one reconcile.
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	h.playKubelet(got)
 	h.reconcile(bench)
@@ -152,6 +153,7 @@ func TestReadRepetitionsRunApartAndAddUp(t *testing.T) {
 	bench.Spec.K6.Image = "registry.example/k6:1.8.1"
 	create(t, bench)
 
+	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	h.playKubelet(got) // seed
 	h.reconcile(bench)

@@ -118,6 +118,7 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 	r.recordThresholds(bench, s.Thresholds)
 	r.recordIsolation(bench, s.Isolation)
 	r.recordSameNodes(bench, s.SameNodes)
+	r.recordRuntimes(bench, s.Runtimes)
 	recordResultMetrics(bench, docs)
 
 	files, err := render(docs, c)
@@ -199,6 +200,17 @@ func (r *CouchBenchmarkReconciler) recordSameNodes(bench *benchv1.CouchBenchmark
 			"every arm's CouchDB ran on the first arm's nodes", reasonOtherNodes, "Placement",
 			"arms' CouchDB ran on other nodes than the first arm's, so differences between arms include the hardware's "+
 				"(free or label the first arm's nodes, see status.couchdbNodes): "+strings.Join(v.Other, "; "))
+	}
+}
+
+// recordRuntimes sets the RuntimeAsAsked condition from what ran each arm's views, with an
+// event when an arm's views ran on another runtime than it asks for: the arm was stopped, or
+// measured with every number flagged RuntimeMismatch (spec.runtimeMismatch).
+func (r *CouchBenchmarkReconciler) recordRuntimes(bench *benchv1.CouchBenchmark, v *results.RuntimesVerdict) {
+	if v != nil {
+		r.recordResultCondition(bench, conditionRuntimeAsAsked, v.AsAsked, reasonAsAsked,
+			"every arm's views ran on what its preset, engine or command asks for (where it names one)",
+			reasonRuntimeMismatch, "Probe", strings.Join(v.Mismatched, "; "))
 	}
 }
 

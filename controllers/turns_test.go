@@ -64,14 +64,21 @@ func TestPlanOfArmsTakingTurns(t *testing.T) {
 	}
 	spec := existingBenchmark("ns").Spec
 	spec.Workloads.Reads = &benchv1.ReadsWorkload{}
-	if got, want := plan(spec), []string{"js,py/seed", "js,py/index", "js,py/views", "js,py/writes", "js,py/reads"}; !slices.Equal(got, want) {
+	if got, want := plan(spec), []string{"js,py/seed", "js,py/index", "js,py/views", "js,py/writes", "js,py/reads", "js,py/cleanup"}; !slices.Equal(got, want) {
 		t.Errorf("existing CouchDB: plan %v, want %v", got, want)
 	}
 	spec.ArmOrder = benchv1.ArmsSequential
-	if got, want := plan(spec), []string{"js/seed", "js/index", "js/views", "js/writes", "js/reads",
-		"py/seed", "py/index", "py/views", "py/writes", "py/reads"}; !slices.Equal(got, want) {
+	if got, want := plan(spec), []string{"js/seed", "js/index", "js/views", "js/writes", "js/reads", "js/cleanup",
+		"py/seed", "py/index", "py/views", "py/writes", "py/reads", "py/cleanup"}; !slices.Equal(got, want) {
 		t.Errorf("existing CouchDB, sequential: plan %v, want %v", got, want)
 	}
+	// Databases kept: nothing to clean up.
+	spec.KeepDatabases = true
+	if got, want := plan(spec), []string{"js/seed", "js/index", "js/views", "js/writes", "js/reads",
+		"py/seed", "py/index", "py/views", "py/writes", "py/reads"}; !slices.Equal(got, want) {
+		t.Errorf("existing CouchDB, sequential, databases kept: plan %v, want %v", got, want)
+	}
+	spec.KeepDatabases = false
 
 	// Provisioned arms each have a CouchDB of their own: side by side, or one after the other.
 	spec.CouchDB = benchv1.CouchDBTarget{Provision: &benchv1.ProvisionedCouchDB{}}

@@ -86,10 +86,32 @@ type CouchBenchmarkSpec struct {
 
 	// Teardown says when a provisioned CouchDB is uninstalled, always after the results
 	// are stored: Always, OnSuccess (keep a failed run's CouchDB to look at), or Never.
-	// It has no effect on an existing CouchDB, whose benchmark databases are always kept.
+	// It has no effect on an existing CouchDB; keepDatabases says what happens to the
+	// databases a run makes there.
 	// +optional
 	// +kubebuilder:default=Always
 	Teardown TeardownPolicy `json:"teardown,omitempty"`
+
+	// KeepDatabases keeps the databases a run makes (every arm's seeded databases, the
+	// writes' and the probe's) on an existing CouchDB when the run ends. Unset or false, the
+	// operator deletes them after the last step and after a failure (the results are kept
+	// in status and the ConfigMaps), and when the benchmark is deleted; `couchbench run`
+	// deletes them at its end as well (--keep keeps them). A provisioned CouchDB goes with
+	// its release (see teardown), databases and all.
+	// +optional
+	KeepDatabases bool `json:"keepDatabases,omitempty"`
+
+	// RuntimeMismatch says what happens to an arm whose views turn out to run on another
+	// runtime than its preset, engine or command asks for (the runner asks each arm's
+	// CouchDB before its first step: a pypy arm on a CouchDB that registers CPython for
+	// python, a couchpy arm that decodes with simplejson, a spidermonkey arm on a CouchDB
+	// whose js_engine is quickjs). Stop (default): the arm measures nothing, its message says
+	// what was asked, what ran and how to configure the server, the other arms go on and the
+	// run ends Failed. Flag: the arm is measured anyway and every number of it is flagged
+	// RuntimeMismatch. Either way the RuntimeAsAsked condition says so.
+	// +optional
+	// +kubebuilder:default=Stop
+	RuntimeMismatch RuntimeMismatchPolicy `json:"runtimeMismatch,omitempty"`
 
 	// Baseline is a finished CouchBenchmark of this namespace, with the same dataset and
 	// workloads, that this run is compared with when it has finished: a noise-aware verdict
@@ -195,6 +217,18 @@ const (
 	TeardownOnSuccess TeardownPolicy = "OnSuccess"
 	// TeardownNever leaves it installed; deleting the benchmark still removes it.
 	TeardownNever TeardownPolicy = "Never"
+)
+
+// RuntimeMismatchPolicy says what happens to an arm whose views run on another runtime than
+// it asks for.
+// +kubebuilder:validation:Enum=Stop;Flag
+type RuntimeMismatchPolicy string
+
+const (
+	// RuntimeMismatchStop stops the arm before its first step; the other arms go on.
+	RuntimeMismatchStop RuntimeMismatchPolicy = "Stop"
+	// RuntimeMismatchFlag measures the arm anyway and flags every number of it.
+	RuntimeMismatchFlag RuntimeMismatchPolicy = "Flag"
 )
 
 // K6Settings configures the k6 Jobs that generate read load.

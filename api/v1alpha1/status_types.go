@@ -164,6 +164,14 @@ type QueryServerResults struct {
 	// +optional
 	Language string `json:"language,omitempty"`
 
+	// Stopped says why the arm was stopped before its first step: its views run on another
+	// runtime than its preset, engine or command asks for (spec.runtimeMismatch Stop), e.g.
+	// "asks for PyPy (preset pypy), but the CouchDB at ... runs its python views on CPython
+	// 3.11.2 ...: to run PyPy, ..."; it has no results, and the message says how to configure
+	// the server.
+	// +optional
+	Stopped string `json:"stopped,omitempty"`
+
 	// +optional
 	// +listType=atomic
 	Seeding []SeedingResult `json:"seeding,omitempty"`
@@ -203,7 +211,7 @@ type SeedingResult struct {
 }
 
 // ResultFlag marks a result whose conditions make it less than a clean measurement.
-// +kubebuilder:validation:Enum=Noisy;Imprecise;SharedNode;GeneratorBound
+// +kubebuilder:validation:Enum=Noisy;Imprecise;SharedNode;GeneratorBound;RuntimeMismatch
 type ResultFlag string
 
 const (
@@ -217,6 +225,10 @@ const (
 	// FlagGeneratorBound: the load generator was the bottleneck: the runner used 90% or more
 	// of its CPU allowance during the step, or k6 dropped iterations it could not start.
 	FlagGeneratorBound ResultFlag = "GeneratorBound"
+	// FlagRuntimeMismatch: the arm's views ran on another runtime than its preset, engine or
+	// command asks for, and spec.runtimeMismatch Flag measured it anyway: the number is not
+	// what the arm's name says.
+	FlagRuntimeMismatch ResultFlag = "RuntimeMismatch"
 )
 
 // Spread is how the repetitions of one result varied, and what marks them.

@@ -7,7 +7,7 @@ import (
 
 // Step is one stage of one arm of a run. The operator's plan, the status, the runner's
 // subcommands, the Jobs' names and labels, and the results all use these values.
-// +kubebuilder:validation:Enum=provision;cluster;seed;index;views;writes;reads;teardown
+// +kubebuilder:validation:Enum=provision;cluster;seed;index;views;writes;reads;teardown;cleanup
 type Step string
 
 const (
@@ -27,10 +27,13 @@ const (
 	StepReads Step = "reads"
 	// StepTeardown uninstalls the arm's CouchDB.
 	StepTeardown Step = "teardown"
+	// StepCleanup deletes the databases the run made on an existing CouchDB.
+	StepCleanup Step = "cleanup"
 )
 
-// Steps are every step, in the order a run takes them.
-var Steps = []Step{StepProvision, StepCluster, StepSeed, StepIndex, StepViews, StepWrites, StepReads, StepTeardown}
+// Steps are every step, in the order a run takes them (teardown for a provisioned CouchDB,
+// cleanup for an existing one).
+var Steps = []Step{StepProvision, StepCluster, StepSeed, StepIndex, StepViews, StepWrites, StepReads, StepTeardown, StepCleanup}
 
 // RunnerSteps are the steps the couchbench runner carries out (one Job each in the operator;
 // its subcommands of the same names), in order.

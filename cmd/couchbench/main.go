@@ -49,8 +49,8 @@ type command struct {
 }
 
 var commands = []command{
-	stepCommand("run", append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads),
-		"every workload of the benchmark (the reads with k6), then the results table",
+	stepCommand("run", allSteps,
+		"every workload of the benchmark (the reads with k6), then the results table; deletes the run's databases",
 		"couchbench run -f bench.yaml --url http://localhost:5984 --out results.json\n"+
 			"couchbench run -f config/samples/bench.yaml --url http://localhost:5984 --k6 bin/k6"),
 	stepCommand("seed", []benchv1.Step{benchv1.StepSeed}, "load the dataset (one database per query server and profile)",
@@ -85,6 +85,7 @@ var commands = []command{
 		flags: compareFlags,
 	},
 	historyCommand,
+	cleanCommand,
 }
 
 const intro = `Usage: couchbench COMMAND [flags] [arguments]
@@ -263,13 +264,8 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 			" -f config/samples/existing-couchdb.yaml",
 		flags: func(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 			var o stepOptions
-			fs.StringVar(&o.file, "f", "", "the CouchBenchmark `file` (YAML or JSON), as kubectl would apply it")
-			fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
-			fs.StringVar(&o.credentialsDir, "credentials-dir", "", "`directory` with files \"username\" and \"password\" (a mounted Secret)")
+			o.serverFlags(fs)
 			fs.StringVar(&o.arms, "arm", "", "comma-separated query `servers` to run (default: all)")
-			o.armURLs = armURLs{}
-			fs.Var(o.armURLs, "arm-url", "an arm's own CouchDB, `ARM=URL` (repeatable), e.g. to compare two CouchDB builds side by side; "+
-				"its credentials from --credentials-dir/ARM when that exists")
 			fs.StringVar(&o.out, "out", "", "write the full results document (JSON) to this `file`")
 			fs.StringVar(&o.handoff, "handoff", "", "hand the results to the operator: the document to standard output, framed, "+
 				"and its check to this `file` (a Job's /dev/termination-log)")
@@ -285,6 +281,8 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 			if slices.Contains(steps, benchv1.StepReads) {
 				fs.StringVar(&o.reads.k6, "k6", "", "the k6 `binary` that runs the reads workload (default: k6 on PATH)")
 				fs.BoolVar(&o.reads.skip, "skip-reads", false, "leave the reads workload (k6) out")
+				fs.BoolVar(&o.keep, "keep", false, "keep the run's databases when it ends (as spec.keepDatabases: true); "+
+					"by default the run deletes them, also after a failure")
 			}
 			return func(args []string, stdout, stderr io.Writer) error {
 				if len(args) > 0 {
@@ -296,12 +294,22 @@ func stepCommand(name string, steps []benchv1.Step, summary, example string) com
 	}
 }
 
+// serverFlags are the flags that name a benchmark and the CouchDB its arms run against.
+func (o *stepOptions) serverFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.file, "f", "", "the CouchBenchmark `file` (YAML or JSON), as kubectl would apply it")
+	fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
+	fs.StringVar(&o.credentialsDir, "credentials-dir", "", "`directory` with files \"username\" and \"password\" (a mounted Secret)")
+	o.armURLs = armURLs{}
+	fs.Var(o.armURLs, "arm-url", "an arm's own CouchDB, `ARM=URL` (repeatable), e.g. to compare two CouchDB builds side by side; "+
+		"its credentials from --credentials-dir/ARM when that exists")
+}
+
 type stepOptions struct {
 	file, url, credentialsDir, arms, out, handoff, runID string
 	armURLs                                              armURLs
 	poll                                                 time.Duration
 	part, parts                                          int
-	quiet                                                bool
+	quiet, keep                                          bool
 	reads                                                readsOptions
 }
 
@@ -309,13 +317,9 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	if o.file == "" {
 		return usageError{errors.New("-f bench.yaml is required")}
 	}
-	data, err := os.ReadFile(o.file)
+	bench, err := readBench(o.file)
 	if err != nil {
 		return err
-	}
-	bench, err := benchspec.ParseByHand(data)
-	if err != nil {
-		return fmt.Errorf("%s: %w", o.file, err)
 	}
 	logOut := stderr
 	if o.quiet {
@@ -348,20 +352,79 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	if runErr == nil && k6 != nil {
 		runErr = loadtest.Local{K6: *k6, Bench: bench, Target: t.target, Log: logOut}.Run(ctx, doc)
 	}
+	// A whole run leaves CouchDB as it found it, also after a failure or an interrupt (the
+	// results are in the document); its steps run one by one leave their databases to the
+	// next step.
+	var cleanErr error
+	if slices.Equal(steps, allSteps) && !o.keep && !bench.Spec.KeepDatabases {
+		cleanErr = removeRun(context.WithoutCancel(ctx), o, bench, doc, t, logOut)
+	}
 	if err := writeOutputs(o, doc, runErr, stdout); err != nil {
-		return errors.Join(explain(runErr, o, t.creds[""]), err)
+		return errors.Join(explain(runErr, o, t.creds[""]), cleanErr, err)
 	}
 	// A run that measured nothing (CouchDB unreachable, say) has no table to show.
 	if len(doc.Arms) > 0 {
 		fmt.Fprintln(stdout)
 		if err := compare.WriteRun(stdout, []*results.Document{doc}); err != nil {
-			return errors.Join(explain(runErr, o, t.creds[""]), err)
+			return errors.Join(explain(runErr, o, t.creds[""]), cleanErr, err)
 		}
 		if o.reads.skip && bench.Spec.Workloads.Reads != nil {
 			fmt.Fprintln(stdout, "\nThe reads workload (k6) was left out: --skip-reads.")
 		}
 	}
-	return explain(runErr, o, t.creds[""])
+	// An arm stopped for running its views on another runtime than it asked for fails a run
+	// by hand, after the other arms' results; a Job (--handoff) leaves it to the operator,
+	// which reads it from the document and goes on with the other arms.
+	var stopped []error
+	for _, a := range doc.Arms {
+		if a.Stopped() && o.handoff == "" {
+			stopped = append(stopped, fmt.Errorf("query server %s was stopped: it %s", a.QueryServer, a.Runtime.Mismatch))
+		}
+	}
+	return errors.Join(append([]error{explain(runErr, o, t.creds[""]), cleanErr}, stopped...)...)
+}
+
+// allSteps are the steps of `couchbench run`: every runner step, then the reads.
+var allSteps = append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads)
+
+// cleanTimeout bounds the deletion of a run's databases, which also runs after Ctrl-C.
+const cleanTimeout = time.Minute
+
+// removeRun deletes what the run made in the CouchDB of each arm it ran, and says what it
+// deleted, or what is left and how to remove it.
+func removeRun(ctx context.Context, o stepOptions, bench *benchv1.CouchBenchmark, doc *results.Document, t targets, log io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, cleanTimeout)
+	defer cancel()
+	var errs []error
+	for _, a := range doc.Arms {
+		deleted, err := runner.DeleteDatabases(ctx, t.clientOf(a.QueryServer), runner.Databases(bench, o.runID, a.QueryServer))
+		if len(deleted) > 0 {
+			fmt.Fprintf(log, "%s %s: deleted the run's databases %s (--keep keeps them)\n", time.Now().UTC().Format("15:04:05"),
+				a.QueryServer, strings.Join(deleted, ", "))
+		}
+		if err != nil {
+			url, _ := t.target(a.QueryServer)
+			how := "couchbench clean -f " + o.file
+			if o.runID != "" {
+				how += " --run-id " + o.runID
+			}
+			errs = append(errs, fmt.Errorf("query server %s: %w; remove what is left with %s --url %s", a.QueryServer, err, how, url))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// readBench reads a CouchBenchmark file as the API server would take it, defaults applied.
+func readBench(file string) (*benchv1.CouchBenchmark, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	bench, err := benchspec.ParseByHand(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return bench, nil
 }
 
 // explain adds to an error what a user can do about it: after CouchDB's 401, how to pass a
@@ -416,6 +479,14 @@ type targets struct {
 
 // target is an arm's CouchDB, for k6.
 func (t targets) target(arm string) (string, couch.Credentials) { return t.urls[arm], t.creds[arm] }
+
+// clientOf is the client of an arm's CouchDB.
+func (t targets) clientOf(arm string) *couch.Client {
+	if c, ok := t.servers[arm]; ok {
+		return c
+	}
+	return t.client
+}
 
 // clients connects to the arms' CouchDBs: --url (or the spec's existing URL) for every arm,
 // and --arm-url's for arms of their own, whose credentials come from --credentials-dir/ARM

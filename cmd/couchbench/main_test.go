@@ -329,6 +329,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"run", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
 		{[]string{"version", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"seed", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "2", "--parts", "2"}, 1, "as parts 0 to 1"},
+		// --keep is a whole run's: its steps one by one keep their databases for the next.
+		{[]string{"seed", "-f", spec, "--keep"}, 2, "flag provided but not defined: -keep"},
+		{[]string{"clean", "--run-id", "r1"}, 2, "name the run's benchmark with -f bench.yaml or --benchmark NAME"},
+		{[]string{"clean", "-f", spec, "--benchmark", "cli"}, 2, "name the run's benchmark with -f bench.yaml or --benchmark NAME (one of them)"},
+		{[]string{"clean", "--benchmark", "cli"}, 2, "--benchmark needs --run-id: without it every run of the benchmark would go"},
+		{[]string{"clean", "--benchmark", "cli", "--run-id", "r1"}, 2, "--url is required with --benchmark"},
 	}
 	for _, c := range cases {
 		var stdout, stderr bytes.Buffer

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -45,7 +46,7 @@ var recreateWaits = func() []time.Duration {
 // database there deletes it again and tries once more.
 func (c *Client) RecreateDB(ctx context.Context, db string, q, n int) error {
 	for try := 0; ; try++ {
-		if err := c.DeleteDB(ctx, db); err != nil {
+		if _, err := c.DeleteDB(ctx, db); err != nil {
 			return err
 		}
 		created, err := c.CreateDB(ctx, db, q, n)
@@ -75,13 +76,30 @@ func total(waits []time.Duration) time.Duration {
 	return sum
 }
 
-// DeleteDB deletes a database; a missing one is not an error.
-func (c *Client) DeleteDB(ctx context.Context, db string) error {
-	_, err := c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
+// DeleteDB deletes a database. It reports whether there was one to delete; a missing one is
+// not an error.
+func (c *Client) DeleteDB(ctx context.Context, db string) (deleted bool, err error) {
+	_, err = c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
 	if StatusOf(err) == http.StatusNotFound {
-		return nil
+		return false, nil
 	}
-	return err
+	return err == nil, err
+}
+
+// AllDBs lists the databases from startKey to endKey, in order (GET /_all_dbs; server admins
+// only, since CouchDB 3).
+func (c *Client) AllDBs(ctx context.Context, startKey, endKey string) ([]string, error) {
+	keys := url.Values{}
+	for name, key := range map[string]string{"start_key": startKey, "end_key": endKey} {
+		data, err := json.Marshal(key)
+		if err != nil {
+			return nil, err
+		}
+		keys.Set(name, string(data))
+	}
+	var dbs []string
+	_, err := c.call(ctx, request{method: http.MethodGet, path: "/_all_dbs", query: keys, accept: []int{http.StatusOK}}, &dbs)
+	return dbs, err
 }
 
 // DBInfo is the part of GET /{db} the runner reads.

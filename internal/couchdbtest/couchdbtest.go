@@ -243,7 +243,7 @@ func (s *Server) DeleteLater(t testing.TB, dbs ...string) {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for _, db := range dbs {
-			if err := c.DeleteDB(ctx, db); err != nil {
+			if _, err := c.DeleteDB(ctx, db); err != nil {
 				t.Errorf("deleting test database %s: %v", db, err)
 			}
 		}

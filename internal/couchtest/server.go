@@ -18,6 +18,7 @@ package couchtest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -94,14 +95,24 @@ const (
 // New starts a server on a local port; t's cleanup closes it.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	s, stop, err := Start(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return s
+}
+
+// Start starts a server on a local port, for a TestMain (New is for a test); stop closes it.
+func Start(opts ...Option) (s *Server, stop func(), err error) {
 	cfg := config{user: "admin", password: "secret", nodes: []string{defaultNode}, maxDocumentSize: defaultMaxDocumentSize}
 	for _, o := range opts {
 		o(&cfg)
 	}
 	if len(cfg.nodes) == 0 {
-		t.Fatalf("couchtest: WithNodes needs at least one node name")
+		return nil, nil, errors.New("couchtest: WithNodes needs at least one node name")
 	}
-	s := &Server{
+	s = &Server{
 		cfg:     cfg,
 		closing: make(chan struct{}),
 		dbs:     map[string]*database{},
@@ -114,12 +125,11 @@ func New(t testing.TB, opts ...Option) *Server {
 		s.stats[node] = &nodeStats{}
 	}
 	ts := httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(func() {
+	s.URL = ts.URL
+	return s, func() {
 		close(s.closing)
 		ts.Close()
-	})
-	s.URL = ts.URL
-	return s
+	}, nil
 }
 
 // reply is one answer. Handlers build replies instead of writing them so that a fault can

@@ -69,6 +69,8 @@ const exitThresholdsFailed = 99
 // Run runs the reads of the arms doc holds (what the runner's steps ran), each against its
 // first document profile's database, and merges what they measured into doc (results.Merge),
 // also when a runner fails or the run is interrupted: the runs that ended before are kept.
+// An arm the runner stopped (its views ran on another runtime than it asked for) has no
+// reads either.
 func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 	spec := &l.Bench.Spec
 	reads := spec.Workloads.Reads
@@ -82,11 +84,16 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 	if err := os.WriteFile(script, []byte(Script), 0o600); err != nil {
 		return err
 	}
-	arms := make([]*localArm, len(doc.Arms))
-	for i, a := range doc.Arms {
-		if arms[i], err = l.arm(a); err != nil {
+	var arms []*localArm
+	for _, a := range doc.Arms {
+		if a.Stopped() {
+			continue
+		}
+		la, err := l.arm(a)
+		if err != nil {
 			return err
 		}
+		arms = append(arms, la)
 	}
 	var orders [][]string
 	defer func() { mergeReads(doc, arms, orders, err) }()

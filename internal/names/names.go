@@ -18,11 +18,28 @@ func RunID(uid string) string {
 
 // Database is the database of one arm and profile: "cb-<benchmark>[-<run id>]-<arm>-<profile>".
 func Database(benchmark, runID, arm, profile string) string {
+	return RunPrefix(benchmark, runID) + dbSafe(arm+"-"+profile)
+}
+
+// RunPrefix begins the name of every database of a run: "cb-<benchmark>[-<run id>]-". It
+// tells the run's databases from every other run's of the benchmark, but not always from
+// another benchmark's: benchmark "a" run "b1" and benchmark "a-b1" share "cb-a-b1-".
+func RunPrefix(benchmark, runID string) string {
 	parts := []string{"cb", benchmark}
 	if runID != "" {
 		parts = append(parts, runID)
 	}
-	return dbSafe(strings.Join(append(parts, arm, profile), "-"))
+	return dbSafe(strings.Join(parts, "-") + "-")
+}
+
+// ProbeDatabase is the one-document database in which runner part part (from 0) asks an
+// arm's CouchDB what runs its views: every part asks, each in a database of its own.
+func ProbeDatabase(benchmark, runID, arm string, part int) string {
+	db := Database(benchmark, runID, arm, "probe")
+	if part > 0 {
+		db += "-" + strconv.Itoa(part)
+	}
+	return db
 }
 
 // WriteDatabase is the database that one insert mode of the writes workload fills:

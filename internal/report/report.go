@@ -158,6 +158,11 @@ func newRun(docs []*results.Document, level int) (run, error) {
 		if d.Interrupted {
 			warn("The run was interrupted before it finished. The results before that are shown.")
 		}
+		for _, a := range d.Arms {
+			if a.Stopped() {
+				warn(fmt.Sprintf("Query server %s was stopped before its first step and has no results: it %s.", a.QueryServer, a.Runtime.Mismatch))
+			}
+		}
 		if d.SeriesThinned > 1 {
 			warn(fmt.Sprintf("The indexing curves keep one poll in %d, to fit where the results are stored.", d.SeriesThinned))
 		}

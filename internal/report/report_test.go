@@ -128,8 +128,13 @@ func TestHTMLWithoutComparisonOrCharts(t *testing.T) {
 	if strings.Contains(page, "<svg") || strings.Contains(page, `id="charts"`) || strings.Contains(page, "<table") {
 		t.Error("charts or tables without data")
 	}
+	// An arm stopped for the runtime of its views says so, with why.
+	stopped.Arms = []results.Arm{{QueryServer: "pypy", Language: "python", Runtime: &results.Runtime{Language: "python", Engine: "CPython",
+		Asked: "PyPy", Mismatch: "asks for PyPy (preset pypy), but the CouchDB at http://c:5984 runs its python views on CPython 3.11.2", Stopped: true}}}
+	page = render(t, nil, stopped)
 	for _, want := range []string{"The run stopped early: seeding spidermonkey: 401 &lt;unauthorized&gt;.", "The run was interrupted",
-		"The indexing curves keep one poll in 4"} {
+		"The indexing curves keep one poll in 4",
+		"Query server pypy was stopped before its first step and has no results: it asks for PyPy (preset pypy), but the CouchDB at http://c:5984"} {
 		if !strings.Contains(page, want) {
 			t.Errorf("no warning %q", want)
 		}

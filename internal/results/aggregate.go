@@ -34,6 +34,19 @@ type Summary struct {
 	// SameNodes says whether every arm's CouchDB ran on the first arm's nodes; nil until two
 	// arms' CouchDB pods are known.
 	SameNodes *SameNodesVerdict
+	// Runtimes says whether every arm's views ran on what the arm asked for; nil until an
+	// arm's runtime is known.
+	Runtimes *RuntimesVerdict
+}
+
+// RuntimesVerdict says whether every arm's views ran on what its preset, engine or command
+// asks for.
+type RuntimesVerdict struct {
+	AsAsked bool
+	// Mismatched lists "query server <arm> stopped: it <mismatch>" or "query server <arm>
+	// measured anyway, every number flagged RuntimeMismatch: it <mismatch>" for each arm
+	// whose views ran on something else.
+	Mismatched []string
 }
 
 // SameNodesVerdict says whether the arms were measured on the same nodes.
@@ -70,6 +83,19 @@ func Aggregate(docs ...*Document) Summary {
 		for _, a := range d.Arms {
 			q := compactArm(a, noiseThreshold(d.Spec), stepFlags(d, a))
 			s.Results = append(s.Results, q)
+			if rt := a.Runtime; rt != nil {
+				if s.Runtimes == nil {
+					s.Runtimes = &RuntimesVerdict{AsAsked: true}
+				}
+				if rt.Mismatch != "" {
+					s.Runtimes.AsAsked = false
+					what := "measured anyway, every number flagged RuntimeMismatch"
+					if rt.Stopped {
+						what = "stopped"
+					}
+					s.Runtimes.Mismatched = append(s.Runtimes.Mismatched, fmt.Sprintf("query server %s %s: it %s", a.QueryServer, what, rt.Mismatch))
+				}
+			}
 			if nodes := couchdbNodes(a.Cluster); len(nodes) > 0 {
 				if firstNodes == nil {
 					firstNodes = nodes
@@ -250,12 +276,18 @@ func couchdbNodes(c *Cluster) []string {
 
 // stepFlags are the flags each step's results get from how the step ran: its load generator
 // on a node of the arm's CouchDB (SharedNode), or out of CPU or of virtual users
-// (GeneratorBound).
+// (GeneratorBound); and every step's, when the arm's views ran on another runtime than it
+// asked for (RuntimeMismatch): the arm's name then misnames all of its numbers.
 func stepFlags(d *Document, a Arm) map[benchv1.Step][]benchv1.ResultFlag {
 	out := map[benchv1.Step][]benchv1.ResultFlag{}
 	flag := func(step benchv1.Step, f benchv1.ResultFlag) {
 		if !slices.Contains(out[step], f) {
 			out[step] = append(out[step], f)
+		}
+	}
+	if a.Runtime != nil && a.Runtime.Mismatch != "" {
+		for _, step := range loadSteps {
+			flag(step, benchv1.FlagRuntimeMismatch)
 		}
 	}
 	shared, _ := sharedNodes(a.Cluster)
@@ -287,6 +319,9 @@ func readsRunners(r *Reads) []ReadsRunner {
 // compactArm is one arm in the API's compact shapes; flags are stepFlags.
 func compactArm(a Arm, noisyAbove float64, flags map[benchv1.Step][]benchv1.ResultFlag) benchv1.QueryServerResults {
 	r := benchv1.QueryServerResults{QueryServer: a.QueryServer, Language: a.Language}
+	if a.Stopped() {
+		r.Stopped = a.Runtime.Mismatch
+	}
 	for _, p := range a.Profiles {
 		if p.Seeding != nil {
 			loads := p.Seedings()

@@ -13,7 +13,8 @@ func provenanceTable(docs []*Document) Table {
 	t := Table{
 		Title:  "Provenance",
 		Header: []string{"Option", "CouchDB", "Views run on", "Erlang", "Collation", "Images (digest)", "Nodes", "Kubernetes, chart, operator"},
-		Note: "Views run on: what a view in the arm's language reported about its interpreter. Images: what each pod " +
+		Note: "Views run on: what a view in the arm's language reported about its interpreter, and what the arm asked " +
+			"for when that differs (spec.runtimeMismatch: a stopped arm has no results). Images: what each pod " +
 			"really ran (the kubelet's image ID). Nodes: allocatable CPU and memory, kernel.",
 	}
 	for _, d := range inSpecOrder(docs) {
@@ -26,9 +27,12 @@ func provenanceTable(docs []*Document) Table {
 			server = fmt.Sprintf("%s, %d node(s)", server, len(srv.Nodes))
 			views := "-"
 			if rt := a.Runtime; rt != nil {
-				views = strings.TrimSpace(rt.Engine + " " + rt.Version)
-				if rt.JSONModule != "" {
-					views += ", JSON " + rt.JSONModule
+				views = rt.String()
+				switch {
+				case rt.Stopped:
+					views += "; asked for " + rt.Asked + ": stopped"
+				case rt.Mismatch != "":
+					views += "; asked for " + rt.Asked + ": measured anyway (RuntimeMismatch)"
 				}
 			}
 			images, nodes, versions := "-", "-", "-"

@@ -9,6 +9,7 @@ package results
 import (
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -162,7 +163,31 @@ type Runtime struct {
 	Version string `json:"version,omitempty"`
 	// JSONModule is the JSON module a Python query server decodes with (json, simplejson).
 	JSONModule string `json:"jsonModule,omitempty"`
+	// Asked is what the arm's preset, engine or command asks to run its views, in the same
+	// terms ("PyPy", "CPython with JSON module json"); empty when it leaves that to CouchDB.
+	Asked string `json:"asked,omitempty"`
+	// Mismatch says what the arm asks for, what ran and how to configure the server to run
+	// what was asked ("asks for PyPy (preset pypy), but the CouchDB at ... runs ..."), when
+	// that is not what ran; empty when it is.
+	Mismatch string `json:"mismatch,omitempty"`
+	// Stopped is true when the mismatch stopped the arm before its first step
+	// (spec.runtimeMismatch Stop); with a Mismatch and not Stopped, the arm was measured
+	// anyway and every number of it is flagged RuntimeMismatch.
+	Stopped bool `json:"stopped,omitempty"`
 }
+
+// String is what ran, in a few words: "CPython 3.11.2, JSON simplejson".
+func (rt Runtime) String() string {
+	s := strings.TrimSpace(rt.Engine + " " + rt.Version)
+	if rt.JSONModule != "" {
+		s += ", JSON " + rt.JSONModule
+	}
+	return s
+}
+
+// Stopped tells whether the arm was stopped before its first step because its views ran on
+// another runtime than it asked for.
+func (a Arm) Stopped() bool { return a.Runtime != nil && a.Runtime.Stopped }
 
 // Profile is the results of one arm on one document profile.
 type Profile struct {

@@ -110,7 +110,8 @@ func (r Report) indexingTable() Table {
 		Note: "Fully built: from the first shard copy's index update starting to the last one's written, every copy asked on its own " +
 			"node (Timing in the details: how close that is). Noisy: CV above the spec's noiseThresholdPercent; Imprecise: a build timed to worse than 5%; " +
 			"SharedNode: the load generator ran on a node of the CouchDB it measured; GeneratorBound: it used its whole CPU allowance " +
-			"(or k6 dropped iterations), so the number may be its own.",
+			"(or k6 dropped iterations), so the number may be its own; RuntimeMismatch: the arm's views ran on another runtime " +
+			"than it asked for (Provenance).",
 		Header: append([]string{colOption, "Reducer"}, prefixed("c/s ", profiles)...),
 	}
 	for _, q := range r.Results {

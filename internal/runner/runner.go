@@ -8,7 +8,8 @@
 // share its CouchDB, so they take turns round by round within a step (rounds.go). Whatever
 // happens, the document keeps what was measured before an error or an interrupt. One file per
 // step: seed.go, index.go, views.go, writes.go; probe.go asks the arm's CouchDB what runs its
-// views.
+// views before the first step, and stops an arm that runs on something else than it asks
+// for; clean.go deletes the databases of a run.
 //
 // The arms of a runner take turns within each step, round by round, in a fresh random order
 // every round (rounds.go): arms that share one CouchDB, and arms that each have their own
@@ -60,8 +61,8 @@ type Config struct {
 	PollInterval time.Duration
 	// Part and Parts: this runner is part Part (from 0) of Parts runners that seed the
 	// dataset and run the writes together (spec.runner.parallelism); Parts 0 or 1 is a
-	// runner on its own. Part 0 creates the databases, watches CouchDB's load and asks what
-	// runs its views; every part loads its slice and runs its share of the writers.
+	// runner on its own. Part 0 creates the databases and watches CouchDB's load; every part
+	// asks what runs the arms' views, loads its slice and runs its share of the writers.
 	Part, Parts int
 }
 
@@ -143,6 +144,13 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 		}
 	}
 	for _, group := range groups {
+		if err := probeArms(ctx, cfg, group); err != nil {
+			return err
+		}
+		group = slices.DeleteFunc(slices.Clone(group), func(a *armRun) bool { return a.result.Stopped() })
+		if len(group) == 0 {
+			continue
+		}
 		for _, step := range benchv1.RunnerSteps {
 			if !slices.Contains(cfg.Steps, step) || !steps[step].asked(cfg.Bench.Spec.Workloads) {
 				continue

@@ -15,11 +15,10 @@ func (a *armRun) seedUnits() int { return len(a.result.Profiles) }
 
 // seed loads the dataset into a new database of one profile; round r of
 // dataset.seedRepetitions makes the database afresh each time, and the last load is what the
-// workloads read. After the last load of the last profile it asks the arm's CouchDB what runs
-// its views (the seed step is the one every benchmark that builds views has). A runner that
-// shares the seeding loads its slice, starting with the other parts at a barrier once part 0
-// has made the database afresh, and, before a load that follows, part 0 waits for every part
-// to finish: it deletes the database next. The operator joins the parts' loads.
+// workloads read. A runner that shares the seeding loads its slice, starting with the other
+// parts at a barrier once part 0 has made the database afresh, and, before a load that
+// follows, part 0 waits for every part to finish: it deletes the database next. The operator
+// joins the parts' loads.
 func (a *armRun) seed(ctx context.Context, round, unit int) error {
 	c, ds := a.client, a.cfg.Bench.Spec.Dataset
 	var maxBatchBytes int64
@@ -65,22 +64,5 @@ func (a *armRun) seed(ctx context.Context, round, unit int) error {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
 	}
-	w := a.cfg.Bench.Spec.Workloads
-	if !last || unit < a.seedUnits()-1 || a.cfg.Part != 0 || w.Indexing == nil && w.ViewReads == nil && w.Reads == nil {
-		return nil
-	}
-	rt, err := a.probe(ctx)
-	if err != nil {
-		return err
-	}
-	a.result.Runtime = rt
-	logf(a.cfg.Log, "%s: views in %s run on %s %s%s", a.qs.Name, rt.Language, rt.Engine, rt.Version, jsonNote(rt.JSONModule))
 	return nil
-}
-
-func jsonNote(module string) string {
-	if module == "" {
-		return ""
-	}
-	return " (JSON: " + module + ")"
 }

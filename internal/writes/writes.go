@@ -213,7 +213,7 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Op
 	if info, err := c.DBInfo(ctx, db); err == nil {
 		res.Stored = info.DocCount
 	}
-	if err := c.DeleteDB(context.WithoutCancel(ctx), db); err != nil && firstErr == nil {
+	if _, err := c.DeleteDB(context.WithoutCancel(ctx), db); err != nil && firstErr == nil {
 		firstErr = err
 	}
 	if res.Created+res.Accepted == 0 && firstErr != nil {
