@@ -61,13 +61,14 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and the operator chart) from the API and controller markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	hack/heartbeat.sh controller-gen "generating the CRDs and RBAC" \
+		$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml charts/couchbench-operator/crds/
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the API's DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	hack/heartbeat.sh controller-gen "generating DeepCopy" $(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 
 .PHONY: verify-generated
 verify-generated: ## Fail if generated code or manifests are stale (they are regenerated in place).
@@ -79,7 +80,7 @@ fmt: ## Run go fmt.
 
 .PHONY: vet
 vet: ## Run go vet.
-	go vet ./...
+	hack/heartbeat.sh "go vet" "vetting ./..." go vet ./...
 
 .PHONY: envtest
 envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when present).
@@ -114,7 +115,7 @@ test-e2e: $(if $(HAS_DOCKER),$(KIND)) ## Run the e2e suite on a real cluster: ki
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run
+	hack/heartbeat.sh golangci-lint linting $(GOLANGCI_LINT) run
 
 ##@ Build
 
@@ -175,6 +176,6 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 # go-install-tool installs package $2 at version $3 as $1 (the version is in the file name,
 # so changing a pin rebuilds the tool).
 define go-install-tool
-@set -e; pkg=$(2)@$(3); echo "installing $${pkg}"; \
-tmp=$$(mktemp -d); GOBIN=$$tmp go install $${pkg}; mv $$tmp/$$(basename $$(echo $(2) | sed 's,/v[0-9]*$$,,')) $(1); rm -rf $$tmp
+@set -e; pkg=$(2)@$(3); name=$$(basename $$(echo $(2) | sed 's,/v[0-9]*$$,,')); echo "installing $${pkg}"; \
+tmp=$$(mktemp -d); GOBIN=$$tmp hack/heartbeat.sh "$$name" "building $(3)" go install $${pkg}; mv $$tmp/$$name $(1); rm -rf $$tmp
 endef
