@@ -27,10 +27,13 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 
 # envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
-# KUBEBUILDER_ASSETS is already set, in which case it is used as is.
+# KUBEBUILDER_ASSETS is already set, in which case it is used as is. ENVTEST_PREBUILT names
+# a directory of binaries built elsewhere that hack/envtest.sh copies instead of building
+# when they report the pinned versions (.ci/run: the local cluster's, built for the e2e suite).
 ENVTEST_ASSETS_DIR ?= $(LOCALBIN)/k8s
+ENVTEST_PREBUILT ?=
 ifeq ($(origin KUBEBUILDER_ASSETS), undefined)
-KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR))
+KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR) $(ENVTEST_PREBUILT))
 endif
 
 # Real Apache CouchDB for the tests and benchmarks: the kit (a relocatable Apache CouchDB
