@@ -14,12 +14,14 @@ $(LOCALBIN):
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+GOTESTSUM_VERSION ?= v1.13.0
 KIND_VERSION ?= v0.33.0
 HELM_VERSION ?= v3.21.4
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
@@ -89,10 +91,12 @@ vet: ## Run go vet.
 envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when present).
 	@echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 
+# gotestsum runs go test ./... and ends with the counts ("DONE N tests, K skipped, F failures
+# in Ts"); a failed test's output is printed when its package ends and again in the summary.
 .PHONY: test
-test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
+test: verify-generated vet $(GOTESTSUM) ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" \
-		hack/with-couchdb.sh go test ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
+		hack/with-couchdb.sh $(GOTESTSUM) --format pkgname-and-test-fails -- ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
@@ -175,6 +179,9 @@ $(HELM): | $(LOCALBIN)
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+$(GOTESTSUM): | $(LOCALBIN)
+	$(call go-install-tool,$@,gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
 
 # go-install-tool installs package $2 at version $3 as $1 (the version is in the file name,
 # so changing a pin rebuilds the tool).
