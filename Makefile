@@ -14,12 +14,14 @@ $(LOCALBIN):
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION ?= v5.8.2
 GOLANGCI_LINT_VERSION ?= v2.15.0
+GOTESTSUM_VERSION ?= v1.13.0
 KIND_VERSION ?= v0.33.0
 HELM_VERSION ?= v3.21.4
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
@@ -27,10 +29,13 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
 
 # envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
-# KUBEBUILDER_ASSETS is already set, in which case it is used as is.
+# KUBEBUILDER_ASSETS is already set, in which case it is used as is. ENVTEST_PREBUILT names
+# a directory of binaries built elsewhere that hack/envtest.sh copies instead of building
+# when they report the pinned versions (.ci/run: the local cluster's, built for the e2e suite).
 ENVTEST_ASSETS_DIR ?= $(LOCALBIN)/k8s
+ENVTEST_PREBUILT ?=
 ifeq ($(origin KUBEBUILDER_ASSETS), undefined)
-KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR))
+KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR) $(ENVTEST_PREBUILT))
 endif
 
 # Real Apache CouchDB for the tests and benchmarks: the kit (a relocatable Apache CouchDB
@@ -61,13 +66,14 @@ help: ## Show this help.
 
 .PHONY: manifests
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and the operator chart) from the API and controller markers.
-	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
+	hack/heartbeat.sh controller-gen "generating the CRDs and RBAC" \
+		$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml charts/couchbench-operator/crds/
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the API's DeepCopy methods.
-	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
+	hack/heartbeat.sh controller-gen "generating DeepCopy" $(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./..."
 
 .PHONY: verify-generated
 verify-generated: ## Fail if generated code or manifests are stale (they are regenerated in place).
@@ -79,16 +85,18 @@ fmt: ## Run go fmt.
 
 .PHONY: vet
 vet: ## Run go vet.
-	go vet ./...
+	hack/heartbeat.sh "go vet" "vetting ./..." go vet ./...
 
 .PHONY: envtest
 envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when present).
 	@echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 
+# gotestsum runs go test ./... and ends with the counts ("DONE N tests, K skipped, F failures
+# in Ts"); a failed test's output is printed when its package ends and again in the summary.
 .PHONY: test
-test: verify-generated vet ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
+test: verify-generated vet $(GOTESTSUM) ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" \
-		hack/with-couchdb.sh go test ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
+		hack/with-couchdb.sh $(GOTESTSUM) --format pkgname-and-test-fails -- ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
 
 .PHONY: bench
 bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
@@ -114,7 +122,7 @@ test-e2e: $(if $(HAS_DOCKER),$(KIND)) ## Run the e2e suite on a real cluster: ki
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run
+	hack/heartbeat.sh golangci-lint linting $(GOLANGCI_LINT) run
 
 ##@ Build
 
@@ -172,9 +180,12 @@ $(HELM): | $(LOCALBIN)
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
 
+$(GOTESTSUM): | $(LOCALBIN)
+	$(call go-install-tool,$@,gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
+
 # go-install-tool installs package $2 at version $3 as $1 (the version is in the file name,
 # so changing a pin rebuilds the tool).
 define go-install-tool
-@set -e; pkg=$(2)@$(3); echo "installing $${pkg}"; \
-tmp=$$(mktemp -d); GOBIN=$$tmp go install $${pkg}; mv $$tmp/$$(basename $$(echo $(2) | sed 's,/v[0-9]*$$,,')) $(1); rm -rf $$tmp
+@set -e; pkg=$(2)@$(3); name=$$(basename $$(echo $(2) | sed 's,/v[0-9]*$$,,')); echo "installing $${pkg}"; \
+tmp=$$(mktemp -d); GOBIN=$$tmp hack/heartbeat.sh "$$name" "building $(3)" go install $${pkg}; mv $$tmp/$$name $(1); rm -rf $$tmp
 endef

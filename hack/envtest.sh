@@ -1,48 +1,60 @@
 #!/usr/bin/env bash
-# Builds the control-plane binaries envtest needs (kube-apiserver, etcd) from Go modules into
-# a git-ignored directory, and prints that directory (for KUBEBUILDER_ASSETS).
+# Provides the control-plane binaries envtest needs (kube-apiserver, etcd) in a git-ignored
+# directory, and prints that directory (for KUBEBUILDER_ASSETS).
 #
 # setup-envtest downloads prebuilt binaries from a bucket that this project's machines and CI
 # cannot reach; the Go module proxy they can reach serves the sources, so we build instead.
 # The modules under hack/envtest/ pin the versions (go.sum checked in, -mod=readonly). A
-# build is skipped when the binaries already report the pinned versions.
+# binary is kept when it already reports the pinned version.
 #
-# Usage: hack/envtest.sh OUTDIR
+# PREBUILT_DIR names binaries built elsewhere: those that report the pinned versions are
+# copied rather than built. CI passes the local cluster's bin/ (../shared/local-cluster
+# builds the same kube-apiserver and etcd for the e2e suite), so a cold machine builds
+# kube-apiserver once, not twice.
+#
+# Usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]
 set -euo pipefail
 
 KUBE_VERSION=v1.36.3
 ETCD_VERSION=3.6.16
 
-out=${1:?usage: hack/envtest.sh OUTDIR}
+out=${1:?usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]}
+prebuilt=${2:-}
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
 log() { echo "envtest: $*" >&2; }
 
-go_build() { # moddir args...
-  local dir=$1; shift
-  (cd "$dir" && env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
-    go build -trimpath -buildvcs=false "$@")
+is_kube_apiserver() { "$1" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION"; }
+is_etcd() { "$1" --version 2>/dev/null | grep -q "^etcd Version: $ETCD_VERSION\$"; }
+
+# provide NAME CHECK WHAT MODDIR GO_BUILD_ARG...: keeps OUTDIR/NAME when CHECK accepts it,
+# else copies PREBUILT_DIR/NAME when CHECK accepts that, else builds it in MODDIR.
+provide() {
+  local name=$1 check=$2 what=$3 dir=$4
+  shift 4
+  if "$check" "$out/$name"; then
+    log "$what present"
+  elif [[ -n $prebuilt ]] && "$check" "$prebuilt/$name"; then
+    cp -f "$prebuilt/$name" "$out/$name"
+    log "$what copied from $prebuilt"
+  else
+    log "building $what"
+    "$here/heartbeat.sh" envtest "building $what" \
+      env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
+      go build -C "$dir" -trimpath -buildvcs=false -o "$out/$name" "$@"
+  fi
 }
 
-if "$out/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION"; then
-  log "kube-apiserver $KUBE_VERSION present"
-else
-  log "building kube-apiserver $KUBE_VERSION (a few minutes on a cold Go cache)"
-  minor=${KUBE_VERSION#v1.}; minor=${minor%%.*}
-  ldflags="-s -w"
-  for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ldflags="$ldflags -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-  done
-  go_build "$here/envtest/kube-apiserver" -ldflags "$ldflags" -o "$out/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver
-fi
-
-if "$out/etcd" --version 2>/dev/null | grep -q "^etcd Version: $ETCD_VERSION\$"; then
-  log "etcd $ETCD_VERSION present"
-else
-  log "building etcd $ETCD_VERSION"
-  go_build "$here/envtest/etcd" -ldflags "-s -w" -o "$out/etcd" .
-fi
+minor=${KUBE_VERSION#v1.}
+minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags="$ldflags -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+done
+provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/envtest/kube-apiserver" \
+  -ldflags "$ldflags" k8s.io/kubernetes/cmd/kube-apiserver
+provide etcd is_etcd "etcd $ETCD_VERSION" "$here/envtest/etcd" -ldflags "-s -w" .
 
 echo "$out"

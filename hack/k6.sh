@@ -16,7 +16,8 @@ if "$out/k6" version 2>/dev/null | grep -q "k6 ${version} "; then
   echo "k6: ${version} present" >&2
 else
   echo "k6: building ${version} (a few minutes on a cold Go cache)" >&2
-  (cd "$here/k6" && env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
-    go build -trimpath -buildvcs=false -ldflags "-s -w" -o "$out/k6" .)
+  "$here/heartbeat.sh" k6 "building $version" \
+    env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
+    go build -C "$here/k6" -trimpath -buildvcs=false -ldflags "-s -w" -o "$out/k6" .
 fi
 echo "$out/k6"

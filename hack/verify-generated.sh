@@ -14,7 +14,7 @@ for p in "${generated[@]}"; do
   if [ -e "$p" ]; then cp -r --parents "$p" "$before/"; fi
 done
 
-make --no-print-directory generate manifests >/dev/null
+make --silent --no-print-directory generate manifests
 
 stale=0
 for p in "${generated[@]}"; do

@@ -56,11 +56,9 @@ since() { echo "$(($(date +%s) - $1))s"; }
 kit=$(cd "$kit" && pwd)
 couchdb() { "$kit/couchdb.sh" "$@"; }
 
-heartbeat_pid=""
 # shellcheck disable=SC2317 # run by the EXIT trap
 stop_all() {
   local rc=$? t d dirs=()
-  if [[ -n $heartbeat_pid ]]; then kill "$heartbeat_pid" 2>/dev/null || true; fi
   t=$(date +%s)
   for d in "$state/single" "$state/cluster" "$state"/own/*; do
     [[ -f $d/kit.conf ]] && dirs+=("$d")
@@ -135,14 +133,5 @@ unset COUCHDB_URL COUCHDB_URLS COUCHDB_USER COUCHDB_PASSWORD COUCHDB_DIR COUCHDB
 
 # go test prints a package's result only once the package has finished, and the
 # real-CouchDB suites take minutes: say that it is still going.
-t=$(date +%s)
-(while sleep 30; do log "still running ($(since "$t"))…"; done) &
-heartbeat_pid=$!
 log "running: $*"
-rc=0
-"$@" || rc=$?
-kill "$heartbeat_pid" 2>/dev/null || true
-wait "$heartbeat_pid" 2>/dev/null || true
-heartbeat_pid=""
-log "finished in $(since "$t") with exit code $rc: $*"
-exit "$rc"
+"$root/hack/heartbeat.sh" couchdb "running ${1##*/}" "$@"
