@@ -57,7 +57,7 @@ func withBaseline(bench *benchv1.CouchBenchmark, name, baseline string) *benchv1
 // A run 20% slower than its baseline, with five tight repetitions a side, on a machine whose
 // runs are taken to differ no more than their repetitions (betweenRunsPercent 0), is
 // Regressed: in status, the conditions, an event, the stored results, the metrics; deleting
-// it deletes its gauges. With the default assumption that runs differ by 15% from run to run,
+// it deletes its gauges. With the default assumption that runs differ by 30% from run to run,
 // the same 20% is Inconclusive. The dashboard the chart ships only uses metrics the endpoint
 // has.
 func TestRegressionAgainstTheBaseline(t *testing.T) {
@@ -75,7 +75,7 @@ func TestRegressionAgainstTheBaseline(t *testing.T) {
 	create(t, assumed)
 	h.document = indexingRuns(8000)
 	if got := h.drive(assumed, 20); got.Status.Comparison == nil || got.Status.Comparison.Verdict != benchv1.VerdictInconclusive {
-		t.Errorf("20%% slower, runs assumed to differ by 15%%: comparison %+v, want Inconclusive", got.Status.Comparison)
+		t.Errorf("20%% slower, runs assumed to differ by 30%%: comparison %+v, want Inconclusive", got.Status.Comparison)
 	}
 
 	current := withBaseline(existingBenchmark(ns), "current", "base")

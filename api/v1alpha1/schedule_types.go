@@ -108,7 +108,7 @@ type ScheduleBaseline struct {
 	// BetweenRunsPercent is passed to each run's spec.baseline: how much runs differ from run
 	// to run, assumed until the schedule has 3 earlier successful runs to measure it from.
 	// +optional
-	// +kubebuilder:default=15
+	// +kubebuilder:default=30
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	BetweenRunsPercent *int32 `json:"betweenRunsPercent,omitempty"`
