@@ -28,14 +28,16 @@ const (
 
 // observeShifts finds the shifts in the schedule's history and shows them: in status (the
 // list, and the runs where they began), the Shifted condition, the metrics, and one event for
-// each shift the status did not list before.
+// each shift the status did not list before. Only judged shifts: in runs with a reference
+// arm, a shift in an arm's own numbers is the machine's as much as the arm's, and stays on
+// the history's page.
 func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule, now time.Time) error {
 	owner := metav1.NewControllerRef(s, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
 	h, _, err := readHistory(ctx, r.APIReader, s.Namespace, *owner)
 	if err != nil {
 		return err
 	}
-	found := h.Shifts(changepoint.Options{})
+	found := history.Judged(h.Shifts(changepoint.Options{}))
 	known := map[string]bool{}
 	for _, old := range s.Status.Shifts {
 		known[old.Metric+"@"+old.Run] = true

@@ -569,7 +569,7 @@ func TestHistoryFindsTheShift(t *testing.T) {
 		return stdout.String()
 	}
 	md := history(files...)
-	if !regexp.MustCompile(`\| js/small/seeding/bulk/docs_per_second +\| night07\.json +\| -20\.\d% +\| 4 +\| (99\.\d+|100\.00)% +\| true +\|`).MatchString(md) {
+	if !regexp.MustCompile(`\| js/small/seeding/bulk/docs_per_second +\| night07\.json +\| -20\.\d% +\| 4 +\| (99\.\d+|100\.00)% +\| Regressed +\|`).MatchString(md) {
 		t.Errorf("no shift of -20%% from night07.json over 4 runs, worse:\n%s", md)
 	}
 	page := history(append([]string{"--format", "html"}, files...)...)

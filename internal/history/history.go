@@ -16,6 +16,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/couchbench/couchbench/internal/changepoint"
@@ -48,6 +49,12 @@ func RatioKey(row compare.Row, reference string) string {
 	m := results.Metric{QueryServer: row.QueryServer + ":" + reference, Profile: row.Profile, Workload: row.Workload,
 		Variant: row.Variant, Name: row.Metric}
 	return m.Key()
+}
+
+// isRatio says whether key names an arm's ratio to the reference arm (RatioKey).
+func isRatio(key string) bool {
+	arm, _, _ := strings.Cut(key, "/")
+	return strings.Contains(arm, ":")
 }
 
 // RunOf is a run's entry: its metrics' medians and, with several arms, each arm's ratio to
@@ -196,6 +203,11 @@ type Shift struct {
 	Confidence float64 `json:"confidence"`
 	// Worse says whether the new level is worse: lower for a rate, higher for a time.
 	Worse bool `json:"worse"`
+	// Machine marks a shift in an arm's own numbers in a history whose runs set their arms
+	// against a reference arm. The machine's level moves those (on the local cluster, a busier
+	// node took 20% off an unchanged arm, and its reference with it), so it is shown but not
+	// judged: the arms' ratios are what show a change of an arm.
+	Machine bool `json:"machine,omitempty"`
 }
 
 // String says it in one line: "indexing ... -15.2% from run X (3 runs, 99.9%)".
@@ -203,15 +215,41 @@ func (s Shift) String() string {
 	return fmt.Sprintf("%s %+.1f%% from run %s (%d runs, %.2f%% confidence)", s.Metric, s.ChangePercent, s.Run, s.Runs, s.Confidence)
 }
 
+// Verdict is what the shift says: "Regressed", "Improved", or "machine" (not judged).
+func (s Shift) Verdict() string {
+	switch {
+	case s.Machine:
+		return "machine"
+	case s.Worse:
+		return "Regressed"
+	}
+	return "Improved"
+}
+
+// Judged are the shifts that say something changed in what was measured, not only in the
+// machine: all of them but the Machine ones.
+func Judged(shifts []Shift) []Shift {
+	var out []Shift
+	for _, s := range shifts {
+		if !s.Machine {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // Shifts are the change points of every metric of the history, newest first.
 func (h History) Shifts(opts changepoint.Options) []Shift {
 	var out []Shift
-	for _, key := range h.Keys() {
+	keys := h.Keys()
+	referenced := slices.ContainsFunc(keys, isRatio)
+	for _, key := range keys {
 		runs, values := h.Series(key)
 		for _, cp := range changepoint.Detect(values, opts) {
 			lower := cp.Ratio < 1
 			out = append(out, Shift{Metric: key, Run: runs[cp.Index], Runs: len(runs) - cp.Index,
-				ChangePercent: 100 * (cp.Ratio - 1), Confidence: 100 * (1 - cp.PValue), Worse: lower == (h.Better[key] != "lower")})
+				ChangePercent: 100 * (cp.Ratio - 1), Confidence: 100 * (1 - cp.PValue), Worse: lower == (h.Better[key] != "lower"),
+				Machine: referenced && !isRatio(key)})
 		}
 	}
 	at := map[string]int{}
@@ -252,12 +290,14 @@ func (h History) Tables(shifts []Shift) []results.Table {
 		Title: "Shifts",
 		Note: "A shift: the level of a metric changed and stayed so for at least 3 runs, found over the whole series " +
 			"(binary segmentation with Student's t test, Bonferroni over the splits tried, p ≤ 0.001), named by its first run; " +
-			"Change: the geometric means of the runs after it and before it.",
-		Header: []string{"Metric", "From run", "Change", "Runs since", "Confidence", "Worse"},
+			"Change: the geometric means of the runs after it and before it. Verdict: Regressed or Improved; machine: an arm's own " +
+			"numbers in runs with a reference arm, which the machine's level moves as much as the arm (its ratio to the reference " +
+			"says whether the arm changed), shown, not judged.",
+		Header: []string{"Metric", "From run", "Change", "Runs since", "Confidence", "Verdict"},
 	}
 	for _, s := range shifts {
 		t.Rows = append(t.Rows, []string{s.Metric, s.Run, fmt.Sprintf("%+.1f%%", s.ChangePercent), fmt.Sprint(s.Runs),
-			fmt.Sprintf("%.2f%%", s.Confidence), fmt.Sprint(s.Worse)})
+			fmt.Sprintf("%.2f%%", s.Confidence), s.Verdict()})
 	}
 	if len(t.Rows) == 0 {
 		t.Rows = append(t.Rows, []string{"none", "-", "-", "-", "-", "-"})

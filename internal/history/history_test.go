@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
@@ -141,5 +142,58 @@ func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
 	}
 	if got.Confidence < 99.9 {
 		t.Errorf("confidence %.3f%%", got.Confidence)
+	}
+}
+
+// In runs with a reference arm, the machine moves every arm's own numbers: a busier node that
+// slows both arms alike is a shift of their own numbers (shown, marked machine) and none of
+// their ratio; an arm that slows alone shifts its ratio, which is judged. The shape is the
+// local cluster's schedule of docs/benchmarks.md: both arms 20% down from the 8th run, the
+// candidate 37% down alone from the 15th.
+func TestShiftsOfOwnNumbersBesideAReferenceAreTheMachines(t *testing.T) {
+	const own, ref, ratio = "cand/small/indexing/builtin/changes_per_second",
+		"ref/small/indexing/builtin/changes_per_second", "cand:ref/small/indexing/builtin/changes_per_second"
+	jitter := []float64{1, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.003, 0.997, 1.001, 0.999, 1.004, 0.996, 1, 1.002, 0.998, 1.001}
+	var h History
+	better := map[string]string{own: "higher", ref: "higher", ratio: "higher"}
+	for i, j := range jitter {
+		machine, arm := 1.0, 1.0
+		if i >= 7 {
+			machine = 0.8
+		}
+		if i >= 14 {
+			arm = 0.63
+		}
+		h.Add(runAt(i, map[string]float64{ref: 10000 * machine * j, own: 10000 * machine * arm / j, ratio: arm / j / j}), better)
+	}
+	shifts := h.Shifts(changepoint.Options{})
+	judged := Judged(shifts)
+	if len(judged) != 1 || judged[0].Metric != ratio || judged[0].Run != "nightly-14" || !judged[0].Worse || judged[0].Machine {
+		t.Fatalf("judged %+v; want only the ratio's shift from nightly-14, worse", judged)
+	}
+	var machine []string
+	for _, s := range shifts {
+		if s.Machine {
+			machine = append(machine, s.Metric+"@"+s.Run+" "+s.Verdict())
+		}
+	}
+	want := []string{own + "@nightly-14 machine", ref + "@nightly-07 machine", own + "@nightly-07 machine"}
+	slices.Sort(machine)
+	slices.Sort(want)
+	if !slices.Equal(machine, want) {
+		t.Errorf("machine shifts %q, want %q", machine, want)
+	}
+
+	// Without a reference arm there is no ratio to tell the machine by: every shift is judged.
+	var single History
+	for i, j := range jitter {
+		v := 10000 * j
+		if i >= 7 {
+			v *= 0.8
+		}
+		single.Add(runAt(i, map[string]float64{own: v}), better)
+	}
+	if s := single.Shifts(changepoint.Options{}); len(s) != 1 || s[0].Machine || s[0].Verdict() != "Regressed" {
+		t.Errorf("one arm's shifts %+v, want one, Regressed", s)
 	}
 }
