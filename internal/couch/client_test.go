@@ -147,3 +147,44 @@ func TestRecreateDBWaitsForTheDeletion(t *testing.T) {
 		t.Errorf("RecreateDB with the create always refused: %v", err)
 	}
 }
+
+// CouchDB 3.4.3 answers 500 "badarg" to the DELETE of a database deleted a moment before
+// (see DeleteDB); the fake plays that answer. TestDeleteDBRidesOutBadargOnRealCouchDB
+// meets the real one.
+func TestDeleteDBTriesAgainAfterA5xx(t *testing.T) {
+	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
+	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.RecreateDB(ctx, "db", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fail(couchtest.Fault{Method: http.MethodDelete, PathPrefix: "/db", Times: 2, Status: http.StatusInternalServerError})
+	if deleted, err := c.DeleteDB(ctx, "db"); err != nil || !deleted {
+		t.Fatalf("DeleteDB after two 500s: deleted %v, %v; want the database deleted", deleted, err)
+	}
+	if _, err := c.DBInfo(ctx, "db"); StatusOf(err) != http.StatusNotFound {
+		t.Errorf("after DeleteDB: GET /db gave %v; want 404", err)
+	}
+
+	// Not every failure is worth another try, and the tries end.
+	if err := c.RecreateDB(ctx, "db", 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	srv.Fail(couchtest.Fault{Method: http.MethodDelete, PathPrefix: "/db", Times: 1, Status: http.StatusUnauthorized, Error: "unauthorized"})
+	if _, err := c.DeleteDB(ctx, "db"); StatusOf(err) != http.StatusUnauthorized {
+		t.Errorf("DeleteDB answered 401: %v; want that 401 at once", err)
+	}
+	saved := deleteWaits
+	deleteWaits = []time.Duration{time.Millisecond, time.Millisecond}
+	t.Cleanup(func() { deleteWaits = saved })
+	srv.Fail(couchtest.Fault{Method: http.MethodDelete, PathPrefix: "/db", Times: 3, Status: http.StatusInternalServerError})
+	if _, err := c.DeleteDB(ctx, "db"); StatusOf(err) != http.StatusInternalServerError {
+		t.Errorf("DeleteDB answered 500 three times: %v; want the 500 after three tries", err)
+	}
+	if _, err := c.DBInfo(ctx, "db"); err != nil {
+		t.Errorf("the database went although every DELETE failed: %v", err)
+	}
+}

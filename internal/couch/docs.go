@@ -31,13 +31,29 @@ func (c *Client) CreateDB(ctx context.Context, db string, q, n int) (created boo
 
 // recreateWaits are the pauses between RecreateDB's tries: 50 ms doubling to 1 s, 20 tries,
 // about 16 s in all.
-var recreateWaits = func() []time.Duration {
-	var out []time.Duration
-	for wait := 50 * time.Millisecond; len(out) < 19; wait = min(2*wait, time.Second) {
+var recreateWaits = doubling(50*time.Millisecond, time.Second, 19)
+
+// deleteWaits are the pauses between DeleteDB's tries: 50 ms doubling to 800 ms, 6 tries.
+var deleteWaits = doubling(50*time.Millisecond, time.Second, 5)
+
+// doubling is n pauses from first, each twice the one before, none longer than most.
+func doubling(first, most time.Duration, n int) []time.Duration {
+	out := make([]time.Duration, 0, n)
+	for wait := first; len(out) < n; wait = min(2*wait, most) {
 		out = append(out, wait)
 	}
 	return out
-}()
+}
+
+// pause waits d, or less if ctx ends first.
+func pause(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
+}
 
 // RecreateDB makes a database afresh: it deletes it if it is there and creates it with q
 // shards and n copies. Right after a delete, CouchDB can refuse the create with 412
@@ -60,10 +76,8 @@ func (c *Client) RecreateDB(ctx context.Context, db string, q, n int) error {
 			return fmt.Errorf("creating database %s: CouchDB still answered file_exists after deleting it %d times over %s",
 				db, try+1, total(recreateWaits))
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(recreateWaits[try]):
+		if err := pause(ctx, recreateWaits[try]); err != nil {
+			return err
 		}
 	}
 }
@@ -77,13 +91,27 @@ func total(waits []time.Duration) time.Duration {
 }
 
 // DeleteDB deletes a database. It reports whether there was one to delete; a missing one is
-// not an error.
+// not an error. A failure that may pass (a 5xx, no answer) is tried again, since DELETE
+// does the same however often it is sent: when the node is busy, CouchDB 3.4.3 answers
+// 500 unknown_error "badarg" to the DELETE of a database deleted a moment before (its
+// fabric_db_delete crashes in a log call while it weighs the copies' answers), and the
+// same DELETE 50 ms later answers 404 (189 times in 189 on the kit, six loops of create,
+// write, delete, delete side by side).
 func (c *Client) DeleteDB(ctx context.Context, db string) (deleted bool, err error) {
-	_, err = c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
-	if StatusOf(err) == http.StatusNotFound {
-		return false, nil
+	for try := 0; ; try++ {
+		_, err = c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
+		switch {
+		case err == nil:
+			return true, nil
+		case StatusOf(err) == http.StatusNotFound:
+			return false, nil
+		case !Transient(err) || try == len(deleteWaits):
+			return false, err
+		}
+		if perr := pause(ctx, deleteWaits[try]); perr != nil {
+			return false, err
+		}
 	}
-	return err == nil, err
 }
 
 // AllDBs lists the databases from startKey to endKey, in order (GET /_all_dbs; server admins

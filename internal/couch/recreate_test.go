@@ -9,6 +9,8 @@ package couch_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/couchbench/couchbench/internal/couch"
@@ -35,5 +37,49 @@ func TestRecreateDBOnRealCouchDB(t *testing.T) {
 				t.Fatalf("round %d: %s: %s (%s); the database was not made afresh", i, r.ID, r.Error, r.Reason)
 			}
 		}
+	}
+}
+
+// Loops of recreate, write, delete and delete again, side by side, as the writes step runs
+// them for each mode and round. With six such loops on this node CouchDB 3.4.3 answered
+// 500 "badarg" to most second DELETEs (see DeleteDB), and this test failed before DeleteDB
+// tried again; every DELETE must now come out deleted, or missing for the second.
+func TestDeleteDBRidesOutBadargOnRealCouchDB(t *testing.T) {
+	s := couchdbtest.Single(t)
+	c := s.Client(t, couch.Options{})
+	ctx := context.Background()
+	const loops, rounds, writes = 6, 4, 20
+	var wg sync.WaitGroup
+	errs := make(chan error, loops)
+	for loop := range loops {
+		db := couchdbtest.DBName(fmt.Sprintf("delete%d", loop))
+		s.DeleteLater(t, db)
+		wg.Go(func() {
+			for round := range rounds {
+				if err := c.RecreateDB(ctx, db, 2, s.Replicas()); err != nil {
+					errs <- fmt.Errorf("loop %d, round %d: %w", loop, round, err)
+					return
+				}
+				for range writes {
+					if _, err := c.PostDoc(ctx, db, json.RawMessage(`{"v":1}`), false); err != nil {
+						errs <- fmt.Errorf("loop %d, round %d: %w", loop, round, err)
+						return
+					}
+				}
+				if _, err := c.DeleteDB(ctx, db); err != nil {
+					errs <- fmt.Errorf("loop %d, round %d, first DELETE: %w", loop, round, err)
+					return
+				}
+				if deleted, err := c.DeleteDB(ctx, db); err != nil || deleted {
+					errs <- fmt.Errorf("loop %d, round %d, second DELETE: deleted %v, %v; want a missing database", loop, round, deleted, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
 	}
 }
