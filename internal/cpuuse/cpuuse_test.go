@@ -34,45 +34,49 @@ func TestLimitFromTheCgroup(t *testing.T) {
 	}
 }
 
-// A process that keeps a core busy under a quota of a tenth of a core is saturated (even on
-// a loaded machine that gives the spinning goroutine a tenth of a core); one that sleeps is
-// not. The CPU time is the process's own (getrusage).
+// Between's arithmetic, on readings made here: a runner that used its whole allowance is
+// saturated, one that slept is not, and waits at barriers are left out with their CPU. The
+// readings are not taken while spinning: on a loaded machine a spinning goroutine gets what
+// the scheduler gives it (7% of a core at load average 26 here, which failed this test when
+// it spun), and that says nothing about Between.
 func TestSaturation(t *testing.T) {
-	tenth := fstest.MapFS{"cpu.max": &fstest.MapFile{Data: []byte("10000 100000")}}
-	start := read(tenth)
-	for time.Since(start.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
+	t0 := time.Unix(1_800_000_000, 0)
+	// at is a reading ms into the test with cpu ms of CPU used, under a quota of a tenth
+	// of a core.
+	at := func(ms, cpu int) Reading {
+		return Reading{At: t0.Add(time.Duration(ms) * time.Millisecond), CPU: time.Duration(cpu) * time.Millisecond,
+			LimitCores: 0.1, LimitFrom: FromCgroup}
 	}
-	spun := Between(start, read(tenth))
-	if !spun.Saturated() || spun.LimitCores != 0.1 {
-		t.Errorf("spinning under a quota of a tenth of a core: %+v, want saturated", spun)
+	if u := Between(at(0, 0), at(200, 20)); !u.Saturated() || u.LimitCores != 0.1 {
+		t.Errorf("a tenth of a core used under a quota of a tenth: %+v, want saturated", u)
 	}
-	start = read(tenth)
-	time.Sleep(200 * time.Millisecond)
-	if idle := Between(start, read(tenth)); idle.Saturated() {
-		t.Errorf("sleeping: %+v, want not saturated", idle)
+	if u := Between(at(0, 0), at(200, 1)); u.Saturated() {
+		t.Errorf("sleeping: %+v, want not saturated", u)
 	}
-	// Spinning after a wait that is left out (a barrier): saturated, as if the wait were not
+	// Busy after a wait that is left out (a barrier): saturated, as if the wait were not
 	// there. Counting the wait would halve the busy share.
-	start = read(tenth)
-	time.Sleep(200 * time.Millisecond)
-	pause := Pause{From: start, To: read(tenth)}
-	for time.Since(pause.To.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
+	wait := Pause{From: at(0, 0), To: at(200, 1)}
+	if u := Between(at(0, 0), at(400, 21), wait); !u.Saturated() {
+		t.Errorf("busy after a wait left out: %+v, want saturated", u)
 	}
-	end := read(tenth)
-	if u := Between(start, end, pause); !u.Saturated() {
-		t.Errorf("spinning after a wait left out: %+v, want saturated", u)
-	}
-	if u := Between(start, end); u.BusyPercent >= Between(start, end, pause).BusyPercent {
+	if u := Between(at(0, 0), at(400, 21)); u.BusyPercent >= Between(at(0, 0), at(400, 21), wait).BusyPercent {
 		t.Errorf("the wait counted in makes the share no smaller: %+v", u)
 	}
-	// Spinning during the pause (a barrier's polling) and sleeping after: the pause's CPU
-	// is left out with its time, so the rest is idle, not saturated.
-	start = read(tenth)
-	for time.Since(start.At) < 200*time.Millisecond { //nolint:revive // spinning is the point
-	}
-	pause = Pause{From: start, To: read(tenth)}
-	time.Sleep(200 * time.Millisecond)
-	if u := Between(start, read(tenth), pause); u.Saturated() {
+	// Busy during the pause (a barrier's polling) and idle after: the pause's CPU is left
+	// out with its time, so the rest is idle, not saturated.
+	polling := Pause{From: at(0, 0), To: at(200, 20)}
+	if u := Between(at(0, 0), at(400, 21), polling); u.Saturated() {
 		t.Errorf("busy only while paused: %+v, want not saturated", u)
+	}
+}
+
+// Read takes the process's own CPU time (getrusage): CPU spent between two readings shows.
+// The loop ends on CPU spent, not on time passed, so a loaded machine only makes it longer.
+func TestReadCountsTheProcessCPU(t *testing.T) {
+	first := Read()
+	for deadline := time.Now().Add(30 * time.Second); Read().CPU-first.CPU < 20*time.Millisecond && time.Now().Before(deadline); { //nolint:revive // spinning is the point
+	}
+	if last := Read(); last.CPU-first.CPU < 20*time.Millisecond || !last.At.After(first.At) {
+		t.Errorf("after spinning: CPU %v -> %v at %v -> %v; want 20ms more", first.CPU, last.CPU, first.At, last.At)
 	}
 }
