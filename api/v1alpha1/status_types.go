@@ -78,8 +78,9 @@ type CouchBenchmarkStatus struct {
 	// +optional
 	Comparison *ComparisonSummary `json:"comparison,omitempty"`
 
-	// Arms sets every arm against the first (named in baseline), paired round by round: the
-	// A/B of the run, with a verdict per metric (Regressed: worse than the first arm).
+	// Arms sets every arm against the first (named in baseline): the A/B of the run, with a
+	// verdict per metric (Regressed: worse than the first arm); paired round by round when
+	// the arms took turns, judged as two runs minutes apart when they ran one after the other.
 	// +optional
 	Arms *ComparisonSummary `json:"arms,omitempty"`
 }

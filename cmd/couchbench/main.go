@@ -696,7 +696,7 @@ func reportFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 
 func compareFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 	tolerance := fs.Float64("tolerance", 5, "a change smaller than this `percent` is never a regression")
-	betweenRuns := fs.Float64("between-runs", 30, "how much runs minutes apart differ (CV, `percent`) with nothing changed, "+
+	betweenRuns := fs.Float64("between-runs", compare.DefaultBetweenRunsPercent, "how much runs minutes apart differ (CV, `percent`) with nothing changed, "+
 		"assumed unless 3 EARLIER runs show it (0: the runs' own repetitions alone)")
 	format := fs.String("format", formatMarkdown, "`format`: markdown or json")
 	failOnRegression := fs.Bool("fail-on-regression", false, "exit 1 when a metric regressed (for CI)")

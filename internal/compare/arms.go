@@ -14,8 +14,9 @@ import (
 // both alike (duet benchmarking, Bulej et al., ICPE 2020). The change of an arm is the
 // geometric mean of its round ratios, with a paired t interval over them (n - 1 degrees of
 // freedom) at ConfidencePercent; the verdict follows the package's rule, Regressed meaning
-// worse than the first arm. Arms run one after the other (Sequential) are paired by
-// repetition all the same, and say so: their rounds are minutes apart.
+// worse than the first arm. Arms run one after the other (Sequential) are two runs minutes
+// apart: their repetitions do not pair, and they are judged as two runs are, the interval at
+// least as wide as runs differ (Options.BetweenRunsPercent or History).
 type ArmsComparison struct {
 	// Reference is the first arm, which the others are set against.
 	Reference string `json:"reference"`
@@ -55,7 +56,11 @@ func Arms(docs []*results.Document, opts Options) (*ArmsComparison, error) {
 		if m.QueryServer == c.Reference || !ok {
 			continue
 		}
-		c.Rows = append(c.Rows, pairedRow(ref, m, opts.tolerance(m)))
+		if c.Interleaved {
+			c.Rows = append(c.Rows, pairedRow(ref, m, opts.tolerance(m)))
+		} else {
+			c.Rows = append(c.Rows, row(ref, m, opts))
+		}
 	}
 	return c, nil
 }

@@ -92,13 +92,17 @@ type Options struct {
 	BetweenRunsPercent float64
 }
 
-// OptionsOf are the Options a spec's baseline sets (nil: the defaults, and runs assumed to
-// differ only as much as their repetitions do).
+// DefaultBetweenRunsPercent is how much runs minutes apart are assumed to differ where a spec
+// or a command does not say (spec.baseline.betweenRunsPercent's default).
+const DefaultBetweenRunsPercent = 30
+
+// OptionsOf are the Options a spec's baseline sets (nil: the defaults).
 func OptionsOf(b *benchv1.Baseline) Options {
+	o := Options{BetweenRunsPercent: DefaultBetweenRunsPercent}
 	if b == nil {
-		return Options{}
+		return o
 	}
-	o := Options{TolerancePercent: float64(b.TolerancePercent), Tolerances: map[string]float64{}}
+	o.TolerancePercent, o.Tolerances = float64(b.TolerancePercent), map[string]float64{}
 	for k, v := range b.Tolerances {
 		o.Tolerances[k] = float64(v)
 	}

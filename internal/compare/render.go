@@ -79,17 +79,22 @@ func WriteRun(w io.Writer, docs []*results.Document) error {
 
 // Tables lays the arms' comparison out: every arm against the first, with its own numbers.
 func (a ArmsComparison) Tables() []results.Table {
-	how := "took turns round by round in a random order, so each round's pair met the same conditions"
+	title := fmt.Sprintf("Arms against %s, paired round by round", a.Reference)
+	how := fmt.Sprintf("The arms took turns round by round in a random order, so each round's pair met the same "+
+		"conditions. Change: the geometric mean of the round ratios (arm / %s), with a paired %v%% t interval",
+		a.Reference, a.ConfidencePercent)
 	if !a.Interleaved {
-		how = "ran one after the other (spec.armOrder Sequential): repetitions minutes apart are paired, so the machine's " +
-			"drift is not cancelled"
+		title = fmt.Sprintf("Arms against %s, one after the other", a.Reference)
+		how = fmt.Sprintf("The arms ran one after the other (spec.armOrder Sequential), minutes apart: they are set "+
+			"against each other as two runs are, not paired. Change: the ratio of the geometric means (arm / %s), "+
+			"with a %v%% interval at least as wide as runs minutes apart differ (spec.baseline.betweenRunsPercent)",
+			a.Reference, a.ConfidencePercent)
 	}
 	t := results.Table{
-		Title: fmt.Sprintf("Arms against %s, paired round by round", a.Reference),
-		Note: fmt.Sprintf("The arms %s. Change: the geometric mean of the round ratios (arm / %s), with a paired %v%% t "+
-			"interval; Regressed: the arm is worse than %s beyond the tolerance, Improved: better, Unchanged: within it, "+
-			"else Inconclusive (fewer than %d rounds, or too much spread). MDE: the smallest change the row would call "+
-			"4 times in 5.", how, a.Reference, a.ConfidencePercent, a.Reference, MinSamples),
+		Title: title,
+		Note: fmt.Sprintf("%s; Regressed: the arm is worse than %s beyond the tolerance, Improved: better, Unchanged: "+
+			"within it, else Inconclusive (fewer than %d rounds, or too much spread). MDE: the smallest change the row "+
+			"would call 4 times in 5.", how, a.Reference, MinSamples),
 		Header: []string{"Option", "Profile", "Workload", "Variant", "Metric", a.Reference, "Arm", "Change",
 			fmt.Sprintf("%v%% interval", a.ConfidencePercent), "Verdict", "MDE", "Rounds"},
 	}
