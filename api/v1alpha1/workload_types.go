@@ -194,7 +194,8 @@ type BatchOKWrites struct {
 type ReadsWorkload struct {
 	// Scenario is what each request reads: getDocument (a random seeded document by id),
 	// getSameDocument (always the first seeded document, like siege on one URL), viewByKey,
-	// viewRange, viewRangeIncludeDocs, or mixed (reads with some writes).
+	// viewRange, viewRangeIncludeDocs, or mixed (nine reads of seeded documents to one write
+	// of a new one: each virtual user writes on its every tenth iteration).
 	// +optional
 	// +kubebuilder:default=getDocument
 	Scenario ReadScenario `json:"scenario,omitempty"`

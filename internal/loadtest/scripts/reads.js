@@ -158,9 +158,11 @@ const scenarios = {
   viewRangeIncludeDocs() {
     get(`${viewPath}emit_null?include_docs=true&startkey=${jsonKey(docId(randomIndex(cfg.documents)))}&limit=${rangeLength}`);
   },
-  // mixed: nine reads of existing documents to one write of a new one.
+  // mixed: nine reads of existing documents to one write of a new one, every virtual user
+  // writing on its every tenth iteration: the mix is exact and the same from run to run (a
+  // write drawn at random one time in ten left a short test without any, 4% of the time).
   mixed() {
-    if (Math.random() < 0.9) {
+    if (exec.vu.iterationInInstance % 10 !== 9) {
       get(`${base}/${docId(randomIndex(cfg.documents))}`);
       return;
     }
