@@ -69,14 +69,21 @@ func TestCountRowsOnRecordedViewAnswers(t *testing.T) {
 	}
 }
 
-func TestErrorsCarryCouchDBsReason(t *testing.T) {
+// fakeAdmin is the in-repo fake (internal/couchtest) with a client logged in as its admin.
+func fakeAdmin(t *testing.T) (*couchtest.Server, *Client) {
+	t.Helper()
 	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
 	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, c
+}
+
+func TestErrorsCarryCouchDBsReason(t *testing.T) {
+	_, c := fakeAdmin(t)
 	ctx := context.Background()
-	_, err = c.QueryView(ctx, "missing", "_design/x", "v", url.Values{})
+	_, err := c.QueryView(ctx, "missing", "_design/x", "v", url.Values{})
 	var ce *Error
 	if !errors.As(err, &ce) || ce.Status != 404 || ce.Name != "not_found" || StatusOf(err) != 404 || Transient(err) {
 		t.Fatalf("view on a missing database: %#v", err)
@@ -118,11 +125,7 @@ func TestTransient(t *testing.T) {
 // file_exists (the fake says so here three times, as a busy 3.4.3 does now and then):
 // RecreateDB deletes again and retries until the create is taken, and the database is empty.
 func TestRecreateDBWaitsForTheDeletion(t *testing.T) {
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
-	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := fakeAdmin(t)
 	ctx := context.Background()
 	if err := c.RecreateDB(ctx, "db", 1, 1); err != nil {
 		t.Fatal(err)
@@ -152,11 +155,7 @@ func TestRecreateDBWaitsForTheDeletion(t *testing.T) {
 // (see DeleteDB); the fake plays that answer. TestDeleteDBRidesOutBadargOnRealCouchDB
 // meets the real one.
 func TestDeleteDBTriesAgainAfterA5xx(t *testing.T) {
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
-	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := fakeAdmin(t)
 	ctx := context.Background()
 	if err := c.RecreateDB(ctx, "db", 1, 1); err != nil {
 		t.Fatal(err)

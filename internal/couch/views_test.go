@@ -17,11 +17,7 @@ import (
 
 func viewServer(t *testing.T) (*couchtest.Server, *Client) {
 	t.Helper()
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
-	c, err := New(srv.URL, Credentials{Username: "admin", Password: "pw"}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, c := fakeAdmin(t)
 	ctx := context.Background()
 	if _, err := c.CreateDB(ctx, "db", 1, 1); err != nil {
 		t.Fatal(err)
