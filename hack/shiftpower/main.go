@@ -66,7 +66,7 @@ func main() {
 		"| drop undone after 6 runs: both ends found | no change, flagged somewhere in 15 looks |")
 	fmt.Println("|---|---|---|---|---|")
 	for _, stalls := range []bool{false, true} {
-		for _, cv := range []float64{0.04, 0.05, 0.07, 0.10, 0.15} {
+		for _, cv := range []float64{0.03, 0.04, 0.05, 0.07, 0.10, 0.15} {
 			rng := rand.New(rand.NewPCG(1, 2))
 			falseAlarms := 0
 			for range histories {
@@ -76,7 +76,7 @@ func main() {
 			}
 			inTime, named := 0, 0
 			for range histories {
-				x := series(rng, runs, cv, stalls, func(i int) float64 { return map[bool]float64{true: drop, false: 1}[i >= shiftAt] })
+				x := series(rng, runs, cv, stalls, func(i int) float64 { return dropped(i >= shiftAt) })
 				n, cp := firstFlag(x, shiftAt+1)
 				if n > 0 && n-shiftAt <= 3 {
 					inTime++
