@@ -91,11 +91,16 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 		r.ready(s, now, metav1.ConditionTrue, reasonSuspended, "suspended: no new runs until spec.suspend is false")
 		return ctrl.Result{}, nil
 	}
+	// What the schedule said last: a wait or a skip is told once, not on every reconcile that
+	// a run's status changes bring while it lasts.
+	said := meta.FindStatusCondition(s.Status.Conditions, conditionReady).DeepCopy()
 	if s.Spec.Immediate && !hasImmediate(runs) {
 		slot := s.CreationTimestamp.Truncate(time.Minute)
-		if runs, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
+		var skip *notice
+		if runs, skip, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.announce(s, now, said, skip)
 	}
 
 	after := s.CreationTimestamp.Time
@@ -116,12 +121,15 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	switch {
 	case due.Slot.IsZero():
 	case due.Late:
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonMissedSchedule, "Schedule",
-			"the run of %s was not started within startingDeadlineSeconds (%ds): skipped", due.Slot.UTC().Format(time.RFC3339), *s.Spec.StartingDeadlineSeconds)
+		r.announce(s, now, said, &notice{corev1.EventTypeWarning, reasonMissedSchedule, fmt.Sprintf(
+			"the run of %s was not started within startingDeadlineSeconds (%ds): skipped; next run at %s",
+			due.Slot.UTC().Format(time.RFC3339), *s.Spec.StartingDeadlineSeconds, due.Next.UTC().Format(time.RFC3339))})
 	default:
-		if _, err := r.startRun(ctx, s, runs, due.Slot, false, now); err != nil {
+		_, skip, err := r.startRun(ctx, s, runs, due.Slot, false, now)
+		if err != nil {
 			return ctrl.Result{}, err
 		}
+		r.announce(s, now, said, skip)
 	}
 	return ctrl.Result{RequeueAfter: max(due.Next.Sub(now), time.Second)}, nil
 }
@@ -150,15 +158,32 @@ func hasImmediate(runs scheduledRuns) bool {
 	return false
 }
 
+// notice is why a start time did not run (yet): the Ready condition's reason and message
+// while it holds, and an event when it is new.
+type notice struct{ eventType, reason, message string }
+
+// announce shows a notice, if any, in the Ready condition, and as an event unless the
+// condition said it already (said: the condition before this reconcile).
+func (r *CouchBenchmarkScheduleReconciler) announce(s *benchv1.CouchBenchmarkSchedule, now time.Time, said *metav1.Condition, n *notice) {
+	if n == nil {
+		return
+	}
+	r.ready(s, now, metav1.ConditionTrue, n.reason, n.message)
+	if said == nil || said.Reason != n.reason || said.Message != n.message {
+		r.Recorder.Eventf(s, nil, n.eventType, n.reason, "Schedule", "%s", n.message)
+	}
+}
+
 // startRun makes the run of a start time, minding the concurrency policy, and returns the
-// runs with it, the status rebuilt from them. A run of that name that exists is found, not
-// made again: the schedule's status may have lost a run made just before a manager restart.
+// runs with it, the status rebuilt from them, or why it made none. A run of that name that
+// exists is found, not made again: the schedule's status may have lost a run made just
+// before a manager restart.
 func (r *CouchBenchmarkScheduleReconciler) startRun(ctx context.Context, s *benchv1.CouchBenchmarkSchedule, runs scheduledRuns,
-	slot time.Time, immediate bool, now time.Time) (scheduledRuns, error) {
+	slot time.Time, immediate bool, now time.Time) (scheduledRuns, *notice, error) {
 	name := builders.ScheduledRunName(s, slot)
 	for _, run := range runs.all {
 		if run.Name == name {
-			return runs, nil
+			return runs, nil, nil
 		}
 	}
 	if len(runs.active) > 0 {
@@ -167,32 +192,30 @@ func (r *CouchBenchmarkScheduleReconciler) startRun(ctx context.Context, s *benc
 		case benchv1.ConcurrencyReplace:
 			for _, run := range runs.active {
 				if err := r.Delete(ctx, run, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
-					return runs, err
+					return runs, nil, err
 				}
 				run.DeletionTimestamp = &metav1.Time{Time: now}
 				r.Recorder.Eventf(s, run, corev1.EventTypeNormal, reasonReplaced, "Schedule", "run %s replaced by the run of %s", run.Name, slot.UTC().Format(time.RFC3339))
 			}
 		default:
-			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, reasonSkippedSchedule, "Schedule",
-				"the run of %s waits: %s is still running (concurrencyPolicy Forbid)", slot.UTC().Format(time.RFC3339), runs.active[0].Name)
-			return runs, nil
+			return runs, &notice{corev1.EventTypeNormal, reasonSkippedSchedule, fmt.Sprintf(
+				"the run of %s waits: %s is still running (concurrencyPolicy Forbid)", slot.UTC().Format(time.RFC3339), runs.active[0].Name)}, nil
 		}
 	}
 	run := builders.ScheduledRun(s, slot, r.baselineFor(s, runs), immediate)
 	err := r.Create(ctx, run)
 	if apierrors.IsAlreadyExists(err) {
 		// Someone else's object of that name (not owned by this schedule): never adopt it.
-		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonNameCollision, "Schedule",
-			"a CouchBenchmark named %s exists and is not this schedule's: the run of %s is skipped", name, slot.UTC().Format(time.RFC3339))
-		return runs, nil
+		return runs, &notice{corev1.EventTypeWarning, reasonNameCollision, fmt.Sprintf(
+			"a CouchBenchmark named %s exists and is not this schedule's: the run of %s is skipped", name, slot.UTC().Format(time.RFC3339))}, nil
 	}
 	if err != nil {
-		return runs, err
+		return runs, nil, err
 	}
 	r.Recorder.Eventf(s, run, corev1.EventTypeNormal, reasonScheduled, "Schedule", "started run %s", run.Name)
 	runs = classify(append(runs.kept(), *run))
 	runs.observe(s, now)
-	return runs, nil
+	return runs, nil, nil
 }
 
 // baselineFor is the baseline of a new run: the latest successful run, the pinned one, or none.

@@ -169,8 +169,15 @@ func TestForbidWaitsForTheRunningRun(t *testing.T) {
 	if runs := h.runs(); len(runs) != 1 {
 		t.Fatalf("runs %v: a second run started while the first ran", keys(runs))
 	}
-	if evs := drainRecorder(h.recorder); !strings.Contains(evs, reasonSkippedSchedule) {
-		t.Errorf("events %s", evs)
+	// The wait is told once, in an event and in Ready, however often the run's status
+	// changes wake the schedule meanwhile.
+	_, got := h.at(3*time.Minute + 7*time.Second)
+	if evs := drainRecorder(h.recorder); strings.Count(evs, reasonSkippedSchedule) != 1 {
+		t.Errorf("events %s; want one %s", evs, reasonSkippedSchedule)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionReady); c == nil || c.Reason != reasonSkippedSchedule ||
+		!strings.Contains(c.Message, h.slotName(1)+" is still running") {
+		t.Errorf("Ready %+v; want the wait", c)
 	}
 	h.finish(h.slotName(1), benchv1.PhaseFailed, "")
 	h.at(3*time.Minute + 10*time.Second)
@@ -181,6 +188,42 @@ func TestForbidWaitsForTheRunningRun(t *testing.T) {
 	// No successful run: the new run has no baseline.
 	if runs[h.slotName(3)].Spec.Baseline != nil {
 		t.Errorf("baseline %+v after a failed run", runs[h.slotName(3)].Spec.Baseline)
+	}
+}
+
+// A start time that could not start within startingDeadlineSeconds is skipped, and said
+// so once: a Warning event and Ready's reason, not one event per reconcile until the next
+// start time.
+func TestAMissedStartTimeIsToldOnce(t *testing.T) {
+	spec := everyMinute()
+	spec.StartingDeadlineSeconds = ptr.To[int64](10)
+	h := newSchedule(t, spec)
+	h.at(65 * time.Second)
+	h.at(2*time.Minute + 5*time.Second) // minute 2 waits for minute 1's run
+	for _, at := range []time.Duration{20 * time.Second, 30 * time.Second, 40 * time.Second} {
+		h.at(2*time.Minute + at)
+	}
+	_, got := h.at(2*time.Minute + 50*time.Second)
+	evs := drainRecorder(h.recorder)
+	if strings.Count(evs, reasonMissedSchedule) != 1 || strings.Count(evs, reasonSkippedSchedule) != 1 {
+		t.Errorf("events %s; want one wait, then one miss", evs)
+	}
+	c := meta.FindStatusCondition(got.Status.Conditions, conditionReady)
+	if c == nil || c.Reason != reasonMissedSchedule || !strings.Contains(c.Message, "not started within startingDeadlineSeconds (10s): skipped") {
+		t.Errorf("Ready %+v; want the skipped start time", c)
+	}
+	if len(h.runs()) != 1 {
+		t.Errorf("runs %v; want minute 1's only", keys(h.runs()))
+	}
+
+	// The next start time, with the run over, runs, and Ready says what comes next.
+	h.finish(h.slotName(1), benchv1.PhaseSucceeded, "")
+	_, got = h.at(3*time.Minute + 2*time.Second)
+	if h.runs()[h.slotName(3)] == nil {
+		t.Fatalf("runs %v; want minute 3's", keys(h.runs()))
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionReady); c == nil || c.Reason != reasonScheduled {
+		t.Errorf("Ready %+v after a run started", c)
 	}
 }
 

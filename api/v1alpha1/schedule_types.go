@@ -148,7 +148,9 @@ type CouchBenchmarkScheduleStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready (the schedule works and its latest finished run succeeded), Stalled
+	// Conditions: Ready (the schedule works and its latest finished run succeeded; reason
+	// SkippedSchedule while a start time waits for a run under way, MissedSchedule when one
+	// could not start within startingDeadlineSeconds, each told once as an event), Stalled
 	// (an invalid schedule or time zone, with what to fix), Regressed (the latest finished
 	// run's verdict against its baseline), Shifted (True when a metric's level shifted
 	// within the last 10 runs: the newest shifts, reason Regressed or Improved).
