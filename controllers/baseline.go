@@ -170,8 +170,8 @@ func summaryOf(baseline string, verdict compare.Verdict, summary string, rows []
 				Metric:  strings.Join([]string{row.QueryServer, row.Profile, row.Workload, row.Variant, row.Metric}, "/"),
 				Verdict: benchv1.Verdict(row.Verdict),
 			}
-			if row.DeltaPercent != nil {
-				change.DeltaPercent = fmt.Sprintf("%+.1f%%", *row.DeltaPercent)
+			if d := row.Change(); d != nil {
+				change.DeltaPercent = fmt.Sprintf("%+.1f%%", *d)
 			}
 			if iv := row.Interval; iv != nil {
 				change.Interval = fmt.Sprintf("[%+.1f%%, %+.1f%%]", iv.LowPercent, iv.HighPercent)

@@ -126,7 +126,8 @@ type MetricChange struct {
 	// Metric names it: query server/profile/workload/variant/metric.
 	Metric  string  `json:"metric"`
 	Verdict Verdict `json:"verdict"`
-	// DeltaPercent of the median, e.g. "-12.3%".
+	// DeltaPercent is the change the interval is around, e.g. "-12.3%": the ratio of the two
+	// runs' geometric means, or the geometric mean of an arm's round ratios to the first arm.
 	DeltaPercent string `json:"deltaPercent"`
 	// Interval is the confidence interval of the change, e.g. "[-15.1%, -9.4%]".
 	// +optional

@@ -3,6 +3,7 @@ package compare
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/couchbench/couchbench/internal/indexing"
@@ -151,5 +152,28 @@ func TestSequentialArmsAreJudgedAsTwoRuns(t *testing.T) {
 	}
 	if v := c.Rows[0].Verdict; v != Regressed {
 		t.Errorf("the second arm at a quarter of the speed, one after the other: %s; want Regressed", v)
+	}
+}
+
+// The one-line summary (the run's condition and status.arms) gives the change its interval is
+// around, the geometric mean of the round ratios, as the arms table does; the medians' change
+// can differ (on the local cluster one run's summary read -14.2% beside the table's -17.3%).
+func TestArmsSummaryGivesTheChangeTheIntervalIsAround(t *testing.T) {
+	series := make([]results.IndexingSeries, 2)
+	for _, arm := range []float64{60, 70, 70, 70, 75} {
+		series[0].Runs = append(series[0].Runs, indexing.Run{Documents: 10000, DocsPerSecond: 100})
+		series[1].Runs = append(series[1].Runs, indexing.Run{Documents: 10000, DocsPerSecond: arm})
+	}
+	c, err := Arms(twoArms(series, [][]string{{"a", "b"}}), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := c.Rows[0]
+	if row.Verdict != Regressed || row.DeltaPercent == nil || math.Abs(*row.DeltaPercent+30) > 0.05 {
+		t.Fatalf("row %+v; want Regressed, medians -30%%", row)
+	}
+	// exp(mean(log .6, log .7 x3, log .75)) - 1 = -31.2%
+	if got := c.Summary(); !strings.Contains(got, "changes_per_second -31.2% [") {
+		t.Errorf("summary %q; want the geometric mean of the round ratios, -31.2%%", got)
 	}
 }

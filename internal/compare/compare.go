@@ -322,6 +322,16 @@ func newRow(base, cur results.Metric, tolerancePercent float64) Row {
 	return r
 }
 
+// Change is what a one-line summary shows beside the interval: the estimate the interval is
+// around, or the medians' change when the samples allow no interval. (The medians' change can
+// lie outside the interval: an arm's rounds and a run's repetitions are skewed.)
+func (r Row) Change() *float64 {
+	if r.EstimatePercent != nil {
+		return r.EstimatePercent
+	}
+	return r.DeltaPercent
+}
+
 func (r *Row) setJudgement(j judgement) {
 	r.Verdict, r.EstimatePercent, r.Interval, r.MinDetectablePercent, r.Reason = j.verdict, j.estimate, j.interval, j.minDetectable, j.reason
 }

@@ -168,7 +168,7 @@ func rowsSummary(rows []Row) string {
 		for _, r := range rows {
 			if r.Verdict == v {
 				named = append(named, fmt.Sprintf("%s %s/%s/%s %s %s %s", r.Workload, r.QueryServer, dash(r.Profile),
-					dash(r.Variant), r.Metric, delta(r.DeltaPercent), interval(r.Interval)))
+					dash(r.Variant), r.Metric, delta(r.Change()), interval(r.Interval)))
 			}
 		}
 	}
