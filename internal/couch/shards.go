@@ -66,9 +66,18 @@ type IndexInfo struct {
 	PendingUpdates int64 `json:"pending_updates"`
 }
 
-// CopyIndexInfo reads the index of design document ddocID on one shard copy. It opens the
-// index if it was not open, and never starts an update.
+// CopyReadTimeout bounds a request to one shard copy that is answered at once: its index
+// info, or its view once the index is written. CouchDB forwards it to the copy's node with
+// no timeout of its own, and one that reaches a node while the node starts can stay
+// unanswered for ever (seen on the kit's cluster, a node restarted mid-build). A variable
+// for the tests.
+var CopyReadTimeout = 30 * time.Second
+
+// CopyIndexInfo reads the index of design document ddocID on one shard copy, within
+// CopyReadTimeout. It opens the index if it was not open, and never starts an update.
 func (c *Client) CopyIndexInfo(ctx context.Context, cp ShardCopy, ddocID string) (IndexInfo, Exchange, error) {
+	ctx, cancel := context.WithTimeout(ctx, CopyReadTimeout)
+	defer cancel()
 	var answer struct {
 		ViewIndex IndexInfo `json:"view_index"`
 	}

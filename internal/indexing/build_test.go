@@ -144,6 +144,51 @@ func TestBuildGivesUpAnAnswerThatNeverComes(t *testing.T) {
 	}
 }
 
+// A copy whose node stays down answers neither its waiting request nor the checks of its
+// index: the build fails once the index could not be read for couch.UnreachableLimit,
+// naming the node, instead of waiting for ever. Seen on the kit's cluster (in CI, and again
+// by hand) with a node stopped mid-build and started again: the checks forwarded to the
+// node while it started were never answered, and the build waited 27 minutes.
+func TestBuildFailsWhenACopysNodeStaysDown(t *testing.T) {
+	defer func(interval, limit, read time.Duration) {
+		copyCheckInterval, couch.UnreachableLimit, couch.CopyReadTimeout = interval, limit, read
+	}(copyCheckInterval, couch.UnreachableLimit, couch.CopyReadTimeout)
+	copyCheckInterval, couch.UnreachableLimit, couch.CopyReadTimeout = 20*time.Millisecond, 300*time.Millisecond, 100*time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		check couchtest.Fault
+	}{
+		{"checks answered nodedown", couchtest.Fault{Status: http.StatusPreconditionFailed, Error: "nodedown"}},
+		{"checks never answered", couchtest.Fault{Delay: time.Minute}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := []string{"node1@127.0.0.11", "node2@127.0.0.12"}
+			srv, c, gen := seeded(t, couchtest.WithNodes(nodes...))
+			down, viewPath := lastCopysView(t, c, "t6")
+			srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: viewPath, Delay: time.Minute})
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			// The node goes down once the copy's request waits: before, the build opens its index.
+			go func() {
+				for srv.Requests("GET", viewPath) == 0 && ctx.Err() == nil {
+					time.Sleep(5 * time.Millisecond)
+				}
+				check := tc.check
+				check.Method, check.PathPrefix, check.Times = "GET", strings.TrimSuffix(viewPath, "_view/")+"_info", 1<<20
+				srv.Fail(check)
+			}()
+			_, err := Build(ctx, c, nodes, Options{DB: "db", Documents: docs, Replicas: 2, Language: "javascript",
+				Reducer: benchv1.ReducerBuiltin, Nonce: "t6", Expected: gen.Expected(docs)})
+			if ctx.Err() != nil {
+				t.Fatalf("the build ended only when its context did (%v): %v", ctx.Err(), err)
+			}
+			if !errors.Is(err, ErrNodeInterrupted) || !strings.Contains(err.Error(), down.Node) || !strings.Contains(err.Error(), "could not be read") {
+				t.Fatalf("a copy's node that stays down: %v; want ErrNodeInterrupted naming %s and saying its index could not be read", err, down.Node)
+			}
+		})
+	}
+}
+
 // lastCopysView is the last shard copy of "db" and the path of the view request a build with
 // nonce sends it.
 func lastCopysView(t *testing.T, c *couch.Client, nonce string) (couch.ShardCopy, string) {

@@ -353,7 +353,9 @@ func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byR
 		}
 	}
 	last := b.last()
-	if ex, err := c.WaitCopyView(ctx, last.copy, byRange[last.copy.Range], ddoc.ByMonth); err == nil {
+	built, cancel := context.WithTimeout(ctx, couch.CopyReadTimeout)
+	defer cancel()
+	if ex, err := c.WaitCopyView(built, last.copy, byRange[last.copy.Range], ddoc.ByMonth); err == nil {
 		b.answerDelay = ex.RoundTrip()
 	} else {
 		b.waits = append(b.waits, copyWait{copy: last.copy, err: fmt.Errorf("asking shard copy %s on %s again once built: %w", last.copy.Name, last.copy.Node, err)})
@@ -385,8 +387,8 @@ func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID s
 
 // How a waiting request to a copy is looked after: every copyCheckInterval the copy's index
 // is read, and the request is given up when its index has not been updating for two checks
-// in a row without being written, or has been written for answerGrace without an answer.
-// Variables for the tests.
+// in a row without being written, or has been written for answerGrace without an answer,
+// or could not be read for couch.UnreachableLimit. Variables for the tests.
 var (
 	copyCheckInterval = 2 * time.Second
 	answerGrace       = 10 * time.Second
@@ -399,7 +401,9 @@ var errAnswerLost = errors.New("the request waiting for the copy's index will no
 // never answers a request whose node went away at the wrong moment: the node that forwards
 // it waits for the answer without a timeout (seen on the kit's cluster with a node stopped
 // and started again mid-build). A copy whose node restarted is not updating either, and
-// nothing else will start it (autoupdate is false).
+// nothing else will start it (autoupdate is false). A node that stays down answers neither
+// the request nor the checks: the build then fails, as waitCopy fails for a node that does
+// not answer the request itself.
 func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.Exchange, error) {
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -416,6 +420,7 @@ func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocI
 	defer tick.Stop()
 	idle := 0
 	var writtenAt time.Time
+	readAt := time.Now()
 	for {
 		select {
 		case a := <-done:
@@ -423,6 +428,14 @@ func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocI
 		case <-tick.C:
 		}
 		info, _, err := c.CopyIndexInfo(ctx, cp, ddocID)
+		if err == nil {
+			readAt = time.Now()
+		} else if time.Since(readAt) > couch.UnreachableLimit {
+			cancel()
+			<-done
+			// Not wrapped: the caller must not ask again after waiting this long.
+			return couch.Exchange{}, fmt.Errorf("%w: its index could not be read for %v: %v", ErrNodeInterrupted, couch.UnreachableLimit, err)
+		}
 		switch {
 		case err != nil || info.UpdaterRunning:
 			idle, writtenAt = 0, time.Time{}

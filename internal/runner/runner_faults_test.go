@@ -153,11 +153,12 @@ func TestNodeStoppedMidBuildOnRealCouchDB(t *testing.T) {
 			db := names.Database("faults", runID, "js", "small")
 			observer := srv.NodeClient(t, 2, couch.Options{})
 			var (
-				wg       sync.WaitGroup
-				stopErr  error
-				stopped  bool
-				restart  string
-				finished = make(chan struct{})
+				wg         sync.WaitGroup
+				stopErr    error
+				stopped    bool
+				restart    string
+				restartErr error
+				finished   = make(chan struct{})
 			)
 			wg.Go(func() {
 				if !waitFor(finished, func() bool { return hasIndexerTask(observer, db) }) {
@@ -167,16 +168,19 @@ func TestNodeStoppedMidBuildOnRealCouchDB(t *testing.T) {
 					return
 				}
 				stopped = true
-				out, err := srv.StartNodes(context.Background())
-				restart = fmt.Sprintf("node %d started again (err %v)\n%s", node, err, out)
+				restart, restartErr = srv.StartNodes(context.Background())
 			})
 			doc, log, err := realRun(t, srv, yaml, Config{RunID: runID})
 			close(finished)
 			wg.Wait()
-			t.Log(restart)
 			if stopErr != nil || !stopped {
 				t.Fatalf("node %d was not stopped mid-build (stopped %v, %v)\n%s", node, stopped, stopErr, log)
 			}
+			// A node that did not come back fails the run on its own; this says why.
+			if restartErr != nil {
+				t.Fatalf("node %d was not started again: %v\n%s\nthe run: %v\n%s", node, restartErr, restart, err, log)
+			}
+			t.Logf("node %d started again\n%s", node, restart)
 			p := doc.Arms[0].Profiles[0]
 			// What was measured before is kept: the seeding, and the indexing series.
 			if p.Seeding == nil || p.Seeding.Stored != docs {
