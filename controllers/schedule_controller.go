@@ -37,7 +37,7 @@ type CouchBenchmarkScheduleReconciler struct {
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarkschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarkschedules/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=bench.couchbench.io,resources=couchbenchmarks,verbs=create;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;update
 
 // Reconcile reads the schedule and its runs, writes the status they show, prunes, and makes
 // the run that is due; it asks to be woken at the next start time. A conflict with another

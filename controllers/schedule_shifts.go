@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/changepoint"
 	"github.com/couchbench/couchbench/internal/history"
 )
@@ -28,19 +30,18 @@ const (
 
 // observeShifts finds the shifts in the schedule's history and shows them: in status (the
 // list, and the runs where they began), the Shifted condition, the metrics, and one event for
-// each shift the status did not list before. Only judged shifts: in runs with a reference
-// arm, a shift in an arm's own numbers is the machine's as much as the arm's, and stays on
-// the history's page.
+// each shift the history has not announced before. Only judged shifts: in runs with a
+// reference arm, a shift in an arm's own numbers is the machine's as much as the arm's, and
+// stays on the history's page.
 func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule, now time.Time) error {
 	owner := metav1.NewControllerRef(s, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
-	h, _, err := readHistory(ctx, r.APIReader, s.Namespace, *owner)
+	h, cm, err := readHistory(ctx, r.APIReader, s.Namespace, *owner)
 	if err != nil {
 		return err
 	}
 	found := history.Judged(h.Shifts(changepoint.Options{}))
-	known := map[string]bool{}
-	for _, old := range s.Status.Shifts {
-		known[old.Metric+"@"+old.Run] = true
+	if err := r.announceShifts(ctx, s, h, cm, found); err != nil {
+		return err
 	}
 	st := &s.Status
 	st.Shifts = nil
@@ -51,13 +52,6 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 			st.Shifts = append(st.Shifts, shift)
 		}
 		began[f.Run] = append(began[f.Run], fmt.Sprintf("%s %s", f.Metric, shift.Change))
-		if !known[f.Metric+"@"+f.Run] {
-			kind := corev1.EventTypeNormal
-			if f.Worse {
-				kind = corev1.EventTypeWarning
-			}
-			r.Recorder.Eventf(s, nil, kind, reasonShift, "History", "%s: %s", shift.Verdict, f)
-		}
 	}
 	for i := range st.History {
 		st.History[i].Shift = strings.Join(began[st.History[i].Name], "; ")
@@ -79,6 +73,38 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 		lines = append(lines, f.String())
 	}
 	setCondition(&st.Conditions, s.Generation, now, conditionShifted, metav1.ConditionTrue, string(reason), firstLines(lines, 3))
+	return nil
+}
+
+// announceShifts sends one event for each shift the history has not announced, after the
+// history records it: a reconcile that fails to record it sends nothing, and the next one
+// tries again.
+func (r *CouchBenchmarkScheduleReconciler) announceShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule,
+	h history.History, cm *corev1.ConfigMap, found []history.Shift) error {
+	var fresh []history.Shift
+	for _, f := range found {
+		if h.Announce(f) {
+			fresh = append(fresh, f)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	data, err := json.Marshal(h)
+	if err != nil {
+		return err
+	}
+	cm.Data[builders.HistoryKey] = string(data)
+	if err := r.Update(ctx, cm); err != nil {
+		return fmt.Errorf("recording the announced shifts in the history: %w", err)
+	}
+	for _, f := range fresh {
+		kind := corev1.EventTypeNormal
+		if f.Worse {
+			kind = corev1.EventTypeWarning
+		}
+		r.Recorder.Eventf(s, nil, kind, reasonShift, "History", "%s: %s", f.Verdict(), f)
+	}
 	return nil
 }
 

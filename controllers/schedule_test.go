@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -384,20 +385,25 @@ func drainRecorder(r *events.FakeRecorder) string {
 }
 
 // A shift in the schedule's history (the ConfigMap its runs add to; written here as they
-// would) shows in status, named by its first run, in the Shifted condition, and as one event.
+// would) shows in status, named by its first run, in the Shifted condition, and as one event,
+// also when the detector loses it for a run and finds it again.
 func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	h := newSchedule(t, everyMinute())
 	const key = "js/small/indexing/builtin/changes_per_second"
-	var hist history.History
-	for i := range 12 {
-		level := 10000.0
-		if i >= 8 {
-			level = 8500
+	series := func(shifted bool) []history.Run {
+		var hist history.History
+		for i := range 12 {
+			level := 10000.0
+			if shifted && i >= 8 {
+				level = 8500
+			}
+			run := history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(12-i) * time.Hour),
+				Values: map[string]float64{key: level * (1 + 0.01*float64(i%3-1))}}
+			hist.Add(run, map[string]string{key: "higher"})
 		}
-		run := history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(12-i) * time.Hour),
-			Values: map[string]float64{key: level * (1 + 0.01*float64(i%3-1))}}
-		hist.Add(run, map[string]string{key: "higher"})
+		return hist.Runs
 	}
+	hist := history.History{Runs: series(true), Better: map[string]string{key: "higher"}}
 	data, err := json.Marshal(hist)
 	if err != nil {
 		t.Fatal(err)
@@ -419,8 +425,32 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 		t.Errorf("Shifted %+v, want True, Regressed, naming nightly-08", c)
 	}
 	h.at(20 * time.Second)
+	// The detector loses the shift (the runs read level here), then finds it again: the
+	// history remembers it was told.
+	for i, shifted := range []bool{false, true} {
+		recorded, cm, err := readHistory(context.Background(), env.Client, h.schedule.Namespace, *owner)
+		if err != nil || !slices.Contains(recorded.Announced, key+"@nightly-08") {
+			t.Fatalf("the history's announced shifts %v (%v), want %s@nightly-08", recorded.Announced, err, key)
+		}
+		recorded.Runs = series(shifted)
+		data, err := json.Marshal(recorded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm.Data[builders.HistoryKey] = string(data)
+		if err := env.Client.Update(context.Background(), cm); err != nil {
+			t.Fatal(err)
+		}
+		want := 0
+		if shifted {
+			want = 1
+		}
+		if _, got := h.at(time.Duration(30+10*i) * time.Second); len(got.Status.Shifts) != want {
+			t.Errorf("shifts %+v, want %d", got.Status.Shifts, want)
+		}
+	}
 	if evs := drainScheduleEvents(h); strings.Count(evs, "Warning ShiftDetected") != 1 {
-		t.Errorf("want one ShiftDetected event over two reconciles, got:\n%s", evs)
+		t.Errorf("want one ShiftDetected event over four reconciles, the shift lost and found again, got:\n%s", evs)
 	}
 }
 

@@ -33,6 +33,10 @@ type History struct {
 	Runs []Run `json:"runs"`
 	// Better says which way each metric improves: "higher" or "lower".
 	Better map[string]string `json:"better,omitempty"`
+	// Announced is the shifts already told (Shift.ID) that begin at a kept run. The detector
+	// can lose a shift for a run, when the first runs after a slowdown's end pull the level
+	// back, and find it again a run later (seen on the local cluster): it is told once.
+	Announced []string `json:"announced,omitempty"`
 }
 
 // Run is one run's headline values, by metric key: results.Metric.Key for the arms' own
@@ -105,6 +109,9 @@ func (h *History) Add(run Run, better map[string]string) bool {
 	sort.SliceStable(h.Runs, func(a, b int) bool { return h.Runs[a].ScheduledAt.Before(h.Runs[b].ScheduledAt) })
 	if len(h.Runs) > MaxRuns {
 		h.Runs = h.Runs[len(h.Runs)-MaxRuns:]
+		h.Announced = slices.DeleteFunc(h.Announced, func(id string) bool {
+			return !slices.ContainsFunc(h.Runs, func(r Run) bool { return strings.HasSuffix(id, "@"+r.Name) })
+		})
 	}
 	if h.Better == nil {
 		h.Better = map[string]string{}
@@ -208,6 +215,18 @@ type Shift struct {
 	// node took 20% off an unchanged arm, and its reference with it), so it is shown but not
 	// judged: the arms' ratios are what show a change of an arm.
 	Machine bool `json:"machine,omitempty"`
+}
+
+// ID names the shift by its metric and the run it began at: "<metric>@<run>".
+func (s Shift) ID() string { return s.Metric + "@" + s.Run }
+
+// Announce records that the shift is being told, and reports whether it was not told before.
+func (h *History) Announce(s Shift) bool {
+	if slices.Contains(h.Announced, s.ID()) {
+		return false
+	}
+	h.Announced = append(h.Announced, s.ID())
+	return true
 }
 
 // String says it in one line: "indexing ... -15.2% from run X (3 runs, 99.9%)".

@@ -98,6 +98,23 @@ func TestAddKeepsTheNewestMaxRuns(t *testing.T) {
 	}
 }
 
+// A shift is announced once; an announced shift is forgotten with the run it began at.
+func TestAnnounceOnceUntilTheRunIsDropped(t *testing.T) {
+	var h History
+	h.Add(runAt(0, map[string]float64{"m": 1}), nil)
+	h.Add(runAt(1, map[string]float64{"m": 1}), nil)
+	first, second := Shift{Metric: "m", Run: "nightly-00"}, Shift{Metric: "m", Run: "nightly-01"}
+	if !h.Announce(first) || h.Announce(first) || !h.Announce(second) {
+		t.Fatalf("announced %v: want each shift announced once", h.Announced)
+	}
+	for i := 2; i <= MaxRuns; i++ {
+		h.Add(runAt(i, map[string]float64{"m": 1}), nil)
+	}
+	if !slices.Equal(h.Announced, []string{"m@nightly-01"}) {
+		t.Errorf("announced %v once nightly-00 was dropped, want [m@nightly-01]", h.Announced)
+	}
+}
+
 func TestBeforeAndSpread(t *testing.T) {
 	var h History
 	for i, v := range []float64{100, 110, 90, 100} {
