@@ -94,13 +94,14 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	// What the schedule said last: a wait or a skip is told once, not on every reconcile that
 	// a run's status changes bring while it lasts.
 	said := meta.FindStatusCondition(s.Status.Conditions, conditionReady).DeepCopy()
+	// The immediate run's notice is shown last, unless a start time's replaces it: it is
+	// tried again on every reconcile, and Ready must still say it then.
+	var immediateSkip *notice
 	if s.Spec.Immediate && !hasImmediate(runs) {
 		slot := s.CreationTimestamp.Truncate(time.Minute)
-		var skip *notice
-		if runs, skip, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
+		if runs, immediateSkip, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.announce(s, now, said, skip)
 	}
 
 	after := s.CreationTimestamp.Time
@@ -118,19 +119,23 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	}
 	s.Status.NextScheduleTime = &metav1.Time{Time: due.Next}
 	r.ready(s, now, metav1.ConditionTrue, reasonScheduled, "next run at "+due.Next.UTC().Format(time.RFC3339))
+	skip := immediateSkip
 	switch {
 	case due.Slot.IsZero():
 	case due.Late:
-		r.announce(s, now, said, &notice{corev1.EventTypeWarning, reasonMissedSchedule, fmt.Sprintf(
+		skip = &notice{corev1.EventTypeWarning, reasonMissedSchedule, fmt.Sprintf(
 			"the run of %s was not started within startingDeadlineSeconds (%ds): skipped; next run at %s",
-			due.Slot.UTC().Format(time.RFC3339), *s.Spec.StartingDeadlineSeconds, due.Next.UTC().Format(time.RFC3339))})
+			due.Slot.UTC().Format(time.RFC3339), *s.Spec.StartingDeadlineSeconds, due.Next.UTC().Format(time.RFC3339))}
 	default:
-		_, skip, err := r.startRun(ctx, s, runs, due.Slot, false, now)
+		_, slotSkip, err := r.startRun(ctx, s, runs, due.Slot, false, now)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		r.announce(s, now, said, skip)
+		if slotSkip != nil {
+			skip = slotSkip
+		}
 	}
+	r.announce(s, now, said, skip)
 	return ctrl.Result{RequeueAfter: max(due.Next.Sub(now), time.Second)}, nil
 }
 

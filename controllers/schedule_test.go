@@ -322,6 +322,31 @@ func TestImmediateRunsOnceAtCreation(t *testing.T) {
 	}
 }
 
+// An immediate run whose name is someone else's CouchBenchmark is skipped, and told once
+// however often the schedule is reconciled: Ready keeps saying it.
+func TestImmediateRunOfAForeignNameIsToldOnce(t *testing.T) {
+	spec := everyMinute()
+	spec.Schedule = "0 2 * * *"
+	spec.Immediate = true
+	h := newSchedule(t, spec)
+	foreign := existingBenchmark(h.schedule.Namespace)
+	foreign.Name = builders.ScheduledRunName(h.schedule, h.schedule.CreationTimestamp.Truncate(time.Minute))
+	create(t, foreign)
+	var got *benchv1.CouchBenchmarkSchedule
+	for i := range 3 {
+		_, got = h.at(time.Duration(i+1) * time.Second)
+	}
+	if runs := h.runs(); len(runs) != 0 {
+		t.Errorf("runs %v: the foreign benchmark was adopted", keys(runs))
+	}
+	if evs := drainRecorder(h.recorder); strings.Count(evs, reasonNameCollision) != 1 {
+		t.Errorf("want one %s event over three reconciles, got:\n%s", reasonNameCollision, evs)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionReady); c == nil || c.Reason != reasonNameCollision {
+		t.Errorf("Ready %+v, want reason %s", c, reasonNameCollision)
+	}
+}
+
 // A CouchBenchmark of the start time's name that is not the schedule's is never adopted.
 func TestForeignRunOfTheSameNameIsSkipped(t *testing.T) {
 	h := newSchedule(t, everyMinute())
