@@ -23,7 +23,7 @@ import (
 // A schedule's history (internal/history) lives in a ConfigMap the schedule owns: each of its
 // runs that succeeds adds its headline numbers there, and they stay after the run is pruned.
 // A run's verdict takes the run-to-run spread from the runs before it, and the schedule looks
-// for shifts over all of them.
+// for shifts over all of them and records there which shifts it has announced.
 
 // scheduleOf is the schedule that made a run, its controller owner reference; nil for a run
 // made by hand.
