@@ -130,17 +130,13 @@ func TestBuildFailsWhenACopysAnswerIsLost(t *testing.T) {
 func TestBuildGivesUpAnAnswerThatNeverComes(t *testing.T) {
 	defer func(interval, grace time.Duration) { copyCheckInterval, answerGrace = interval, grace }(copyCheckInterval, answerGrace)
 	copyCheckInterval, answerGrace = 20*time.Millisecond, 100*time.Millisecond
-	nodes := []string{"node1@127.0.0.11", "node2@127.0.0.12"}
-	srv, c, gen := seeded(t, couchtest.WithNodes(nodes...))
 	// This server keeps one index for all copies: the other copies' requests build it.
-	lost, viewPath := lastCopysView(t, c, "t5")
-	srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: viewPath, Delay: time.Minute})
+	held := holdLastCopysView(t, "t5")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err := Build(ctx, c, nodes, Options{DB: "db", Documents: docs, Replicas: 2, Language: "javascript",
-		Reducer: benchv1.ReducerBuiltin, Nonce: "t5", Expected: gen.Expected(docs)})
-	if !errors.Is(err, ErrNodeInterrupted) || !strings.Contains(err.Error(), lost.Name) {
-		t.Fatalf("an answer that never came: %v; want ErrNodeInterrupted naming copy %s", err, lost.Name)
+	_, err := held.build(ctx)
+	if !errors.Is(err, ErrNodeInterrupted) || !strings.Contains(err.Error(), held.copy.Name) {
+		t.Fatalf("an answer that never came: %v; want ErrNodeInterrupted naming copy %s", err, held.copy.Name)
 	}
 }
 
@@ -162,31 +158,53 @@ func TestBuildFailsWhenACopysNodeStaysDown(t *testing.T) {
 		{"checks never answered", couchtest.Fault{Delay: time.Minute}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			nodes := []string{"node1@127.0.0.11", "node2@127.0.0.12"}
-			srv, c, gen := seeded(t, couchtest.WithNodes(nodes...))
-			down, viewPath := lastCopysView(t, c, "t6")
-			srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: viewPath, Delay: time.Minute})
+			held := holdLastCopysView(t, "t6")
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			// The node goes down once the copy's request waits: before, the build opens its index.
 			go func() {
-				for srv.Requests("GET", viewPath) == 0 && ctx.Err() == nil {
+				for held.srv.Requests("GET", held.viewPath) == 0 && ctx.Err() == nil {
 					time.Sleep(5 * time.Millisecond)
 				}
 				check := tc.check
-				check.Method, check.PathPrefix, check.Times = "GET", strings.TrimSuffix(viewPath, "_view/")+"_info", 1<<20
-				srv.Fail(check)
+				check.Method, check.PathPrefix, check.Times = "GET", strings.TrimSuffix(held.viewPath, "_view/")+"_info", 1<<20
+				held.srv.Fail(check)
 			}()
-			_, err := Build(ctx, c, nodes, Options{DB: "db", Documents: docs, Replicas: 2, Language: "javascript",
-				Reducer: benchv1.ReducerBuiltin, Nonce: "t6", Expected: gen.Expected(docs)})
+			_, err := held.build(ctx)
 			if ctx.Err() != nil {
 				t.Fatalf("the build ended only when its context did (%v): %v", ctx.Err(), err)
 			}
-			if !errors.Is(err, ErrNodeInterrupted) || !strings.Contains(err.Error(), down.Node) || !strings.Contains(err.Error(), "could not be read") {
-				t.Fatalf("a copy's node that stays down: %v; want ErrNodeInterrupted naming %s and saying its index could not be read", err, down.Node)
+			if !errors.Is(err, ErrNodeInterrupted) || !strings.Contains(err.Error(), held.copy.Node) || !strings.Contains(err.Error(), "could not be read") {
+				t.Fatalf("a copy's node that stays down: %v; want ErrNodeInterrupted naming %s and saying its index could not be read", err, held.copy.Node)
 			}
 		})
 	}
+}
+
+// heldCopy is a two-node server seeded with docs whose last shard copy does not answer its
+// view request for a minute: a build that waits for it is cut short only by what it checks.
+type heldCopy struct {
+	srv      *couchtest.Server
+	c        *couch.Client
+	gen      *dataset.Generator
+	nodes    []string
+	nonce    string
+	copy     couch.ShardCopy
+	viewPath string
+}
+
+func holdLastCopysView(t *testing.T, nonce string) heldCopy {
+	t.Helper()
+	nodes := []string{"node1@127.0.0.11", "node2@127.0.0.12"}
+	srv, c, gen := seeded(t, couchtest.WithNodes(nodes...))
+	last, viewPath := lastCopysView(t, c, nonce)
+	srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: viewPath, Delay: time.Minute})
+	return heldCopy{srv: srv, c: c, gen: gen, nodes: nodes, nonce: nonce, copy: last, viewPath: viewPath}
+}
+
+func (h heldCopy) build(ctx context.Context) (Run, error) {
+	return Build(ctx, h.c, h.nodes, Options{DB: "db", Documents: docs, Replicas: 2, Language: "javascript",
+		Reducer: benchv1.ReducerBuiltin, Nonce: h.nonce, Expected: h.gen.Expected(docs)})
 }
 
 // lastCopysView is the last shard copy of "db" and the path of the view request a build with
