@@ -19,6 +19,16 @@
 // a history without a change looks this clear is at most that). A split with a p-value at
 // most 0.9 Alpha is a change point; the two sides are then searched again, each on its own.
 //
+// A schedule sees every shift first at the end of its history, and Bonferroni's factor grows
+// with the history while the evidence of a new shift does not. So in the newest segment (the
+// one that ends with the newest run) the split before the newest MinAfter runs is tested on
+// its own, with half of the splits' level: its p-value is the t test's divided by that half,
+// and the other splits' Bonferroni p-values are divided by the other half (a weighted
+// Bonferroni test: the level still holds). It is only taken when those runs look like one
+// new level: each of them nearer the new mean than the old, and no higher |t| for the split
+// one run later (that shift would not yet be MinAfter runs old, and waiting for its
+// MinAfter-th run names it by its first run rather than by the run before).
+//
 // A shift that was undone (a regression fixed some runs later) defeats single splits: the
 // runs after the fix look like those before it, so both sides of every split are mixed.
 // Failing a split, each stretch of at least MinAfter runs, with MinBefore runs before it and
@@ -64,6 +74,12 @@ type Options struct {
 // most because they are what flags a shift while it is new, at the end of the history; by the
 // time a shift is undone it has been flagged.
 var splitShare = 0.9
+
+// newestShare is the part of the splits' level that the newest split of the newest segment
+// gets on its own. On synthetic histories (hack/shiftpower, 4% run-to-run noise) half of it
+// finds a 15% shift within 3 runs in 88% of histories where Bonferroni over all splits found
+// 75%, and flags 3.3% of 100-run histories without a change instead of 1.7%.
+const newestShare = 0.5
 
 func (o Options) withDefaults() Options {
 	if o.MinBefore <= 0 {
@@ -112,7 +128,7 @@ func Detect(values []float64, opts Options) []ChangePoint {
 		added := false
 		for i := 0; i+1 < len(bounds); i++ {
 			lo, hi := bounds[i], bounds[i+1]
-			for k, p := range changesIn(logs[lo:hi], segmentOptions(opts, lo)) {
+			for k, p := range changesIn(logs[lo:hi], segmentOptions(opts, lo), hi == len(logs)) {
 				found[lo+k], added = p, true
 			}
 		}
@@ -143,12 +159,19 @@ func boundsOf(found map[int]float64, n int) []int {
 }
 
 // changesIn are the change points of a segment of a series with none found in it yet, by
-// their place in it, with their p-values: the best split if it is clear enough, else the ends
-// of the best stretch if that is.
-func changesIn(seg []float64, opts Options) map[int]float64 {
+// their place in it, with their p-values: in the newest segment the newest split if it is
+// clear enough, else the best split if that is, else the ends of the best stretch if that is.
+func changesIn(seg []float64, opts Options, newest bool) map[int]float64 {
 	n := len(seg)
+	share := 1.0 // of the splits' level, for the best split
+	if newest {
+		if k, p := newestSplit(seg, opts); k >= 0 && p <= splitShare*opts.Alpha {
+			return map[int]float64{k: p}
+		}
+		share = 1 - newestShare
+	}
 	if k, stat, tried := bestSplit(seg, opts); k >= 0 {
-		if p := pValue(stat, n, tried); p <= splitShare*opts.Alpha {
+		if p := pValue(stat, n, tried) / share; p <= splitShare*opts.Alpha {
 			return map[int]float64{k: p}
 		}
 	}
@@ -196,6 +219,32 @@ func refine(logs []float64, found map[int]float64, opts Options) {
 // freedom, times the number tried (Bonferroni).
 func pValue(stat float64, n, tried int) float64 {
 	return min(1, float64(tried)*2*(1-tdist.CDF(stat, float64(n-2))))
+}
+
+// newestSplit is the split of x before its newest MinAfter values and its p-value, tested on
+// its own with newestShare of the splits' level; -1 when x is too short, or when the newest
+// values do not look like one new level: when the split one value later has the larger |t|
+// (a shift there is not yet MinAfter values old), or when one of them lies on the old level's
+// side of halfway between the two (two outliers and a normal run are not a level, though
+// their mean may be far off).
+func newestSplit(x []float64, opts Options) (k int, p float64) {
+	n := len(x)
+	k = n - opts.MinAfter
+	if k < opts.MinBefore {
+		return -1, 1
+	}
+	sum, sq := prefixSums(x)
+	stat := math.Abs(pooledT(sum, sq, k, n))
+	if k+1 < n && math.Abs(pooledT(sum, sq, k+1, n)) > stat {
+		return -1, 1
+	}
+	before, after := sum[k]/float64(k), (sum[n]-sum[k])/float64(n-k)
+	for _, v := range x[k:] {
+		if (v-(before+after)/2)*(after-before) < 0 {
+			return -1, 1
+		}
+	}
+	return k, pValue(stat, n, 1) / newestShare
 }
 
 // bestSplit is the split of x (the index of the first value after it) with the largest |t|

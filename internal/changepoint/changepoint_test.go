@@ -55,11 +55,56 @@ func TestNoShiftInNoise(t *testing.T) {
 	}
 }
 
-// A 15% drop in quiet noise shows within three runs of it, named by its first run.
+// A 15% drop shows within three runs of it, named by its first run: in quiet noise nearly
+// always, and at 4% noise, what the nightly sample's ratio shows on a busy 2-core node, in
+// most histories (Bonferroni over every split managed 73% there; the newest split, tested
+// on its own, 87%: hack/shiftpower).
 func TestShiftFoundWithinThreeRuns(t *testing.T) {
-	rng := rand.New(rand.NewPCG(7, 7))
+	for _, tc := range []struct {
+		sigma        float64
+		found, named int     // percent of histories at least
+		ratioOff     float64 // how far the shift's size may be from 0.85
+	}{{0.03, 90, 90, 0.05}, {0.04, 80, 80, 0.08}} {
+		rng := rand.New(rand.NewPCG(7, 7))
+		const histories = 300
+		found, named := 0, 0
+		for range histories {
+			x := make([]float64, 20)
+			for i := range x {
+				level := 1000.0
+				if i >= 12 {
+					level = 850
+				}
+				x[i] = run(rng, level, tc.sigma, false)
+			}
+			n, cp := watch(x, 6)
+			if n > 0 && n <= 15 {
+				found++
+			}
+			if n > 0 && cp.Index == 12 {
+				named++
+				if math.Abs(cp.Ratio-0.85) > tc.ratioOff {
+					t.Errorf("noise %.0f%%: change point at 12 with ratio %.3f, want about 0.85", 100*tc.sigma, cp.Ratio)
+				}
+			}
+		}
+		if found < histories*tc.found/100 {
+			t.Errorf("15%% shift at %.0f%% noise found within 3 runs in %d of %d histories", 100*tc.sigma, found, histories)
+		}
+		if named < histories*tc.named/100 {
+			t.Errorf("15%% shift at %.0f%% noise named by its first run in %d of %d histories", 100*tc.sigma, named, histories)
+		}
+	}
+}
+
+// A shift two runs old makes the newest split, whose newest runs are one old and two new,
+// look clear already; taken then, it would name the run before the shift. The newest split
+// waits while the split one run later scores higher, so the first report names the first
+// slow run.
+func TestNewestSplitWaitsForTheShiftsThirdRun(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
 	const histories = 300
-	found, named := 0, 0
+	named, early := 0, 0
 	for range histories {
 		x := make([]float64, 20)
 		for i := range x {
@@ -67,36 +112,33 @@ func TestShiftFoundWithinThreeRuns(t *testing.T) {
 			if i >= 12 {
 				level = 850
 			}
-			x[i] = run(rng, level, 0.03, false)
+			x[i] = run(rng, level, 0.035, false)
 		}
 		n, cp := watch(x, 6)
-		if n > 0 && n <= 15 {
-			found++
-		}
 		if n > 0 && cp.Index == 12 {
 			named++
-			if math.Abs(cp.Ratio-0.85) > 0.05 {
-				t.Errorf("change point at 12 with ratio %.3f, want about 0.85", cp.Ratio)
-			}
+		}
+		if n > 0 && cp.Index < 12 {
+			early++
 		}
 	}
-	if found < histories*9/10 {
-		t.Errorf("15%% shift at 3%% noise found within 3 runs in %d of %d histories", found, histories)
-	}
-	if named < histories*9/10 {
-		t.Errorf("15%% shift named by its first run in %d of %d histories", named, histories)
+	// Measured: 97.6% named by run 12; without the wait, 91.4%, most of the rest one early.
+	if named < histories*95/100 {
+		t.Errorf("first report named run 12 in %d of %d histories (%d named an earlier run)", named, histories, early)
 	}
 }
 
 // One bad run is an outlier, not a shift, however far off it is; two in a row are not rare
-// on a shared machine either.
+// on a shared machine either, nor two among the newest three, which the newest split must
+// not take for a level (its runs must all sit on the new level's side).
 func TestOutliersAreNotShifts(t *testing.T) {
 	flat := []float64{100, 101, 99, 100, 102, 98, 100, 101, 99, 100, 99, 101}
 	for _, tc := range []struct {
 		name string
 		slow []int
 	}{{"one run in the middle", []int{6}}, {"the newest run", []int{11}},
-		{"the two newest runs", []int{10, 11}}, {"two runs in the middle", []int{5, 6}}} {
+		{"the two newest runs", []int{10, 11}}, {"two runs in the middle", []int{5, 6}},
+		{"two of the three newest runs", []int{9, 11}}} {
 		x := slices.Clone(flat)
 		for _, i := range tc.slow {
 			x[i] = 40
@@ -104,6 +146,29 @@ func TestOutliersAreNotShifts(t *testing.T) {
 		if cps := Detect(x, Options{}); len(cps) != 0 {
 			t.Errorf("%s at 40%%: change points %+v", tc.name, cps)
 		}
+	}
+}
+
+// Two slow runs among the newest three have a mean far below the level, and a long history
+// meets that often: with one run in ten 30% slow, 100 unchanged runs hold it somewhere in
+// most histories. The newest split must not take them for a level (measured with hack/
+// shiftpower's draws: 16.8% of such histories flagged somewhere, as many as with Bonferroni
+// over all splits alone, 16.6%; 28.9% when the newest split ignored the runs' sides).
+func TestStallsAreNotANewLevel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 13))
+	const histories = 300
+	alarms := 0
+	for range histories {
+		x := make([]float64, 100)
+		for i := range x {
+			x[i] = run(rng, 1000, 0.04, true)
+		}
+		if n, _ := watch(x, 6); n > 0 {
+			alarms++
+		}
+	}
+	if alarms > histories*22/100 {
+		t.Errorf("%d of %d histories of 100 unchanged runs with stalls flagged a shift", alarms, histories)
 	}
 }
 
@@ -188,15 +253,24 @@ func TestTooShort(t *testing.T) {
 }
 
 // The p-value carries the Bonferroni factor: the same split, found among three splits, is
-// three times less sure than when it is the only split tried.
+// three times less sure than when it is the only split tried. In the newest segment the
+// newest split is tested on its own with newestShare of the level: its p-value is its t
+// test's over that share.
 func TestPValueCountsTheSplits(t *testing.T) {
-	x := []float64{100, 104, 97, 101, 99, 103, 90, 88, 91}
-	all := Detect(x, Options{Alpha: 0.5})
-	only := Detect(x, Options{MinBefore: 6, MinAfter: 3, Alpha: 1})
-	if len(all) == 0 || len(only) != 1 || all[0].Index != 6 || only[0].Index != 6 {
-		t.Fatalf("change points %+v and %+v, want the split at 6 in both", all, only)
+	x := logsOf([]float64{100, 104, 97, 101, 99, 103, 90, 88, 91})
+	all := changesIn(x, Options{Alpha: 0.5}.withDefaults(), false)
+	only := changesIn(x, Options{MinBefore: 6, MinAfter: 3, Alpha: 1}.withDefaults(), false)
+	newest := changesIn(x, Options{Alpha: 0.5}.withDefaults(), true)
+	pAll, okAll := all[6]
+	pOnly, okOnly := only[6]
+	pNewest, okNewest := newest[6]
+	if !okAll || !okOnly || !okNewest || len(all)+len(only)+len(newest) != 3 {
+		t.Fatalf("change points %v, %v and %v, want the split at 6 in each", all, only, newest)
 	}
-	if got := all[0].PValue / only[0].PValue; math.Abs(got-3) > 1e-9 {
-		t.Errorf("p-value of 3 splits / of 1 split = %.6f, want 3 (p %.3g, %.3g)", got, all[0].PValue, only[0].PValue)
+	if got := pAll / pOnly; math.Abs(got-3) > 1e-9 {
+		t.Errorf("p-value of 3 splits / of 1 split = %.6f, want 3 (p %.3g, %.3g)", got, pAll, pOnly)
+	}
+	if got := pNewest / pOnly; math.Abs(got-1/newestShare) > 1e-9 {
+		t.Errorf("p-value of the newest split / of the t test alone = %.6f, want %v", got, 1/newestShare)
 	}
 }
