@@ -19,8 +19,8 @@ func run(rng *rand.Rand, level, sigma float64, stalls bool) float64 {
 
 // watch feeds a history to Detect run by run, as a schedule does, and returns the first
 // length at which a change point shows and what it was; 0 when none ever does.
-func watch(x []float64, from int) (int, ChangePoint) {
-	for n := from; n <= len(x); n++ {
+func watch(x []float64) (int, ChangePoint) {
+	for n := 1; n <= len(x); n++ {
 		if cps := Detect(x[:n], Options{}); len(cps) > 0 {
 			return n, cps[len(cps)-1]
 		}
@@ -43,7 +43,7 @@ func TestNoShiftInNoise(t *testing.T) {
 			for i := range x {
 				x[i] = run(rng, 1000, tc.sigma, tc.stalls)
 			}
-			if n, _ := watch(x, 6); n > 0 {
+			if n, _ := watch(x); n > 0 {
 				alarms++
 			}
 		}
@@ -77,7 +77,7 @@ func TestShiftFoundWithinThreeRuns(t *testing.T) {
 				}
 				x[i] = run(rng, level, tc.sigma, false)
 			}
-			n, cp := watch(x, 6)
+			n, cp := watch(x)
 			if n > 0 && n <= 15 {
 				found++
 			}
@@ -114,7 +114,7 @@ func TestNewestSplitWaitsForTheShiftsThirdRun(t *testing.T) {
 			}
 			x[i] = run(rng, level, 0.035, false)
 		}
-		n, cp := watch(x, 6)
+		n, cp := watch(x)
 		if n > 0 && cp.Index == 12 {
 			named++
 		}
@@ -163,7 +163,7 @@ func TestStallsAreNotANewLevel(t *testing.T) {
 		for i := range x {
 			x[i] = run(rng, 1000, 0.04, true)
 		}
-		if n, _ := watch(x, 6); n > 0 {
+		if n, _ := watch(x); n > 0 {
 			alarms++
 		}
 	}
