@@ -17,6 +17,20 @@ func run(rng *rand.Rand, level, sigma float64, stalls bool) float64 {
 	return v
 }
 
+// history draws n runs of a schedule at level 1000 with run's noise, those from slowFrom on
+// 15% slower (slowFrom n: none).
+func history(rng *rand.Rand, n, slowFrom int, sigma float64, stalls bool) []float64 {
+	x := make([]float64, n)
+	for i := range x {
+		level := 1000.0
+		if i >= slowFrom {
+			level = 850
+		}
+		x[i] = run(rng, level, sigma, stalls)
+	}
+	return x
+}
+
 // watch feeds a history to Detect run by run, as a schedule does, and returns the first
 // length at which a change point shows and what it was; 0 when none ever does.
 func watch(x []float64) (int, ChangePoint) {
@@ -39,11 +53,7 @@ func TestNoShiftInNoise(t *testing.T) {
 		const histories = 500
 		alarms := 0
 		for range histories {
-			x := make([]float64, 20)
-			for i := range x {
-				x[i] = run(rng, 1000, tc.sigma, tc.stalls)
-			}
-			if n, _ := watch(x); n > 0 {
+			if n, _ := watch(history(rng, 20, 20, tc.sigma, tc.stalls)); n > 0 {
 				alarms++
 			}
 		}
@@ -57,8 +67,8 @@ func TestNoShiftInNoise(t *testing.T) {
 
 // A 15% drop shows within three runs of it, named by its first run: in quiet noise nearly
 // always, and at 4% noise, what the nightly sample's ratio shows on a busy 2-core node, in
-// most histories (Bonferroni over every split managed 73% there; the newest split, tested
-// on its own, 87%: hack/shiftpower).
+// most histories (Bonferroni over every split managed 75% there; the newest split, tested
+// on its own, 88%: hack/shiftpower).
 func TestShiftFoundWithinThreeRuns(t *testing.T) {
 	for _, tc := range []struct {
 		sigma        float64
@@ -69,15 +79,7 @@ func TestShiftFoundWithinThreeRuns(t *testing.T) {
 		const histories = 300
 		found, named := 0, 0
 		for range histories {
-			x := make([]float64, 20)
-			for i := range x {
-				level := 1000.0
-				if i >= 12 {
-					level = 850
-				}
-				x[i] = run(rng, level, tc.sigma, false)
-			}
-			n, cp := watch(x)
+			n, cp := watch(history(rng, 20, 12, tc.sigma, false))
 			if n > 0 && n <= 15 {
 				found++
 			}
@@ -106,15 +108,7 @@ func TestNewestSplitWaitsForTheShiftsThirdRun(t *testing.T) {
 	const histories = 300
 	named, early := 0, 0
 	for range histories {
-		x := make([]float64, 20)
-		for i := range x {
-			level := 1000.0
-			if i >= 12 {
-				level = 850
-			}
-			x[i] = run(rng, level, 0.035, false)
-		}
-		n, cp := watch(x)
+		n, cp := watch(history(rng, 20, 12, 0.035, false))
 		if n > 0 && cp.Index == 12 {
 			named++
 		}
@@ -159,11 +153,7 @@ func TestStallsAreNotANewLevel(t *testing.T) {
 	const histories = 300
 	alarms := 0
 	for range histories {
-		x := make([]float64, 100)
-		for i := range x {
-			x[i] = run(rng, 1000, 0.04, true)
-		}
-		if n, _ := watch(x); n > 0 {
+		if n, _ := watch(history(rng, 100, 100, 0.04, true)); n > 0 {
 			alarms++
 		}
 	}
