@@ -25,9 +25,6 @@ GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 
-# kind needs a Docker engine; without one, test-e2e uses ../shared/local-cluster.
-HAS_DOCKER := $(shell docker info >/dev/null 2>&1 && echo yes)
-
 # envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
 # KUBEBUILDER_ASSETS is already set, in which case it is used as is. ENVTEST_PREBUILT names
 # a directory of binaries built elsewhere that hack/envtest.sh copies instead of building
@@ -117,8 +114,12 @@ report-check: ## Render the HTML report of a realistic run and check it in headl
 	go test -tags browser -count=1 ./internal/report/
 
 .PHONY: test-e2e
-test-e2e: $(if $(HAS_DOCKER),$(KIND)) ## Run the e2e suite on a real cluster: kind with Docker, else ../shared/local-cluster.
+test-e2e: $(KIND) ## Run the e2e suite on a multi-node kind cluster (needs Docker; the node image is built when no registry answers).
 	KIND=$(KIND) hack/e2e.sh
+
+.PHONY: test-e2e-clean
+test-e2e-clean: $(KIND) ## Delete the e2e suite's kind cluster.
+	$(KIND) delete cluster --name couchbench-e2e
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -137,7 +138,7 @@ run: manifests generate ## Run the manager against the cluster in ~/.kube/config
 ##@ Demo
 
 .PHONY: demo
-demo: $(KIND) $(HELM) ## A kind cluster with the operator and config/samples/bench.yaml, ending in the results table.
+demo: $(KIND) $(HELM) ## A kind cluster with the operator and config/samples/bench.yaml, ending in the results table (needs Docker).
 	KIND=$(KIND) HELM=$(HELM) hack/kind-up.sh
 
 .PHONY: demo-clean
@@ -164,6 +165,19 @@ undeploy: $(KUSTOMIZE) ## Remove the operator.
 	$(KUSTOMIZE) build config/default | kubectl delete --ignore-not-found -f -
 
 ##@ Tools
+
+# The pinned tools by name (make helm, make kind, ...): each is built into bin/ with its
+# version in the file name, and bin/NAME links to it.
+TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm
+.PHONY: $(TOOLS)
+controller-gen: $(CONTROLLER_GEN)
+kustomize: $(KUSTOMIZE)
+golangci-lint: $(GOLANGCI_LINT)
+gotestsum: $(GOTESTSUM)
+kind: $(KIND)
+helm: $(HELM)
+$(TOOLS):
+	@ln -sf $(notdir $<) $(LOCALBIN)/$@ && echo "$(LOCALBIN)/$@ -> $(notdir $<)"
 
 $(CONTROLLER_GEN): | $(LOCALBIN)
 	$(call go-install-tool,$@,sigs.k8s.io/controller-tools/cmd/controller-gen,$(CONTROLLER_TOOLS_VERSION))

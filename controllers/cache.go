@@ -20,12 +20,17 @@ import (
 var ownObjects = labels.SelectorFromSet(labels.Set{builders.LabelManagedBy: builders.ManagedBy})
 
 // cacheOptions keep the manager's informer caches to what the reconcilers watch, and lean:
-// no managedFields (nothing reads them), and only the operator's own Jobs (it reads no other).
-// namespaces, when given, are the only ones watched.
+// no managedFields (nothing reads them), only the operator's own Jobs (it reads no other), and
+// of every Node only whether it is ready (keepNodeReadiness; the results' provenance reads the
+// few nodes it describes whole, past the cache). namespaces, when given, are the only ones
+// watched; Nodes belong to no namespace and are watched whatever they are.
 func cacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
-		ByObject:         map[client.Object]cache.ByObject{&batchv1.Job{}: {Label: ownObjects}},
+		ByObject: map[client.Object]cache.ByObject{
+			&batchv1.Job{}:  {Label: ownObjects},
+			&corev1.Node{}: {Transform: keepNodeReadiness},
+		},
 	}
 	for _, ns := range namespaces {
 		if opts.DefaultNamespaces == nil {

@@ -26,6 +26,9 @@ const (
 	// conditionRuntimeAsAsked says whether every arm's views ran on what its preset, engine or
 	// command asks for.
 	conditionRuntimeAsAsked = "RuntimeAsAsked"
+	// conditionNodesReady says whether every node that holds a pod of the running benchmark is
+	// ready; it appears when one is first lost (nodes.go).
+	conditionNodesReady = "NodesReady"
 )
 
 // Condition and event reasons.
@@ -70,6 +73,8 @@ const (
 	reasonAsAsked               = "AsAsked"
 	reasonRuntimeMismatch       = "RuntimeMismatch"
 	reasonDatabasesDeleted      = "DatabasesDeleted"
+	reasonNodeLost              = "NodeLost"
+	reasonNodesReady            = "NodesReady"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.

@@ -8,6 +8,7 @@
 //   - jobs.go observes the Jobs of a step and reads what they hand over;
 //   - pods.go finds the pods the run causes (CouchDB, runner, k6) that cannot start, and
 //     says what to change;
+//   - nodes.go watches the nodes those pods run on, and says when one is lost;
 //   - stage_reads.go runs the k6 Jobs of a read workload;
 //   - results.go stores each step's results document and derives status, the rendered
 //     results and the metrics from the stored documents;
@@ -25,7 +26,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -38,8 +38,10 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	_ "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	_ "sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -225,6 +227,15 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 	if st.Progress == nil {
 		r.enterStep(bench, plan, pos)
 	}
+	lost, err := r.checkNodes(ctx, bench, step)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if lost != nil {
+		r.fail(ctx, bench, lost.reason, lost.message)
+		r.cleanUpAfterFailure(ctx, bench)
+		return ctrl.Result{}, nil
+	}
 
 	outcome, err := r.act(ctx, bench, step)
 	if err != nil {
@@ -301,14 +312,8 @@ func failed(reason, format string, args ...any) stepOutcome {
 }
 
 func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.CouchBenchmark, step planStep) (stepOutcome, error) {
-	if step.Step.IsRunnerStep() || step.Step == benchv1.StepReads {
-		// An arm stopped before its first step (the seed step's runner found its views run on
-		// another runtime than it asks for; status.results, derived from the stored results
-		// after every step, say so) measures nothing more.
-		step.Arms = slices.DeleteFunc(slices.Clone(step.Arms), func(arm string) bool {
-			return slices.ContainsFunc(bench.Status.Results, func(q benchv1.QueryServerResults) bool { return q.QueryServer == arm && q.Stopped != "" })
-		})
-		if len(step.Arms) == 0 {
+	if step.measuring() {
+		if step.Arms = measuringArms(bench, step); len(step.Arms) == 0 {
 			return stepOutcome{done: true}, nil
 		}
 	}
@@ -404,14 +409,16 @@ func (r *CouchBenchmarkReconciler) fail(ctx context.Context, bench *benchv1.Couc
 	log.FromContext(ctx).Info("benchmark failed", "reason", reason, "message", message)
 }
 
-// SetupWithManager registers the reconciler: benchmarks, and the Jobs they own (a finished
-// Job wakes its benchmark). The ConfigMaps a benchmark owns are not watched: the operator
+// SetupWithManager registers the reconciler: benchmarks, the Jobs they own (a finished
+// Job wakes its benchmark), and Nodes (a node that stops wakes the benchmarks with pods on it,
+// see nodes.go). The ConfigMaps a benchmark owns are not watched: the operator
 // writes them and reads them past the cache, and an event for its own write would only wake
 // the benchmark again before its status had reached the cache, to read a step's logs twice.
 func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&benchv1.CouchBenchmark{}).
 		Owns(&batchv1.Job{}).
+		// removed
 		Named("couchbenchmark").
 		// Helm installs and CouchDB checks run inside a reconcile: one slow benchmark must
 		// not hold the others up.

@@ -263,7 +263,7 @@ func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []
 		message = h.earlyExit
 	}
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: podLabels(job)},
 		Spec:       *job.Spec.Template.Spec.DeepCopy(),
 	}
 	pod.Spec.NodeName = h.node
@@ -308,16 +308,17 @@ func (h *harness) finishJob(job *batchv1.Job, container, kind string, payload []
 	}
 }
 
-// startPod does what the Job controller and the kubelet do for a Job whose pod has not ended:
-// its pod (with the Job's template and the Job controller's label) with status, and the Job's
-// count of it: active, and ready once it runs.
+// startPod does what the Job controller, the scheduler and the kubelet do for a Job whose pod
+// has not ended: its pod (with the Job's template and labels and the Job controller's label,
+// on h.node) with status, and the Job's count of it: active, and ready once it runs.
 func (h *harness) startPod(job *batchv1.Job, status corev1.PodStatus) *corev1.Pod {
 	h.t.Helper()
 	ctx := context.Background()
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: map[string]string{batchv1.JobNameLabel: job.Name}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: job.Namespace, Name: job.Name + "-pod", Labels: podLabels(job)},
 		Spec:       *job.Spec.Template.Spec.DeepCopy(),
 	}
+	pod.Spec.NodeName = h.node
 	if err := env.Client.Create(ctx, pod); err != nil {
 		h.t.Fatal(err)
 	}
@@ -327,6 +328,16 @@ func (h *harness) startPod(job *batchv1.Job, status corev1.PodStatus) *corev1.Po
 	}
 	h.countPod(job, status.Phase == corev1.PodRunning)
 	return pod
+}
+
+// podLabels are the labels the Job controller gives a Job's pod: its template's, and the
+// Job's name.
+func podLabels(job *batchv1.Job) map[string]string {
+	l := map[string]string{batchv1.JobNameLabel: job.Name}
+	for k, v := range job.Spec.Template.Labels {
+		l[k] = v
+	}
+	return l
 }
 
 // countPod sets the Job's count of its one pod, as the Job controller does: active, and ready

@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -27,6 +28,19 @@ func (s planStep) arms() string {
 
 // String says what the step does, for conditions and events.
 func (s planStep) String() string { return s.arms() + ": " + string(s.Step) }
+
+// measuring tells whether the step measures: the runner's steps and the reads.
+func (s planStep) measuring() bool { return s.Step.IsRunnerStep() || s.Step == benchv1.StepReads }
+
+// measuringArms are the arms of a measuring step that still measure: an arm stopped before
+// its first step (the seed step's runner found its views run on another runtime than it asks
+// for; status.results, derived from the stored results after every step, say so) measures
+// nothing more.
+func measuringArms(bench *benchv1.CouchBenchmark, s planStep) []string {
+	return slices.DeleteFunc(slices.Clone(s.Arms), func(arm string) bool {
+		return slices.ContainsFunc(bench.Status.Results, func(q benchv1.QueryServerResults) bool { return q.QueryServer == arm && q.Stopped != "" })
+	})
+}
 
 // buildPlan is the whole run, in order. With spec.armOrder Interleaved the arms go through
 // the steps together: every arm's CouchDB provisioned and its cluster formed (provisioned

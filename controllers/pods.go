@@ -31,10 +31,18 @@ var (
 // stuckPodReasons are the reasons stuckPod gives.
 var stuckPodReasons = map[string]bool{reasonUnschedulable: true, reasonImagePullFailed: true, reasonPodNotStarting: true}
 
+// The kinds of pod the operator causes, as messages name them; a load generator's is also
+// the spec field that sizes and places it.
+const (
+	kindCouchDB = "CouchDB"
+	kindRunner  = "runner"
+	kindK6      = "k6"
+)
+
 // podFix says, for one kind of pod the operator causes, what a user changes when one cannot
 // start.
 type podFix struct {
-	// kind names the pods in messages: "CouchDB", "runner" or "k6".
+	// kind names the pods in messages: kindCouchDB, kindRunner or kindK6.
 	kind string
 	// image says where the pods' image comes from.
 	image string
@@ -49,18 +57,18 @@ func couchDBPods(bench *benchv1.CouchBenchmark) podFix {
 		schedule = fmt.Sprintf("the %d arms' CouchDBs run side by side and must fit together: %s, or set spec.armOrder: "+
 			"Sequential to run one arm's CouchDB at a time (the arms then meet different conditions, minutes apart)", n, schedule)
 	}
-	return podFix{kind: "CouchDB", image: "spec.couchdb.provision.image, queryServers[].image, values.initImage", schedule: schedule}
+	return podFix{kind: kindCouchDB, image: "spec.couchdb.provision.image, queryServers[].image, values.initImage", schedule: schedule}
 }
 
 // runnerPods are the pods of the runner Jobs (seed, index, views, writes).
 func runnerPods(bench *benchv1.CouchBenchmark) podFix {
-	return loadGeneratorPods("runner", bench.Spec.Runner.Parallelism, "run the seed and writes steps",
+	return loadGeneratorPods(kindRunner, bench.Spec.Runner.Parallelism, "run the seed and writes steps",
 		"the runner runs from the operator's own image (its Helm chart's image.repository and image.tag, or --runner-image)")
 }
 
 // k6Pods are the pods of the k6 Jobs (the reads workload).
 func k6Pods(bench *benchv1.CouchBenchmark) podFix {
-	return loadGeneratorPods("k6", bench.Spec.K6.Parallelism, "run each read repetition",
+	return loadGeneratorPods(kindK6, bench.Spec.K6.Parallelism, "run each read repetition",
 		"spec.k6.image, or for every benchmark the operator's k6 image (its Helm chart's k6.image, or --k6-image)")
 }
 

@@ -10,7 +10,8 @@
 #        hack/couchdb-images.sh build [IMAGE...]  build what is missing; prints tarballs
 #        hack/couchdb-images.sh describe          the inputs the Dockerfiles must share
 # IMAGE is a reference from the list above; default all. build and load need root
-# (debootstrap, chroot) and the cluster's mkimage (its up.sh, or up.sh --build-only).
+# (debootstrap, chroot) and mkimage: MKIMAGE, else the cluster's (its up.sh, or up.sh
+# --build-only). hack/images.sh kind builds mkimage itself and `docker load`s what build prints.
 #
 # Each image is a root filesystem from `debootstrap --variant=minbase --include=...` (the
 # CouchDB runtime packages plus images/<dir>/packages.txt, the couchdb user, and the pins of
@@ -33,7 +34,7 @@ umask 022   # the layers' directories get their modes from here
 
 kit=${COUCHDB_KIT:-../shared/apache-couchdb}
 lc=${LOCAL_CLUSTER:-../shared/local-cluster}
-mkimage=${LOCAL_CLUSTER_DIR:-/var/lib/local-cluster}/bin/mkimage
+mkimage=${MKIMAGE:-${LOCAL_CLUSTER_DIR:-/var/lib/local-cluster}/bin/mkimage}
 cache=$PWD/bin/images   # absolute: debootstrap wants an absolute --cache-dir
 
 suite=bookworm
@@ -170,6 +171,7 @@ rootfs_layer() { # dir
   key=$({
     declare -f rootfs_layer install_requirements in_root list_of debian_mirror
     echo "$suite $mirror ${packages[*]} $couchdb_uid"
+    cat /usr/local/share/ca-certificates/*.crt 2>/dev/null || true
     [ "$dir" = - ] || { cat "images/$dir/requirements.txt"; echo "${image_pip[$dir]} ${image_pip_target[$dir]:-}"; }
   } | hash_of)
   layer=$cache/layers/$name-$key.tar.gz
@@ -184,6 +186,11 @@ rootfs_layer() { # dir
     die "debootstrap for $name failed (log: $logf)"
   fi
   unmount_under "$root"
+  # The machine's own CA certificates (a TLS-intercepting proxy's, on this project's machines),
+  # as hack/base-images.sh puts them into its bases: a Dockerfile FROM this image (the Python
+  # presets') then reaches the package registries the machine reaches.
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/" 2>/dev/null || true
+  in_root "$root" update-ca-certificates >&2
   # The official image's account: ids fixed so that runAsUser/fsGroup 5984 match.
   in_root "$root" groupadd -g "$couchdb_uid" -r couchdb
   in_root "$root" useradd -u "$couchdb_uid" -d /opt/couchdb -g couchdb couchdb
@@ -299,8 +306,9 @@ else
 fi
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot)"
-[ -x "$mkimage" ] || die "no $mkimage: run $lc/up.sh (or up.sh --build-only) first"
-command -v debootstrap >/dev/null || die "no debootstrap: run $lc/up.sh first (it installs it)"
+[ -x "$mkimage" ] || die "no $mkimage: run $lc/up.sh (or up.sh --build-only) first, or set MKIMAGE"
+command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >&2 ||
+  { apt-get update -q >&2 && apt-get install -y -q debootstrap >&2; } || die "no debootstrap, and apt-get could not install it"
 python3 -m pip --version >/dev/null 2>&1 || die "the host's python3 -m pip is needed to fetch the pinned wheels"
 mkdir -p "$cache/layers" "$cache/logs" "$cache/debs"
 # One build at a time per checkout: the layers and the .deb cache are shared.

@@ -1,34 +1,46 @@
 #!/usr/bin/env bash
-# make test-e2e: runs test/e2e on a real cluster against real Apache CouchDB. With a Docker
-# engine and kind, a kind cluster "couchbench-e2e" (the official couchdb images are pulled;
-# the chart repository of the suite runs busybox); without Docker, the single-node cluster of
-# ../shared/local-cluster (containerd + runc, every image built here and imported, never
-# pulled). The cluster is left running (.ci/run brings the local one down). E2E_RUN=REGEXP
-# runs only the matching tests (go test -run).
+# make test-e2e: runs test/e2e against real Apache CouchDB on a real multi-node kind cluster
+# "couchbench-e2e" (hack/kind/e2e.yaml: a control plane and four workers), made from the node
+# image hack/kind-node-image.sh provides, with every image the suite runs loaded into the nodes
+# by hack/images.sh (nothing is pulled: the suite runs the same on a machine without a
+# registry). No Docker engine is a failure, never a skip. The cluster is kept for the next
+# run (a kept cluster is checked for its node count first); `make test-e2e-clean` deletes it.
+# E2E_RUN=REGEXP runs only the matching tests (go test -run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 tag=${E2E_IMAGE_TAG:-e2e}
 kind=${KIND:-kind}
+name=couchbench-e2e
+config=hack/kind/e2e.yaml
 
-if docker info >/dev/null 2>&1; then
-  name=couchbench-e2e
-  "$kind" get clusters 2>/dev/null | grep -qx "$name" || "$kind" create cluster --name "$name" --wait 180s
-  mkdir -p bin
-  "$kind" get kubeconfig --name "$name" > bin/kind-e2e.kubeconfig
-  export KUBECONFIG=$PWD/bin/kind-e2e.kubeconfig
-  KIND=$kind hack/images.sh kind "$tag" "$name"
-  export E2E_HTTPD_IMAGE=${E2E_HTTPD_IMAGE:-busybox:1.37.0}
-else
-  lc=${LOCAL_CLUSTER:-../shared/local-cluster}
-  if [ ! -x "$lc/up.sh" ]; then
-    echo "test-e2e: no Docker engine for kind and no local cluster at $lc" >&2
-    exit 1
-  fi
-  echo "test-e2e: no Docker engine; using the local cluster ($lc)" >&2
-  KUBECONFIG=$("$lc/up.sh")
-  export KUBECONFIG
-  LOCAL_CLUSTER=$lc hack/images.sh local "$tag"
+docker info >/dev/null 2>&1 || {
+  echo "test-e2e: no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); the e2e suite runs on kind. Start Docker, or on this project's machines: export DOCKER_HOST=\$(../shared/docker/up.sh)" >&2
+  exit 1
+}
+node=$(hack/kind-node-image.sh)
+want=$(grep -c '^  - role:' "$config")
+if "$kind" get clusters 2>/dev/null | grep -qx "$name" &&
+  [ "$("$kind" get nodes --name "$name" | wc -l)" != "$want" ]; then
+  echo "test-e2e: the kept cluster $name does not have the $want nodes of $config: making it again" >&2
+  "$kind" delete cluster --name "$name"
 fi
+"$kind" get clusters 2>/dev/null | grep -qx "$name" ||
+  hack/heartbeat.sh test-e2e "creating kind cluster $name" \
+    "$kind" create cluster --name "$name" --image "$node" --config "$config" --wait 300s
+mkdir -p bin
+"$kind" get kubeconfig --name "$name" >bin/kind-e2e.kubeconfig
+export KUBECONFIG=$PWD/bin/kind-e2e.kubeconfig
+KIND=$kind hack/images.sh kind "$tag" "$name"
 
-E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 60m ${E2E_RUN:+-run "$E2E_RUN"}
+# The suite's HTTP server (a chart repository; a volume's preparation) runs busybox, as
+# Debian packages it.
+httpd=couchbench/e2e-httpd:bookworm
+docker image inspect "$httpd" >/dev/null 2>&1 || docker build -q -t "$httpd" - >/dev/null <<'EOF'
+FROM debian:bookworm-slim
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends busybox && rm -rf /var/lib/apt/lists/*
+EOF
+"$kind" load docker-image --name "$name" "$httpd" >&2
+export E2E_HTTPD_IMAGE=$httpd E2E_KIND_CLUSTER=$name
+
+E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 75m ${E2E_RUN:+-run "$E2E_RUN"}

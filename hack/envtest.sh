@@ -16,7 +16,7 @@
 set -euo pipefail
 
 KUBE_VERSION=v1.36.3
-ETCD_VERSION=3.6.16
+ETCD_VERSION=3.6.8
 
 out=${1:?usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]}
 prebuilt=${2:-}
@@ -53,8 +53,8 @@ ldflags="-s -w"
 for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags="$ldflags -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
 done
-provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/envtest/kube-apiserver" \
+provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/kubernetes" \
   -ldflags "$ldflags" k8s.io/kubernetes/cmd/kube-apiserver
-provide etcd is_etcd "etcd $ETCD_VERSION" "$here/envtest/etcd" -ldflags "-s -w" .
+provide etcd is_etcd "etcd $ETCD_VERSION" "$here/etcd" -ldflags "-s -w" .
 
 echo "$out"

@@ -4,11 +4,12 @@
 #   couchbench/k6:TAG        k6 from its Go module, with a shell
 # and the CouchDB images of the presets, under their own tags:
 #   couchbench/couchdb-python:3.4.3, couchbench/couchdb-pypy:3.4.3   the Python presets
-#   couchdb:3.4.3, couchdb:3.5.1   (local only; a kind node pulls the official images)
+#   couchdb:3.4.3, couchdb:3.5.1   the official images (kind: pulled, else built from the kit)
 #
 # Usage: hack/images.sh kind|local TAG [KIND_CLUSTER]
-#   kind   docker build (images/*/Dockerfile) and `$KIND load docker-image` (KIND: the kind
-#          binary, default kind on PATH)
+#   kind   docker build (images/*/Dockerfile, on the base images hack/base-images.sh provides)
+#          and `$KIND load docker-image` into every node (KIND: the kind binary, default kind
+#          on PATH); the nodes pull nothing
 #   local  no Docker: the Go binaries are packed onto the Debian base of
 #          ../shared/local-cluster with its image-from-dir.sh and imported into its containerd
 #          (nothing is pulled); the CouchDB images are built from the kit's release tarballs
@@ -28,17 +29,32 @@ case "$target" in
 kind)
   kind=${KIND:-kind}
   cluster=${3:-couchbench}
-  load() { "$kind" load docker-image --name "$cluster" "$1"; }
-  docker build -q -t "couchbench/manager:$tag" --build-arg "VERSION=$version" --build-arg "COMMIT=$commit" \
-    -f images/manager/Dockerfile .
-  load "couchbench/manager:$tag"
-  docker build -q -t "couchbench/k6:$tag" -f images/k6/Dockerfile .
-  load "couchbench/k6:$tag"
-  docker pull -q couchdb:3.4.3
-  for img in couchdb-python couchdb-pypy; do
-    docker build -q -t "couchbench/$img:3.4.3" -f "images/$img/Dockerfile" .
-    load "couchbench/$img:3.4.3"
+  # The base images the Dockerfiles name: pulled, or built here where no registry answers.
+  hack/base-images.sh
+  build() { # image dockerfile [build-arg...]
+    local image=$1 dockerfile=$2
+    shift 2
+    hack/heartbeat.sh images "docker build $image" docker build -q -t "$image" "$@" -f "$dockerfile" . >/dev/null
+    echo "images: built $image" >&2
+  }
+  build "couchbench/manager:$tag" images/manager/Dockerfile --build-arg "VERSION=$version" --build-arg "COMMIT=$commit"
+  build "couchbench/k6:$tag" images/k6/Dockerfile
+  # The official CouchDB images, pulled; where they cannot be, built from the kit's release
+  # tarballs (hack/couchdb-images.sh, the images the local cluster runs) and loaded.
+  for img in couchdb:3.4.3 couchdb:3.5.1; do
+    docker image inspect "$img" >/dev/null 2>&1 || docker pull -q "$img" >/dev/null 2>&1 || {
+      lc=${LOCAL_CLUSTER:-../shared/local-cluster}
+      [ -x bin/mkimage ] || go build -C "$lc/go/mkimage" -mod=readonly -trimpath -o "$PWD/bin/mkimage" .
+      docker load -q -i "$(MKIMAGE=$PWD/bin/mkimage hack/couchdb-images.sh build "$img")" >&2
+    }
   done
+  for img in couchdb-python couchdb-pypy; do
+    build "couchbench/$img:3.4.3" "images/$img/Dockerfile"
+  done
+  # One call: kind saves the images once and imports them into every node.
+  hack/heartbeat.sh images "loading into kind cluster $cluster" "$kind" load docker-image --name "$cluster" \
+    "couchbench/manager:$tag" "couchbench/k6:$tag" couchdb:3.4.3 couchdb:3.5.1 \
+    couchbench/couchdb-python:3.4.3 couchbench/couchdb-pypy:3.4.3 >&2
   ;;
 local)
   lc=${LOCAL_CLUSTER:-../shared/local-cluster}

@@ -48,13 +48,22 @@ func couchDBPodsOf(releases ...string) *metav1.LabelSelector {
 	}
 }
 
-// preferPodsOf is the user's affinity for CouchDB pods with a strong preference (weight 100)
-// added for the nodes that run the release's CouchDB pods, in the chart's value form.
-func preferPodsOf(user *corev1.Affinity, release string) map[string]any {
-	a := user.DeepCopy()
-	if a == nil {
-		a = &corev1.Affinity{}
+// spreadPodsOf adds a strong preference (weight 100) for nodes without another CouchDB pod of
+// the release. Preferred, not required: a cluster with fewer nodes than CouchDB nodes still
+// runs the benchmark, and the results' placement shows where each pod ran.
+func spreadPodsOf(a *corev1.Affinity, release string) {
+	if a.PodAntiAffinity == nil {
+		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
 	}
+	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
+		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+			LabelSelector: couchDBPodsOf(release), TopologyKey: corev1.LabelHostname,
+		}})
+}
+
+// preferPodsOf adds a strong preference (weight 100) for the nodes that run the release's
+// CouchDB pods.
+func preferPodsOf(a *corev1.Affinity, release string) {
 	if a.PodAffinity == nil {
 		a.PodAffinity = &corev1.PodAffinity{}
 	}
@@ -62,19 +71,12 @@ func preferPodsOf(user *corev1.Affinity, release string) map[string]any {
 		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
 			LabelSelector: couchDBPodsOf(release), TopologyKey: corev1.LabelHostname,
 		}})
-	v, _ := toValue(a) // a plain Kubernetes struct always converts
-	return v.(map[string]any)
 }
 
-// preferNodes is the user's affinity for CouchDB pods with a strong preference (weight 100)
-// added for the nodes given, in the chart's value form. Preferred, not required: a cluster
-// whose first arm's nodes are gone or full still runs the arm, and the ArmsOnSameNodes
-// condition says where it ran.
-func preferNodes(user *corev1.Affinity, nodes []string) map[string]any {
-	a := user.DeepCopy()
-	if a == nil {
-		a = &corev1.Affinity{}
-	}
+// preferNodes adds a strong preference (weight 100) for the nodes given. Preferred, not
+// required: a cluster whose first arm's nodes are gone or full still runs the arm, and the
+// ArmsOnSameNodes condition says where it ran.
+func preferNodes(a *corev1.Affinity, nodes []string) {
 	if a.NodeAffinity == nil {
 		a.NodeAffinity = &corev1.NodeAffinity{}
 	}
@@ -82,6 +84,4 @@ func preferNodes(user *corev1.Affinity, nodes []string) map[string]any {
 		corev1.PreferredSchedulingTerm{Weight: 100, Preference: corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{
 			{Key: metav1.ObjectNameField, Operator: corev1.NodeSelectorOpIn, Values: nodes},
 		}}})
-	v, _ := toValue(a) // a plain Kubernetes struct always converts
-	return v.(map[string]any)
 }

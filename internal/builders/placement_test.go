@@ -100,9 +100,34 @@ func TestCouchDBPodsGoWhereTheSpecSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"nodeSelector", "tolerations", "affinity"} {
+	for _, key := range []string{"nodeSelector", "tolerations"} {
 		if _, ok := values[key]; ok {
 			t.Errorf("values.%s set without a spec for it: %v", key, values[key])
+		}
+	}
+	if a := values["affinity"].(map[string]any); len(a) != 1 || a["podAntiAffinity"] == nil {
+		t.Errorf("values.affinity without a spec for it: %v, want only the operator's spread of the CouchDB pods", a)
+	}
+}
+
+// A clustered CouchDB prefers one pod per node: each arm's pods keep away from the other pods
+// of their own release (not from another arm's, which a later arm prefers to join).
+func TestClusteredCouchDBPrefersOnePodPerNode(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
+	for _, qs := range bench.Spec.QueryServers {
+		values, err := HelmValues(bench, qs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		terms := get(t, values, "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution").([]any)
+		want := map[string]any{"weight": float64(100), "podAffinityTerm": map[string]any{
+			"topologyKey": "kubernetes.io/hostname",
+			"labelSelector": map[string]any{"matchLabels": map[string]any{"app": "couchdb"}, "matchExpressions": []any{
+				map[string]any{"key": "release", "operator": "In", "values": []any{ReleaseName(bench, qs.Name)}}}},
+		}}
+		if len(terms) != 1 || !equality.Semantic.DeepEqual(terms[0], want) {
+			t.Errorf("arm %s: pod anti-affinity %v, want %v", qs.Name, terms, want)
 		}
 	}
 }
@@ -117,7 +142,7 @@ func TestLaterArmsPreferTheFirstArmsNodes(t *testing.T) {
 		{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}}}
 	bench.Spec.CouchDB.Provision.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
 		PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{user}}}
-	before, err := HelmValues(bench, bench.Spec.QueryServers[1])
+	before, err := HelmValues(bench, bench.Spec.QueryServers[0])
 	if err != nil {
 		t.Fatal(err)
 	}

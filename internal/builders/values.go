@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -98,7 +99,7 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 		values["resources"] = r
 	}
 	// The chart's names for pod placement are Kubernetes' own.
-	for key, set := range map[string]any{"nodeSelector": p.NodeSelector, "tolerations": p.Tolerations, "affinity": p.Affinity} {
+	for key, set := range map[string]any{"nodeSelector": p.NodeSelector, "tolerations": p.Tolerations} {
 		v, err := toValue(set)
 		if err != nil {
 			return nil, err
@@ -107,16 +108,28 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 			values[key] = v
 		}
 	}
-	// A later arm prefers the first arm's nodes: arms compared on the same hardware. Arms
-	// provisioned at once (interleaved) prefer the nodes of the first arm's pods; one after
-	// the other, the nodes where the first arm's pods were.
+	// The user's affinity, with the operator's preferences beside it: a clustered CouchDB one
+	// pod per node, as a cluster-scale test means it; and a later arm on the first arm's
+	// nodes, so that arms are compared on the same hardware. Arms provisioned at once
+	// (interleaved) prefer the nodes of the first arm's pods; one after the other, the nodes
+	// where the first arm's pods were.
+	affinity := p.Affinity.DeepCopy()
+	if affinity == nil {
+		affinity = &corev1.Affinity{}
+	}
+	spreadPodsOf(affinity, ReleaseName(bench, qs.Name))
 	switch first := bench.Spec.QueryServers[0].Name; {
 	case qs.Name == first:
 	case bench.Spec.ArmOrder != benchv1.ArmsSequential:
-		values["affinity"] = preferPodsOf(p.Affinity, ReleaseName(bench, first))
+		preferPodsOf(affinity, ReleaseName(bench, first))
 	case len(bench.Status.CouchDBNodes) > 0:
-		values["affinity"] = preferNodes(p.Affinity, bench.Status.CouchDBNodes)
+		preferNodes(affinity, bench.Status.CouchDBNodes)
 	}
+	a, err := toValue(affinity)
+	if err != nil {
+		return nil, err
+	}
+	values["affinity"] = a
 	// Then the user's: the benchmark's values, the arm's ini settings, the arm's values.
 	values = runtime.DeepCopyJSON(values)
 	if err := mergeJSON(values, p.Values, "spec.couchdb.provision.values"); err != nil {

@@ -203,6 +203,9 @@ type table struct {
 	Level   int
 }
 
+// Warns tells whether row is one of the table's Marked rows; most tables mark none.
+func (t table) Warns(row int) bool { return row < len(t.Marked) && t.Marked[row] }
+
 func withNumbers(tables []results.Table, level int) []table {
 	out := make([]table, len(tables))
 	for i, t := range tables {
@@ -278,6 +281,7 @@ th, td { padding: .3rem .6rem; border-bottom: 1px solid #e3e3e3; text-align: lef
 .num { text-align: right; }
 th { background: #f3f3f3; }
 tbody tr:nth-child(even) { background: #fafafa; }
+tbody tr.warning { background: #fff4e5; }
 .note { color: #555; font-size: .85rem; max-width: 80ch; }
 </style>
 </head>
@@ -357,11 +361,18 @@ tbody tr:nth-child(even) { background: #fafafa; }
 <div class="table"><table>
 <thead><tr>{{range $c, $h := .Header}}<th{{if index $.Numeric $c}} class="num"{{end}}>{{$h}}</th>{{end}}</tr></thead>
 <tbody>
-{{- range .Rows}}
-<tr>{{range $c, $v := .}}<td{{if index $.Numeric $c}} class="num"{{end}}>{{$v}}</td>{{end}}</tr>
+{{- range $r, $row := .Rows}}
+<tr{{if $.Warns $r}} class="warning"{{end}}>{{range $c, $v := $row}}<td{{if index $.Numeric $c}} class="num"{{end}}>{{$v}}</td>{{end}}</tr>
 {{- end}}
 </tbody>
 </table></div>
+{{- if .Lines}}
+<ul class="note">
+{{- range .Lines}}
+<li>{{.}}</li>
+{{- end}}
+</ul>
+{{- end}}
 {{- if .Note}}
 <p class="note">{{.Note}}</p>
 {{- end}}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/plot"
 	"github.com/couchbench/couchbench/internal/report"
@@ -204,5 +205,48 @@ func TestHTMLShowsEveryRun(t *testing.T) {
 		if strings.Count(page, id) != 1 {
 			t.Errorf("%s is not unique", id)
 		}
+	}
+}
+
+// An operator run's placement: a table of its pods, the load generators on a node of their
+// CouchDB highlighted as warnings, and the line that adds the arm's nodes up.
+func TestHTMLMarksLoadGeneratorsBesideTheirCouchDB(t *testing.T) {
+	d := realisticRun(t)
+	if strings.Contains(render(t, nil, d), "Placement") {
+		t.Error("a placement section for a run without pods")
+	}
+	d.Arms[0].Cluster = &results.Cluster{Pods: []results.PodRun{
+		{Role: results.RoleCouchDB, Pod: "couchdb-0", Node: "w1"},
+		{Role: results.RoleCouchDB, Pod: "couchdb-1", Node: "w2"},
+		{Role: results.RoleCouchDB, Pod: "couchdb-2", Node: "w3"},
+		{Role: results.RoleRunner, Step: benchv1.StepSeed, Pod: "seed", Node: "w4"},
+		{Role: results.RoleRunner, Step: benchv1.StepIndex, Pod: "index", Node: "w1"},
+		{Role: results.RoleK6, Step: benchv1.StepReads, Pod: "reads-0", Node: "w4"},
+		{Role: results.RoleK6, Step: benchv1.StepReads, Pod: "reads-1", Node: "w2"},
+	}}
+	page := render(t, nil, d)
+	_, section, ok := strings.Cut(page, "<h3>Placement</h3>")
+	if !ok {
+		t.Fatalf("no placement section:\n%s", page)
+	}
+	section, _, _ = strings.Cut(section, "</ul>")
+	row := func(class, role, step, pod, node, marker string) string {
+		return fmt.Sprintf("<tr%s><td>spidermonkey</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>", class, role, step, pod, node, marker)
+	}
+	const warning, shared = ` class="warning"`, "shares a node with its CouchDB"
+	for _, want := range []string{
+		row("", "couchdb", "", "couchdb-0", "w1", ""),
+		row("", "runner", "seed", "seed", "w4", ""),
+		row(warning, "runner", "index", "index", "w1", shared),
+		row("", "k6", "reads", "reads-0", "w4", ""),
+		row(warning, "k6", "reads", "reads-1", "w2", shared),
+		"<li>spidermonkey: CouchDB on 3 node(s) (w1, w2, w3); load generators on 3 node(s) (w1, w2, w4), 2 of them shared with CouchDB</li>",
+	} {
+		if !strings.Contains(section, want) {
+			t.Errorf("the placement section lacks %s:\n%s", want, section)
+		}
+	}
+	if n := strings.Count(page, "<tr class=\"warning\">"); n != 2 {
+		t.Errorf("%d rows marked in the page, want the 2 shared ones", n)
 	}
 }

@@ -251,11 +251,17 @@ func sharedNodes(c *Cluster) (shared map[benchv1.Step]string, known bool) {
 	}
 	shared = map[benchv1.Step]string{}
 	for _, p := range c.Pods {
-		if p.Role != RoleCouchDB && slices.Contains(couchdb, p.Node) {
+		if sharesNode(p, couchdb) {
 			shared[p.Step] = p.Node
 		}
 	}
 	return shared, true
+}
+
+// sharesNode tells whether p is a load generator on one of couchdb, the nodes of its arm's
+// CouchDB pods (couchdbNodes).
+func sharesNode(p PodRun, couchdb []string) bool {
+	return p.Role != RoleCouchDB && slices.Contains(couchdb, p.Node)
 }
 
 // couchdbNodes are the nodes an arm's CouchDB pods ran on, sorted; none for an existing

@@ -34,15 +34,15 @@ type Report struct {
 	// PollInterval is the /_active_tasks poll interval of the builds (0: unknown).
 	PollInterval time.Duration
 	// provenance says what produced each arm's numbers; load how busy the generator and
-	// CouchDB were during each step.
-	provenance, load, seedingParts, warmUp Table
+	// CouchDB were during each step; placement which node each pod ran on.
+	provenance, load, seedingParts, warmUp, placement Table
 }
 
 // NewReport is the report of a run's documents.
 func NewReport(docs ...*Document) Report {
 	s := Aggregate(docs...)
 	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs), load: loadTable(docs),
-		seedingParts: seedingPartsTable(docs), warmUp: warmUpTable(docs)}
+		seedingParts: seedingPartsTable(docs), warmUp: warmUpTable(docs), placement: placementTable(docs)}
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
@@ -63,16 +63,22 @@ type Table struct {
 	Note   string
 	Header []string
 	Rows   [][]string
+	// Marked tells, by row, which rows warn of something: their cells say so, and a renderer
+	// that can makes them stand out too.
+	Marked []bool
+	// Lines add the rows up, one line each, after the table.
+	Lines []string
 }
 
 // Tables lays the results out like the seed articles' tables: indexing as option ×
 // reducer → changes/s per document profile (seed 000), the build details, seeding, view
-// reads (seed 002), writes (seed 003) and k6 reads (seed 001). Tables without data are
-// left out.
+// reads (seed 002), writes (seed 003) and k6 reads (seed 001); then how the run went: the
+// warm-ups, the load, the provenance and the pods' placement. Tables without data are left
+// out.
 func (r Report) Tables() []Table {
 	var out []Table
 	tables := []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.seedingParts, r.viewReadsTable(), r.writesTable(),
-		r.readsTable(), r.warmUp, r.load, r.provenance}
+		r.readsTable(), r.warmUp, r.load, r.provenance, r.placement}
 	for _, t := range tables {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
@@ -255,7 +261,8 @@ func (r Report) run() []string {
 }
 
 // WriteMarkdown writes the tables as Markdown, columns padded so that the text reads as a
-// table in a terminal too.
+// table in a terminal too; a table's lines follow it as a list, which rendered Markdown keeps
+// one a line.
 func WriteMarkdown(w io.Writer, tables []Table) error {
 	var b strings.Builder
 	for i, t := range tables {
@@ -284,6 +291,12 @@ func WriteMarkdown(w io.Writer, tables []Table) error {
 		line(rule)
 		for _, row := range t.Rows {
 			line(row)
+		}
+		if len(t.Lines) > 0 {
+			b.WriteString("\n")
+			for _, l := range t.Lines {
+				fmt.Fprintf(&b, "- %s\n", l)
+			}
 		}
 		if t.Note != "" {
 			fmt.Fprintf(&b, "\n%s\n", t.Note)

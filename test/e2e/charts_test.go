@@ -52,8 +52,8 @@ func configMapChart() *benchv1.ChartSource {
 }
 
 // serveCharts makes both chart sources: the ConfigMap with the archive, and a Deployment
-// serving index.yaml and the archive over HTTP (busybox httpd; the image is the local
-// cluster's Debian base, or E2E_HTTPD_IMAGE, e.g. busybox:1.37.0 on kind).
+// serving index.yaml and the archive over HTTP (busybox httpd, in the image hack/e2e.sh
+// builds from Debian's busybox, or E2E_HTTPD_IMAGE).
 func serveCharts(ctx context.Context) error {
 	archive := helmrelease.BuiltInArchive()
 	dir, err := os.MkdirTemp("", "chart-repo-")
@@ -104,13 +104,13 @@ type httpdFiles struct {
 	mode            *int32
 }
 
-// httpd is a Deployment of busybox httpd serving /srv on port 8080 (the image is the local
-// cluster's Debian base, or E2E_HTTPD_IMAGE, e.g. busybox:1.37.0 on kind), ready when probe
+// httpd is a Deployment of busybox httpd serving /srv on port 8080 (the image hack/e2e.sh
+// builds from Debian's busybox, or E2E_HTTPD_IMAGE), ready when probe
 // says so, and its Service of the same name.
 func httpd(name string, probe corev1.ProbeHandler, files ...httpdFiles) []client.Object {
 	labels := map[string]string{"app": name}
 	container := corev1.Container{
-		Name: "httpd", Image: envOr("E2E_HTTPD_IMAGE", "localhost/debian-base:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
+		Name: "httpd", Image: envOr("E2E_HTTPD_IMAGE", "couchbench/e2e-httpd:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:        []string{"busybox", "httpd", "-f", "-v", "-p", "8080", "-h", "/srv"},
 		Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: probe, PeriodSeconds: 2},

@@ -1,11 +1,11 @@
 //go:build e2e
 
-// Package e2e runs couchbench on a real Kubernetes cluster (kind, or the project's local
-// single-node cluster; `make test-e2e` picks) against real Apache CouchDB: the operator
+// Package e2e runs couchbench on a real multi-node kind cluster (`make test-e2e`: a control
+// plane and four workers, the real scheduler placing every pod) against real Apache CouchDB: the operator
 // installed with its own Helm chart provisions CouchDB pods from the real Apache CouchDB chart
 // 4.6.2 (the one built into the operator, and the same chart served from inside the cluster,
 // as a cluster without internet would serve it) and the images hack/images.sh loads
-// (couchdb:3.4.3 built from the Apache release, the Python and PyPy presets' images, k6); the
+// (couchdb:3.4.3, pulled or built from the Apache release, the Python and PyPy presets' images, k6); the
 // "existing CouchDB" is the same chart installed by the suite.
 // These tests check behaviour, never speed.
 package e2e

@@ -301,7 +301,7 @@ func hostPathVolume(t *testing.T, class string) {
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name: "prepare", Image: envOr("E2E_HTTPD_IMAGE", "localhost/debian-base:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
+				Name: "prepare", Image: envOr("E2E_HTTPD_IMAGE", "couchbench/e2e-httpd:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
 				Command:         []string{"sh", "-c", "rm -rf /host/data && mkdir -p /host/data && chmod 0777 /host/data"},
 				SecurityContext: &corev1.SecurityContext{RunAsUser: ptr.To[int64](0)},
 				VolumeMounts:    []corev1.VolumeMount{{Name: "host", MountPath: "/host"}},

@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# Provides the kind node image for Kubernetes v1.36.3 and prints its name.
+#
+# With a registry in reach, that is kind's own image: `docker pull kindest/node:v1.36.3`.
+# Without one (an air-gapped machine, or this project's machines, which reach only package
+# registries), it is built here from local parts, once, as couchbench/kind-node:v1.36.3:
+#   - kind v0.33.0's node files (the sigs.k8s.io/kind module's images/base/files);
+#   - Debian's systemd, containerd, runc and CNI plugins;
+#   - kubeadm, kubelet, kubectl, the control plane and kube-proxy (k8s.io/kubernetes v1.36.3),
+#     etcd 3.6.8 and CoreDNS 1.14.2 (the versions kubeadm v1.36.3 deploys) and crictl, built from
+#     their Go modules (hack/kubernetes, hack/etcd, hack/coredns, hack/crictl);
+#   - the pause container and the default CNI of hack/kindnode.
+# See hack/kindnode/Dockerfile for what differs from kindest/node. An image already present
+# is kept (delete it to rebuild); binaries are cached in bin/kind-node, keyed by the inputs.
+#
+# Usage: hack/kind-node-image.sh     (KIND_NODE_IMAGE=NAME skips all of this and prints NAME)
+# Needs a Docker engine (DOCKER_HOST), Go, and root when debian:bookworm-slim has to be built
+# (hack/base-images.sh).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [ -n "${KIND_NODE_IMAGE:-}" ]; then echo "$KIND_NODE_IMAGE"; exit 0; fi
+
+kube_version=v1.36.3
+kind_version=v0.33.0
+upstream=kindest/node:$kube_version
+image=couchbench/kind-node:$kube_version
+base=debian:bookworm-slim
+
+log() { echo "kind-node-image: $*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); start one, e.g. export DOCKER_HOST=\$(../shared/docker/up.sh)"
+# Everything the built image is made of, so that a change to any of it builds it again.
+inputs=$(cat "$0" hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
+  hack/{kubernetes,etcd,coredns,crictl}/go.{mod,sum} go.mod go.sum | sha256sum | cut -c1-16)
+if [ "$(docker image inspect -f '{{index .Config.Labels "couchbench.inputs"}}' "$image" 2>/dev/null)" = "$inputs" ]; then
+  log "$image present"
+  echo "$image"
+  exit 0
+fi
+if docker image inspect "$upstream" >/dev/null 2>&1; then
+  log "$upstream present"
+  echo "$upstream"
+  exit 0
+fi
+if docker pull -q "$upstream" >/dev/null 2>&1; then
+  log "pulled $upstream"
+  echo "$upstream"
+  exit 0
+fi
+log "$upstream cannot be pulled: building $image from local parts"
+start=$SECONDS
+
+hack/base-images.sh "$base"
+
+# Binaries, each built once per set of inputs (the module's go.mod and go.sum, the flags).
+cache=$PWD/bin/kind-node
+mkdir -p "$cache"
+gobuild() { # name module-dir output-dir build-args...
+  local name=$1 dir=$2 out=$3
+  shift 3
+  hack/heartbeat.sh kind-node-image "building $name" \
+    env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
+    go build -C "$dir" -trimpath -buildvcs=false -o "$out/" "$@"
+}
+cached() { # name module-dir build-args...: sets dir to the cache entry holding the binaries
+  local name=$1 mod=$2 key
+  shift 2
+  key=$({ cat "$mod/go.mod" "$mod/go.sum" "${sources[@]}"; echo "$*"; } | sha256sum | cut -c1-12)
+  dir=$cache/${name// /-}-$key
+  [ -f "$dir/.complete" ] && return 0
+  rm -rf "$dir" && mkdir -p "$dir"
+  gobuild "$name" "$mod" "$dir" "$@"
+  touch "$dir/.complete"
+}
+minor=${kube_version#v1.}
+minor=${minor%%.*}
+ldflags="-s -w"
+for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+  ldflags="$ldflags -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
+done
+sources=()
+cached kubernetes hack/kubernetes -ldflags "$ldflags" \
+  k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl \
+  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
+  k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
+kube=$dir
+cached etcd hack/etcd -ldflags "-s -w" .
+etcd=$dir
+cached coredns hack/coredns -ldflags "-s -w" .
+coredns=$dir
+cached crictl hack/crictl -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0" sigs.k8s.io/cri-tools/cmd/crictl
+crictl=$dir
+# The pause container and the CNI daemon are this repository's own packages.
+sources=(hack/kindnode/*/*.go)
+cached "pause and CNI" . -ldflags "-s -w" ./hack/kindnode/pause ./hack/kindnode/cni
+kindnode=$dir
+
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+ctx=$work/context
+mkdir -p "$ctx/bin" "$ctx/images" "$ctx/manifests"
+
+# The versions kubeadm deploys are the tags the node must hold.
+images=$("$kube/kubeadm" config images list --kubernetes-version "$kube_version")
+tag_of() { grep "/$1:" <<<"$images" | head -1; }
+
+# image NAME DOCKERFILE FILE...: builds a docker image from the given files and saves it as a
+# tarball for the node to import.
+image() {
+  local name=$1 dockerfile=$2 dir
+  shift 2
+  dir=$(mktemp -d "$work/image.XXXXXX")
+  cp "$@" "$dir/"
+  echo "$dockerfile" >"$dir/Dockerfile"
+  docker build -q -t "$name" "$dir" >/dev/null 2>"$dir/build.log" || { cat "$dir/build.log" >&2; die "building $name failed"; }
+  docker save -o "$ctx/images/$(basename "$dir").tar" "$name"
+  log "image $name"
+}
+for c in kube-apiserver kube-controller-manager kube-scheduler; do
+  image "$(tag_of "$c")" "FROM $base
+COPY $c /usr/local/bin/$c
+LABEL couchbench.offline=true" "$kube/$c"
+done
+# kube-proxy programs iptables (or nftables) and conntrack on the node.
+image "$(tag_of kube-proxy)" "FROM $base
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends iptables nftables conntrack \
+ && rm -rf /var/lib/apt/lists/*
+COPY kube-proxy /usr/local/bin/kube-proxy
+LABEL couchbench.offline=true" "$kube/kube-proxy"
+image "$(tag_of etcd)" "FROM $base
+COPY etcd /usr/local/bin/etcd
+LABEL couchbench.offline=true" "$etcd/etcd"
+image "$(tag_of coredns)" "FROM $base
+COPY coredns /coredns
+ENTRYPOINT [\"/coredns\"]
+LABEL couchbench.offline=true" "$coredns/coredns"
+# containerd's sandbox image, as kind's containerd config names it.
+pause=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$(go env GOMODCACHE)/sigs.k8s.io/kind@$kind_version/images/base/files/etc/containerd/config.toml")
+[ -n "$pause" ] || die "no sandbox_image in kind's containerd config"
+image "$pause" "FROM scratch
+COPY pause /pause
+ENTRYPOINT [\"/pause\"]
+LABEL couchbench.offline=true" "$kindnode/pause"
+cni_image=$(sed -n 's/^ *image: *//p' hack/kindnode/default-cni.yaml | head -1)
+image "$cni_image" "FROM $base
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends iproute2 && rm -rf /var/lib/apt/lists/*
+COPY cni /kindnode-cni
+LABEL couchbench.offline=true" "$kindnode/cni"
+
+GOFLAGS=-mod=readonly go mod download "sigs.k8s.io/kind@$kind_version"
+cp -r "$(go env GOMODCACHE)/sigs.k8s.io/kind@$kind_version/images/base/files" "$ctx/kind"
+chmod -R u+w "$ctx/kind"
+rm -rf "$ctx/kind/LICENSES"
+cp "$kube"/{kubeadm,kubelet,kubectl} "$crictl/crictl" "$ctx/bin/"
+cp hack/kindnode/default-cni.yaml hack/kindnode/default-storage.yaml "$ctx/manifests/"
+cp hack/kindnode/Dockerfile "$ctx/"
+hack/heartbeat.sh kind-node-image "building $image" \
+  docker build -q --build-arg KUBERNETES_VERSION="$kube_version" --label couchbench.inputs="$inputs" -t "$image" "$ctx" >/dev/null
+log "built $image in $((SECONDS - start))s"
+echo "$image"
