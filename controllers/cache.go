@@ -28,7 +28,7 @@ func cacheOptions(namespaces ...string) cache.Options {
 	opts := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&batchv1.Job{}:  {Label: ownObjects},
+			&batchv1.Job{}: {Label: ownObjects},
 			&corev1.Node{}: {Transform: keepNodeReadiness},
 		},
 	}

@@ -27,7 +27,8 @@ const (
 	// command asks for.
 	conditionRuntimeAsAsked = "RuntimeAsAsked"
 	// conditionNodesReady says whether every node that holds a pod of the running benchmark is
-	// ready; it appears when one is first lost (nodes.go).
+	// ready (nodes.go); it appears when one is first lost, and keeps what the run saw last once
+	// it has ended.
 	conditionNodesReady = "NodesReady"
 )
 

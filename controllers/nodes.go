@@ -239,8 +239,8 @@ func (r *CouchBenchmarkReconciler) checkNodes(ctx context.Context, bench *benchv
 	if err := r.List(ctx, &nodes); err != nil {
 		return nil, fmt.Errorf("listing nodes: %w", err)
 	}
-	anyLost := slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return nodeTrouble(&n) != "" })
-	if !anyLost && !meta.IsStatusConditionFalse(bench.Status.Conditions, conditionNodesReady) {
+	troubled := slices.ContainsFunc(nodes.Items, func(n corev1.Node) bool { return nodeTrouble(&n) != "" })
+	if !troubled && !meta.IsStatusConditionFalse(bench.Status.Conditions, conditionNodesReady) {
 		return nil, nil
 	}
 	pods, err := r.placedPods(ctx, bench)
@@ -248,20 +248,22 @@ func (r *CouchBenchmarkReconciler) checkNodes(ctx context.Context, bench *benchv
 		return nil, err
 	}
 	lost := lostNodes(pods, nodes.Items)
-	r.recordNodes(bench, lost)
+	said := r.recordNodes(bench, lost)
 	if !step.measuring() || !holdsCouchDBOf(lost, measuringArms(bench, step)) {
 		return nil, nil
 	}
+	// Nor is what ended since the last reconcile stored: the node may have stopped up to
+	// node-monitor-grace-period before Kubernetes said so.
 	return &stepFailure{reason: reasonNodeLost, message: fmt.Sprintf(
-		"%s: %s; CouchDB lost a node mid-step, so the step's numbers would not describe one run: run the benchmark again",
-		step, meta.FindStatusCondition(bench.Status.Conditions, conditionNodesReady).Message)}, nil
+		"%s: %s; CouchDB lost a node mid-step, so the step's numbers would not describe one run: run the benchmark again", step, said)}, nil
 }
 
 // recordNodes sets the NodesReady condition from the lost nodes: False naming each, with a
 // Warning event for a node whose description the condition did not hold yet (a node newly
 // lost, or holding more); True again, with a Normal event, once none is left. A benchmark that
-// never lost a node has no NodesReady condition.
-func (r *CouchBenchmarkReconciler) recordNodes(bench *benchv1.CouchBenchmark, lost []lostNode) {
+// never lost a node has no NodesReady condition. It returns the False message, "" when no node
+// is lost.
+func (r *CouchBenchmarkReconciler) recordNodes(bench *benchv1.CouchBenchmark, lost []lostNode) string {
 	st := &bench.Status
 	said := ""
 	if c := meta.FindStatusCondition(st.Conditions, conditionNodesReady); c != nil && c.Status == metav1.ConditionFalse {
@@ -274,7 +276,7 @@ func (r *CouchBenchmarkReconciler) recordNodes(bench *benchv1.CouchBenchmark, lo
 			setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionNodesReady, metav1.ConditionTrue, reasonNodesReady,
 				"every node that holds a pod of this benchmark is ready")
 		}
-		return
+		return ""
 	}
 	described := make([]string, len(lost))
 	for i, n := range lost {
@@ -283,8 +285,9 @@ func (r *CouchBenchmarkReconciler) recordNodes(bench *benchv1.CouchBenchmark, lo
 			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonNodeLost, "Nodes", "%s", described[i])
 		}
 	}
-	setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionNodesReady, metav1.ConditionFalse, reasonNodeLost,
-		strings.Join(described, "; "))
+	message := strings.Join(described, "; ")
+	setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionNodesReady, metav1.ConditionFalse, reasonNodeLost, message)
+	return message
 }
 
 // nodeTroubleChanged lets through a node's creation and deletion, and an update that changes

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -84,7 +85,9 @@ func TestNodeTrouble(t *testing.T) {
 
 // Pure: no server.
 func TestLostNodes(t *testing.T) {
-	couch := func(node, name, arm string) placedPod { return placedPod{node: node, name: name, kind: kindCouchDB, arm: arm} }
+	couch := func(node, name, arm string) placedPod {
+		return placedPod{node: node, name: name, kind: kindCouchDB, arm: arm}
+	}
 	runner := placedPod{node: "w2", name: "prov-seed-pod", kind: kindRunner}
 	k6 := placedPod{node: "w3", name: "prov-k6-js-0-0-pod", kind: kindK6, arm: "js"}
 	ready := func(name string) corev1.Node { return testNode(name, corev1.ConditionTrue, "KubeletReady", "") }
@@ -175,9 +178,9 @@ func TestPlacedPods(t *testing.T) {
 	}
 }
 
-// node creates a Node whose kubelet says it is Ready, named after the test's namespace (Nodes
-// are cluster-wide), and deletes it when the test ends.
-func node(t *testing.T, ns, name string) string {
+// readyNode creates a Node whose kubelet says it is Ready, named after the test's namespace
+// (Nodes are cluster-wide), and deletes it when the test ends.
+func readyNode(t *testing.T, ns, name string) string {
 	t.Helper()
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}}
 	create(t, n)
@@ -234,7 +237,7 @@ func TestLostCouchDBNodeFailsTheRunKeepingItsResults(t *testing.T) {
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
-	nodes := []string{node(t, ns, "w1"), node(t, ns, "w2"), node(t, ns, "w3")}
+	nodes := []string{readyNode(t, ns, "w1"), readyNode(t, ns, "w2"), readyNode(t, ns, "w3")}
 
 	got := bench
 	for i := 0; jobsOf(t, got)["js/index"] == 0; i++ {
@@ -249,7 +252,7 @@ func TestLostCouchDBNodeFailsTheRunKeepingItsResults(t *testing.T) {
 	var couchPods []string
 	for i, n := range nodes {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + string(rune('0'+i)),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + strconv.Itoa(i),
 				Labels: builders.CouchDBPodLabels(release)},
 			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
 		}
@@ -315,7 +318,7 @@ func runnerOnNode(t *testing.T, h *harness, ns string) (bench *benchv1.CouchBenc
 	create(t, credentials(ns))
 	bench = existingBenchmark(ns)
 	create(t, bench)
-	h.node = node(t, ns, "load")
+	h.node = readyNode(t, ns, "load")
 	h.reconcile(bench) // the finalizer that deletes the run's databases
 	_, got := h.reconcile(bench)
 	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
@@ -423,7 +426,7 @@ func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 	cfg.WrapTransport = refused.wrap
 	h := runOperator(t, cfg, ManagerSettings{MetricsAddress: "0", HealthProbeAddress: "0"})
 	h.only = func(job *batchv1.Job) bool { return job.Labels[builders.LabelStep] != string(benchv1.StepIndex) }
-	nodes := []string{node(t, ns, "w1"), node(t, ns, "w2"), node(t, ns, "w3")}
+	nodes := []string{readyNode(t, ns, "w1"), readyNode(t, ns, "w2"), readyNode(t, ns, "w3")}
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
@@ -440,7 +443,7 @@ func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 	release := builders.ReleaseName(&got, "js")
 	for i, n := range nodes {
 		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + string(rune('0'+i)),
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + strconv.Itoa(i),
 				Labels: builders.CouchDBPodLabels(release)},
 			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
 		}
