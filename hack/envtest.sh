@@ -15,7 +15,8 @@
 # Usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]
 set -euo pipefail
 
-KUBE_VERSION=v1.36.3
+# shellcheck source=hack/lib/kubernetes.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/kubernetes.sh"
 ETCD_VERSION=3.6.8
 
 out=${1:?usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]}
@@ -47,14 +48,8 @@ provide() {
   fi
 }
 
-minor=${KUBE_VERSION#v1.}
-minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags="$ldflags -X $p.gitVersion=$KUBE_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-done
 provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/kubernetes" \
-  -ldflags "$ldflags" k8s.io/kubernetes/cmd/kube-apiserver
+  -ldflags "$KUBE_LDFLAGS" k8s.io/kubernetes/cmd/kube-apiserver
 provide etcd is_etcd "etcd $ETCD_VERSION" "$here/etcd" -ldflags "-s -w" .
 
 echo "$out"

@@ -21,10 +21,11 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if [ -n "${KIND_NODE_IMAGE:-}" ]; then echo "$KIND_NODE_IMAGE"; exit 0; fi
 
-kube_version=v1.36.3
+# shellcheck source=hack/lib/kubernetes.sh
+source hack/lib/kubernetes.sh
 kind_version=v0.33.0
-upstream=kindest/node:$kube_version
-image=couchbench/kind-node:$kube_version
+upstream=kindest/node:$KUBE_VERSION
+image=couchbench/kind-node:$KUBE_VERSION
 base=debian:bookworm-slim
 
 log() { echo "kind-node-image: $*" >&2; }
@@ -32,7 +33,7 @@ die() { log "ERROR: $*"; exit 1; }
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); start one, e.g. export DOCKER_HOST=\$(../shared/docker/up.sh)"
 # Everything the built image is made of, so that a change to any of it builds it again.
-inputs=$(cat "$0" hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
+inputs=$(cat "$0" hack/lib/kubernetes.sh hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
   hack/{kubernetes,etcd,coredns,crictl}/go.{mod,sum} go.mod go.sum | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{index .Config.Labels "couchbench.inputs"}}' "$image" 2>/dev/null)" = "$inputs" ]; then
   log "$image present"
@@ -74,14 +75,8 @@ cached() { # name module-dir build-args...: sets dir to the cache entry holding 
   gobuild "$name" "$mod" "$dir" "$@"
   touch "$dir/.complete"
 }
-minor=${kube_version#v1.}
-minor=${minor%%.*}
-ldflags="-s -w"
-for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldflags="$ldflags -X $p.gitVersion=$kube_version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
-done
 sources=()
-cached kubernetes hack/kubernetes -ldflags "$ldflags" \
+cached kubernetes hack/kubernetes -ldflags "$KUBE_LDFLAGS" \
   k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
@@ -103,7 +98,7 @@ ctx=$work/context
 mkdir -p "$ctx/bin" "$ctx/images" "$ctx/manifests"
 
 # The versions kubeadm deploys are the tags the node must hold.
-images=$("$kube/kubeadm" config images list --kubernetes-version "$kube_version")
+images=$("$kube/kubeadm" config images list --kubernetes-version "$KUBE_VERSION")
 tag_of() { grep "/$1:" <<<"$images" | head -1; }
 
 # image NAME DOCKERFILE FILE...: builds a docker image from the given files and saves it as a
@@ -157,6 +152,6 @@ cp "$kube"/{kubeadm,kubelet,kubectl} "$crictl/crictl" "$ctx/bin/"
 cp hack/kindnode/default-cni.yaml hack/kindnode/default-storage.yaml "$ctx/manifests/"
 cp hack/kindnode/Dockerfile "$ctx/"
 hack/heartbeat.sh kind-node-image "building $image" \
-  docker build -q --build-arg KUBERNETES_VERSION="$kube_version" --label couchbench.inputs="$inputs" -t "$image" "$ctx" >/dev/null
+  docker build -q --build-arg KUBERNETES_VERSION="$KUBE_VERSION" --label couchbench.inputs="$inputs" -t "$image" "$ctx" >/dev/null
 log "built $image in $((SECONDS - start))s"
 echo "$image"

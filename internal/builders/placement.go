@@ -33,11 +33,15 @@ func placeLoadGenerator(job *batchv1.Job, bench *benchv1.CouchBenchmark, arms []
 		releases[i] = ReleaseName(bench, arm)
 	}
 	anti := pod.Affinity.PodAntiAffinity
-	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution,
-		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-			LabelSelector: couchDBPodsOf(releases...),
-			TopologyKey:   corev1.LabelHostname,
-		}})
+	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(releases...))
+}
+
+// nodesOfCouchDBPods is a strong (weight 100) preference term for the nodes of the releases'
+// CouchDB pods: an affinity joins them, an anti-affinity avoids them.
+func nodesOfCouchDBPods(releases ...string) corev1.WeightedPodAffinityTerm {
+	return corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
+		LabelSelector: couchDBPodsOf(releases...), TopologyKey: corev1.LabelHostname,
+	}}
 }
 
 // couchDBPodsOf selects the CouchDB pods of the releases.
@@ -55,10 +59,7 @@ func spreadPodsOf(a *corev1.Affinity, release string) {
 	if a.PodAntiAffinity == nil {
 		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
 	}
-	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-			LabelSelector: couchDBPodsOf(release), TopologyKey: corev1.LabelHostname,
-		}})
+	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(release))
 }
 
 // preferPodsOf adds a strong preference (weight 100) for the nodes that run the release's
@@ -67,10 +68,7 @@ func preferPodsOf(a *corev1.Affinity, release string) {
 	if a.PodAffinity == nil {
 		a.PodAffinity = &corev1.PodAffinity{}
 	}
-	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution,
-		corev1.WeightedPodAffinityTerm{Weight: 100, PodAffinityTerm: corev1.PodAffinityTerm{
-			LabelSelector: couchDBPodsOf(release), TopologyKey: corev1.LabelHostname,
-		}})
+	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(release))
 }
 
 // preferNodes adds a strong preference (weight 100) for the nodes given. Preferred, not
