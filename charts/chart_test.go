@@ -90,12 +90,13 @@ func TestLeaderElectionIsOptional(t *testing.T) {
 
 func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a", "bench-b"}, "image": map[string]any{"tag": "dev"}, "logLevel": "debug"})
-	// Per namespace: the manager's rules; cluster-wide only reading nodes, for the provenance.
+	// Per namespace: the manager's rules; cluster-wide only reading nodes, for the provenance
+	// and to see a node that holds a benchmark's pods stop answering.
 	if len(docs["ClusterRole"]) != 1 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
 		t.Fatalf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
 			len(docs["ClusterRole"]), len(docs["Role"]), len(docs["RoleBinding"]))
 	}
-	if rules, _ := yaml.Marshal(docs["ClusterRole"][0]["rules"]); string(rules) != "- apiGroups:\n  - \"\"\n  resources:\n  - nodes\n  verbs:\n  - get\n" {
+	if rules, _ := yaml.Marshal(docs["ClusterRole"][0]["rules"]); string(rules) != "- apiGroups:\n  - \"\"\n  resources:\n  - nodes\n  verbs:\n  - get\n  - list\n  - watch\n" {
 		t.Errorf("the cluster-wide role grants more than reading nodes:\n%s", rules)
 	}
 	dep, _ := yaml.Marshal(docs["Deployment"][0])

@@ -206,13 +206,14 @@ func setNode(t *testing.T, name string, ready corev1.ConditionStatus, at time.Ti
 	if ready == corev1.ConditionUnknown {
 		lost = testNode(name, ready, "NodeStatusUnknown", "Kubelet stopped posting node status.")
 	}
-	n.Spec.Taints = lost.Spec.Taints
-	if err := env.Client.Update(ctx, &n); err != nil {
-		t.Fatal(err)
-	}
+	// As the node lifecycle controller does: the Ready condition first, then the taint.
 	n.Status.Conditions = lost.Status.Conditions
 	n.Status.Conditions[0].LastTransitionTime = metav1.NewTime(at)
 	if err := env.Client.Status().Update(ctx, &n); err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Taints = lost.Spec.Taints
+	if err := env.Client.Update(ctx, &n); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -417,8 +418,9 @@ func TestDeletedNodeCountsAsLost(t *testing.T) {
 // the operator's service account with the generated RBAC; the test plays the kubelet, the Job
 // controller, the StatefulSet controller and the node lifecycle controller. While the index
 // Job's pod runs nothing polls the benchmark (the Job's watch says when it ends), so only the
-// Node watch can tell it that a CouchDB node stopped answering: the run fails with NodeLost at
-// once, well before the pods of a starting Job would be looked at again (podPoll).
+// Node watch can tell it that a CouchDB node stopped answering: without the watch the run
+// never fails (waitFor gives up after 3 minutes); with it, it fails with NodeLost. How soon is
+// logged, a figure, not a check.
 func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	cfg := env.OperatorConfig(t)
@@ -462,9 +464,6 @@ func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 	})
 	seen := time.Since(lost)
 	t.Logf("the run failed %s after its CouchDB node was lost", seen)
-	if seen >= podPoll/2 {
-		t.Errorf("the run failed %s after the node was lost; the Node watch should have woken it at once", seen)
-	}
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	nodesReady := meta.FindStatusCondition(got.Status.Conditions, conditionNodesReady)
 	if stalled == nil || stalled.Reason != reasonNodeLost || nodesReady == nil || nodesReady.Status != metav1.ConditionFalse ||

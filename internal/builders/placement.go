@@ -59,7 +59,8 @@ func spreadPodsOf(a *corev1.Affinity, release string) {
 	if a.PodAntiAffinity == nil {
 		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
 	}
-	a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(release))
+	anti := a.PodAntiAffinity
+	anti.PreferredDuringSchedulingIgnoredDuringExecution = append(anti.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(release))
 }
 
 // preferPodsOf adds a strong preference (weight 100) for the nodes that run the release's
@@ -68,7 +69,8 @@ func preferPodsOf(a *corev1.Affinity, release string) {
 	if a.PodAffinity == nil {
 		a.PodAffinity = &corev1.PodAffinity{}
 	}
-	a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(release))
+	with := a.PodAffinity
+	with.PreferredDuringSchedulingIgnoredDuringExecution = append(with.PreferredDuringSchedulingIgnoredDuringExecution, nodesOfCouchDBPods(release))
 }
 
 // preferNodes adds a strong preference (weight 100) for the nodes given. Preferred, not
