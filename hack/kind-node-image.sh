@@ -131,8 +131,11 @@ image "$(tag_of coredns)" "FROM $base
 COPY coredns /coredns
 ENTRYPOINT [\"/coredns\"]
 LABEL couchbench.offline=true" "$coredns/coredns"
+# kind's node files: the module's images/base/files.
+GOFLAGS=-mod=readonly go mod download "sigs.k8s.io/kind@$kind_version"
+kindfiles=$(go env GOMODCACHE)/sigs.k8s.io/kind@$kind_version/images/base/files
 # containerd's sandbox image, as kind's containerd config names it.
-pause=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$(go env GOMODCACHE)/sigs.k8s.io/kind@$kind_version/images/base/files/etc/containerd/config.toml")
+pause=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$kindfiles/etc/containerd/config.toml")
 [ -n "$pause" ] || die "no sandbox_image in kind's containerd config"
 image "$pause" "FROM scratch
 COPY pause /pause
@@ -144,8 +147,7 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends iproute2 
 COPY cni /kindnode-cni
 LABEL couchbench.offline=true" "$kindnode/cni"
 
-GOFLAGS=-mod=readonly go mod download "sigs.k8s.io/kind@$kind_version"
-cp -r "$(go env GOMODCACHE)/sigs.k8s.io/kind@$kind_version/images/base/files" "$ctx/kind"
+cp -r "$kindfiles" "$ctx/kind"
 chmod -R u+w "$ctx/kind"
 rm -rf "$ctx/kind/LICENSES"
 cp "$kube"/{kubeadm,kubelet,kubectl} "$crictl/crictl" "$ctx/bin/"
