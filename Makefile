@@ -28,7 +28,7 @@ HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 # envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
 # KUBEBUILDER_ASSETS is already set, in which case it is used as is. ENVTEST_PREBUILT names
 # a directory of binaries built elsewhere that hack/envtest.sh copies instead of building
-# when they report the pinned versions (.ci/run: the local cluster's, built for the e2e suite).
+# when they report the pinned versions.
 ENVTEST_ASSETS_DIR ?= $(LOCALBIN)/k8s
 ENVTEST_PREBUILT ?=
 ifeq ($(origin KUBEBUILDER_ASSETS), undefined)

@@ -24,11 +24,10 @@ import (
 
 // A node that holds a running benchmark's pods can stop: its kubelet goes away (a machine
 // powered off, `docker stop` of a kind node). Kubernetes shows that only on the Node: after
-// node-monitor-grace-period (about 40-50 s) the node lifecycle controller sets its Ready
-// condition Unknown ("Kubelet stopped posting node status."), taints it
-// node.kubernetes.io/unreachable:NoExecute and marks its pods not ready; it evicts them only
-// after their tolerationSeconds (300 s by default), and a pod whose kubelet is gone then stays
-// Terminating. Nothing else the operator watches changes (a runner Job still counts its pod
+// its node-monitor-grace-period the node lifecycle controller sets its Ready condition Unknown
+// ("Kubelet stopped posting node status."), taints it node.kubernetes.io/unreachable:NoExecute
+// and marks its pods not ready; it evicts them only after their tolerationSeconds, and a pod
+// whose kubelet is gone then stays Terminating. Nothing else the operator watches changes (a runner Job still counts its pod
 // active), so the operator watches Nodes, and a benchmark looks where its pods are whenever
 // a node is not ready:
 //
@@ -41,8 +40,8 @@ import (
 //     build (indexing.ErrNodeInterrupted), the run is to be repeated, not resumed. The results
 //     of the steps before stay, as for any failed run;
 //   - a lost node that holds only load generators (runner or k6 pods), or the CouchDB of an
-//     arm that measures nothing now, ends nothing here: the Job controller replaces an evicted
-//     pod, and the step's own handling (a pod that cannot start, a failed Job) decides.
+//     arm that measures nothing now, ends nothing here: an evicted load generator fails its
+//     Job (the Jobs do not retry), and the step's own handling of a failed Job decides.
 //
 // The pods are read (past the cache) only while the cache shows a node not ready, or while
 // the benchmark's NodesReady is False: a healthy cluster costs no read. A node deleted while
@@ -124,7 +123,8 @@ func nodeTrouble(node *corev1.Node) string {
 // keepNodeReadiness is the manager's cache transform for Nodes: it keeps what nodeTrouble
 // reads (the Ready condition without its heartbeat, the taints of lostTaints) and the name.
 // A whole Node is kilobytes (status.images lists every image on it), for every node of the
-// cluster; and without the heartbeat, a kubelet's routine status update leaves it as it was.
+// cluster. A kubelet's routine status update still reaches the cache (a new resource
+// version); nodeTroubleChanged keeps it from waking any benchmark.
 func keepNodeReadiness(obj any) (any, error) {
 	node, ok := obj.(*corev1.Node)
 	if !ok {
@@ -252,15 +252,15 @@ func (r *CouchBenchmarkReconciler) checkNodes(ctx context.Context, bench *benchv
 	if !step.measuring() || !holdsCouchDBOf(lost, measuringArms(bench, step)) {
 		return nil, nil
 	}
-	// Nor is what ended since the last reconcile stored: the node may have stopped up to
-	// node-monitor-grace-period before Kubernetes said so.
+	// What ended since the last reconcile is not stored either: the node may have stopped a
+	// grace period before Kubernetes said so, and a Job that ended then ended beside it.
 	return &stepFailure{reason: reasonNodeLost, message: fmt.Sprintf(
 		"%s: %s; CouchDB lost a node mid-step, so the step's numbers would not describe one run: run the benchmark again", step, said)}, nil
 }
 
 // recordNodes sets the NodesReady condition from the lost nodes: False naming each, with a
 // Warning event for a node whose description the condition did not hold yet (a node newly
-// lost, or holding more); True again, with a Normal event, once none is left. A benchmark that
+// lost, or told of differently: deleted now, holding other pods); True again, with a Normal event, once none is left. A benchmark that
 // never lost a node has no NodesReady condition. It returns the False message, "" when no node
 // is lost.
 func (r *CouchBenchmarkReconciler) recordNodes(bench *benchv1.CouchBenchmark, lost []lostNode) string {
@@ -281,14 +281,18 @@ func (r *CouchBenchmarkReconciler) recordNodes(bench *benchv1.CouchBenchmark, lo
 	described := make([]string, len(lost))
 	for i, n := range lost {
 		described[i] = n.String()
-		if !strings.Contains(said, described[i]) {
+		// Whole descriptions only: "pod a" is not told by "pod a-2".
+		if !strings.Contains(nodesSep+said+nodesSep, nodesSep+described[i]+nodesSep) {
 			r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonNodeLost, "Nodes", "%s", described[i])
 		}
 	}
-	message := strings.Join(described, "; ")
+	message := strings.Join(described, nodesSep)
 	setCondition(&st.Conditions, bench.Generation, r.Clock.Now(), conditionNodesReady, metav1.ConditionFalse, reasonNodeLost, message)
 	return message
 }
+
+// nodesSep joins the lost nodes' descriptions in the NodesReady message.
+const nodesSep = "; "
 
 // nodeTroubleChanged lets through a node's creation and deletion, and an update that changes
 // what nodeTrouble says of it: not the kubelet's routine status updates.

@@ -28,19 +28,15 @@ distroless=gcr.io/distroless/static-debian12:nonroot
 log() { echo "base-images: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
-debian_mirror() {
-  local m
-  m=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  echo "${m:-http://deb.debian.org/debian}"
-}
+# shellcheck source=hack/lib/debian.sh
+source hack/lib/debian.sh
 
 present() { docker image inspect "$1" >/dev/null 2>&1; }
 
 # A Debian minbase root file system, as debian:bookworm-slim is one; apt in it uses the mirror
 # it was made from.
 build_debian() {
-  command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >&2 ||
-    { apt-get update -q >&2 && apt-get install -y -q debootstrap >&2; }
+  ensure_debootstrap || die "no debootstrap, and apt-get could not install it"
   [ "$(id -u)" = 0 ] || die "building $debian needs root (debootstrap)"
   local root=$work/debian
   debootstrap --variant=minbase "$suite" "$root" "$(debian_mirror)" >"$work/debootstrap.log" 2>&1 ||

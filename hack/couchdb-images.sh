@@ -86,12 +86,8 @@ describe() {
   done
 }
 
-debian_mirror() {
-  [ -z "${LOCAL_CLUSTER_DEBIAN_MIRROR:-}" ] || { echo "$LOCAL_CLUSTER_DEBIAN_MIRROR"; return; }
-  local m
-  m=$(awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' /etc/apt/sources.list.d/*.sources 2>/dev/null || true)
-  echo "${m:-http://deb.debian.org/debian}"
-}
+# shellcheck source=hack/lib/debian.sh
+source hack/lib/debian.sh
 
 hash_of() { sha256sum | cut -c1-16; }
 
@@ -307,8 +303,7 @@ fi
 
 [ "$(id -u)" = 0 ] || die "run as root (debootstrap and chroot)"
 [ -x "$mkimage" ] || die "no $mkimage: run $lc/up.sh (or up.sh --build-only) first, or set MKIMAGE"
-command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >&2 ||
-  { apt-get update -q >&2 && apt-get install -y -q debootstrap >&2; } || die "no debootstrap, and apt-get could not install it"
+ensure_debootstrap || die "no debootstrap, and apt-get could not install it"
 python3 -m pip --version >/dev/null 2>&1 || die "the host's python3 -m pip is needed to fetch the pinned wheels"
 mkdir -p "$cache/layers" "$cache/logs" "$cache/debs"
 # One build at a time per checkout: the layers and the .deb cache are shared.

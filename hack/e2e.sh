@@ -4,7 +4,8 @@
 # image hack/kind-node-image.sh provides, with every image the suite runs loaded into the nodes
 # by hack/images.sh (nothing is pulled: the suite runs the same on a machine without a
 # registry). No Docker engine is a failure, never a skip. The cluster is kept for the next
-# run (a kept cluster is checked for its node count first); `make test-e2e-clean` deletes it.
+# run (a kept cluster is made again when its node count or node image differ);
+# `make test-e2e-clean` deletes it.
 # E2E_RUN=REGEXP runs only the matching tests (go test -run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -21,8 +22,9 @@ docker info >/dev/null 2>&1 || {
 node=$(hack/kind-node-image.sh)
 want=$(grep -c '^  - role:' "$config")
 if "$kind" get clusters 2>/dev/null | grep -qx "$name" &&
-  [ "$("$kind" get nodes --name "$name" | wc -l)" != "$want" ]; then
-  echo "test-e2e: the kept cluster $name does not have the $want nodes of $config: making it again" >&2
+  { [ "$("$kind" get nodes --name "$name" | wc -l)" != "$want" ] ||
+    [ "$(docker inspect -f '{{.Config.Image}}' "$name-control-plane" 2>/dev/null)" != "$node" ]; }; then
+  echo "test-e2e: the kept cluster $name is not $want nodes of $node ($config): making it again" >&2
   "$kind" delete cluster --name "$name"
 fi
 "$kind" get clusters 2>/dev/null | grep -qx "$name" ||
@@ -41,6 +43,6 @@ FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends busybox && rm -rf /var/lib/apt/lists/*
 EOF
 "$kind" load docker-image --name "$name" "$httpd" >&2
-export E2E_HTTPD_IMAGE=$httpd E2E_KIND_CLUSTER=$name
+export E2E_HTTPD_IMAGE=$httpd
 
 E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 75m ${E2E_RUN:+-run "$E2E_RUN"}

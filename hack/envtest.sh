@@ -4,13 +4,12 @@
 #
 # setup-envtest downloads prebuilt binaries from a bucket that this project's machines and CI
 # cannot reach; the Go module proxy they can reach serves the sources, so we build instead.
-# The modules under hack/envtest/ pin the versions (go.sum checked in, -mod=readonly). A
-# binary is kept when it already reports the pinned version.
+# The modules hack/kubernetes and hack/etcd pin the versions (go.sum checked in,
+# -mod=readonly); the kind node image is built from the same modules. A binary is kept when it
+# already reports the pinned version.
 #
 # PREBUILT_DIR names binaries built elsewhere: those that report the pinned versions are
-# copied rather than built. CI passes the local cluster's bin/ (../shared/local-cluster
-# builds the same kube-apiserver and etcd for the e2e suite), so a cold machine builds
-# kube-apiserver once, not twice.
+# copied rather than built.
 #
 # Usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]
 set -euo pipefail

@@ -43,8 +43,9 @@ kind)
   # tarballs (hack/couchdb-images.sh, the images the local cluster runs) and loaded.
   for img in couchdb:3.4.3 couchdb:3.5.1; do
     docker image inspect "$img" >/dev/null 2>&1 || docker pull -q "$img" >/dev/null 2>&1 || {
-      lc=${LOCAL_CLUSTER:-../shared/local-cluster}
-      [ -x bin/mkimage ] || go build -C "$lc/go/mkimage" -mod=readonly -trimpath -o "$PWD/bin/mkimage" .
+      # mkimage, ../shared/local-cluster's image assembler, built from its module each time
+      # (Go's build cache makes that a link), so it follows that module.
+      go build -C "${LOCAL_CLUSTER:-../shared/local-cluster}/go/mkimage" -mod=readonly -trimpath -o "$PWD/bin/mkimage" .
       docker load -q -i "$(MKIMAGE=$PWD/bin/mkimage hack/couchdb-images.sh build "$img")" >&2
     }
   done

@@ -17,13 +17,17 @@
 # Needs a Docker engine (DOCKER_HOST), Go, and root when debian:bookworm-slim has to be built
 # (hack/base-images.sh).
 set -euo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+self=$(realpath "${BASH_SOURCE[0]}")
+cd "$(dirname "$self")/.."
 
 if [ -n "${KIND_NODE_IMAGE:-}" ]; then echo "$KIND_NODE_IMAGE"; exit 0; fi
 
 # shellcheck source=hack/lib/kubernetes.sh
 source hack/lib/kubernetes.sh
-kind_version=v0.33.0
+# kind's node files come from the module of the kind binary that will run the image (the
+# Makefile's pin).
+kind_version=$("${KIND:-kind}" version | awk '{print $2}')
+[[ $kind_version == v* ]] || { echo "kind-node-image: no kind binary (KIND=${KIND:-kind})" >&2; exit 1; }
 upstream=kindest/node:$KUBE_VERSION
 image=couchbench/kind-node:$KUBE_VERSION
 base=debian:bookworm-slim
@@ -33,8 +37,9 @@ die() { log "ERROR: $*"; exit 1; }
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); start one, e.g. export DOCKER_HOST=\$(../shared/docker/up.sh)"
 # Everything the built image is made of, so that a change to any of it builds it again.
-inputs=$(cat "$0" hack/lib/kubernetes.sh hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
-  hack/{kubernetes,etcd,coredns,crictl}/go.{mod,sum} go.mod go.sum | sha256sum | cut -c1-16)
+inputs=$({ cat "$self" hack/lib/kubernetes.sh hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
+  hack/{kubernetes,etcd,coredns,crictl}/*.go hack/{kubernetes,etcd,coredns,crictl}/go.{mod,sum} go.mod go.sum
+  echo "$kind_version $(go env GOVERSION)"; } | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{index .Config.Labels "couchbench.inputs"}}' "$image" 2>/dev/null)" = "$inputs" ]; then
   log "$image present"
   echo "$image"
@@ -68,24 +73,28 @@ gobuild() { # name module-dir output-dir build-args...
 cached() { # name module-dir build-args...: sets dir to the cache entry holding the binaries
   local name=$1 mod=$2 key
   shift 2
-  key=$({ cat "$mod/go.mod" "$mod/go.sum" "${sources[@]}"; echo "$*"; } | sha256sum | cut -c1-12)
+  key=$({ cat "$mod/go.mod" "$mod/go.sum" "${sources[@]}"; go env GOVERSION; echo "$*"; } | sha256sum | cut -c1-12)
   dir=$cache/${name// /-}-$key
   [ -f "$dir/.complete" ] && return 0
   rm -rf "$dir" && mkdir -p "$dir"
   gobuild "$name" "$mod" "$dir" "$@"
   touch "$dir/.complete"
 }
-sources=()
+sources=(hack/kubernetes/*.go)
 cached kubernetes hack/kubernetes -ldflags "$KUBE_LDFLAGS" \
   k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
 kube=$dir
+sources=(hack/etcd/*.go)
 cached etcd hack/etcd -ldflags "-s -w" .
 etcd=$dir
+sources=(hack/coredns/*.go)
 cached coredns hack/coredns -ldflags "-s -w" .
 coredns=$dir
-cached crictl hack/crictl -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=v1.37.0" sigs.k8s.io/cri-tools/cmd/crictl
+sources=(hack/crictl/*.go)
+crictl_version=$(awk '{for (i = 1; i < NF; i++) if ($i == "sigs.k8s.io/cri-tools") {print $(i + 1); exit}}' hack/crictl/go.mod)
+cached crictl hack/crictl -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" sigs.k8s.io/cri-tools/cmd/crictl
 crictl=$dir
 # The pause container and the CNI daemon are this repository's own packages.
 sources=(hack/kindnode/*/*.go)

@@ -35,9 +35,15 @@ docker info >/dev/null 2>&1 || {
 node_image() { node=$(hack/kind-node-image.sh); }
 step "kind node image" "Its log is above; KIND_NODE_IMAGE=NAME uses an image you have instead." node_image
 
+# A kept cluster of another node image is made again.
 create() {
-  "$kind" get clusters 2>/dev/null | grep -qx "$name" ||
-    "$kind" create cluster --name "$name" --image "$node" --config hack/kind/demo.yaml --wait 180s
+  if "$kind" get clusters 2>/dev/null | grep -qx "$name" &&
+    [ "$(docker inspect -f '{{.Config.Image}}' "$name-control-plane" 2>/dev/null)" != "$node" ]; then
+    "$kind" delete cluster --name "$name" || return
+  fi
+  if ! "$kind" get clusters 2>/dev/null | grep -qx "$name"; then
+    "$kind" create cluster --name "$name" --image "$node" --config hack/kind/demo.yaml --wait 180s || return
+  fi
   "$kind" export kubeconfig --name "$name"
 }
 step "kind cluster $name ($node)" "kind's output is above; \`make demo-clean\` deletes a half-made cluster before you try again." create
