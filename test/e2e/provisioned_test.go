@@ -289,8 +289,9 @@ func TestDeletedMidRunLeavesNothing(t *testing.T) {
 	gone(t, "Jobs", &batchv1.JobList{}, map[string]string{builders.LabelBenchmark: b.Name})
 }
 
-// hostPathVolume makes a PersistentVolume of the class on the node, in a directory CouchDB
-// (uid 5984) can write, and deletes it when the test ends.
+// hostPathVolume makes a PersistentVolume of the class on a node, in a directory CouchDB
+// (uid 5984) can write, and deletes it when the test ends. The volume is bound to the node
+// the directory was made on, so that the pod that claims it is scheduled there.
 func hostPathVolume(t *testing.T, class string) {
 	t.Helper()
 	ctx := context.Background()
@@ -316,6 +317,7 @@ func hostPathVolume(t *testing.T, class string) {
 	if err := c.Create(ctx, prep); err != nil {
 		t.Fatal(err)
 	}
+	var node string
 	if err := poll(ctx, 3*time.Minute, func() (bool, string) {
 		var p corev1.Pod
 		if err := c.Get(ctx, client.ObjectKeyFromObject(prep), &p); err != nil {
@@ -324,6 +326,7 @@ func hostPathVolume(t *testing.T, class string) {
 		if p.Status.Phase == corev1.PodFailed {
 			t.Fatalf("preparing %s failed", dir)
 		}
+		node = p.Spec.NodeName
 		return p.Status.Phase == corev1.PodSucceeded, string(p.Status.Phase)
 	}); err != nil {
 		t.Fatal(err)
@@ -337,6 +340,9 @@ func hostPathVolume(t *testing.T, class string) {
 			AccessModes:                   []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 			PersistentVolumeReclaimPolicy: corev1.PersistentVolumeReclaimRetain,
 			PersistentVolumeSource:        corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: dir + "/data"}},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node}}},
+			}}}},
 		},
 	}
 	_ = c.Delete(ctx, pv)
