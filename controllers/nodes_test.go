@@ -251,13 +251,7 @@ func TestLostCouchDBNodeFailsTheRunKeepingItsResults(t *testing.T) {
 	}
 	release := builders.ReleaseName(got, "js")
 	var couchPods []string
-	for i, n := range nodes {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + strconv.Itoa(i),
-				Labels: builders.CouchDBPodLabels(release)},
-			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
-		}
-		create(t, pod)
+	for _, pod := range couchDBPodsOn(t, ns, release, nodes) {
 		pod.Status.Phase = corev1.PodRunning
 		if err := env.Client.Status().Update(context.Background(), pod); err != nil {
 			t.Fatal(err)
@@ -443,14 +437,7 @@ func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 		return jobsOf(t, &got)["js/index"] == 1
 	})
 	release := builders.ReleaseName(&got, "js")
-	for i, n := range nodes {
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + strconv.Itoa(i),
-				Labels: builders.CouchDBPodLabels(release)},
-			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
-		}
-		create(t, pod)
-	}
+	couchDBPodsOn(t, ns, release, nodes)
 	h.node = nodes[0]
 	h.startPod(job(t, ns, builders.JobName(&got, []string{"js"}, benchv1.StepIndex)), corev1.PodStatus{Phase: corev1.PodRunning})
 
@@ -471,4 +458,20 @@ func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 		t.Errorf("Stalled %+v, NodesReady %+v; want NodeLost naming %s", stalled, nodesReady, nodes[1])
 	}
 	refused.none(t)
+}
+
+// couchDBPodsOn creates the release's CouchDB pods, pod i on nodes[i], as the StatefulSet
+// controller and the scheduler would (envtest has neither).
+func couchDBPodsOn(t *testing.T, ns, release string, nodes []string) []*corev1.Pod {
+	t.Helper()
+	pods := make([]*corev1.Pod, len(nodes))
+	for i, n := range nodes {
+		pods[i] = &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: builders.StatefulSetName(release) + "-" + strconv.Itoa(i),
+				Labels: builders.CouchDBPodLabels(release)},
+			Spec: corev1.PodSpec{NodeName: n, Containers: []corev1.Container{{Name: "couchdb", Image: "couchdb:3.4.3"}}},
+		}
+		create(t, pods[i])
+	}
+	return pods
 }
