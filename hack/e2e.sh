@@ -9,6 +9,7 @@
 # E2E_RUN=REGEXP runs only the matching tests (go test -run).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. hack/lib/kind.sh
 
 tag=${E2E_IMAGE_TAG:-e2e}
 kind=${KIND:-kind}
@@ -44,5 +45,6 @@ RUN apt-get update -q && apt-get install -y -q --no-install-recommends busybox &
 EOF
 "$kind" load docker-image --name "$name" "$httpd" >&2
 export E2E_HTTPD_IMAGE=$httpd
+kind_api_ready "$name"
 
 E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 75m ${E2E_RUN:+-run "$E2E_RUN"}

@@ -8,6 +8,7 @@
 # hack/base-images.sh), and every image the benchmark runs is loaded into the node.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+. hack/lib/kind.sh
 
 kind=${KIND:-kind}
 helm=${HELM:-helm}
@@ -50,6 +51,9 @@ step "kind cluster $name ($node)" "kind's output is above; \`make demo-clean\` d
 
 step "operator and CouchDB images" "docker build's output is above; \`docker images\` shows what is present." \
   env KIND="$kind" hack/images.sh kind "$tag" "$name"
+
+step "API server ready" "What it said is above; \`make demo-clean\` and running again makes the cluster afresh." \
+  kind_api_ready "$name"
 
 step "operator chart" "\`kubectl -n couchbench-system get pods\` and \`kubectl -n couchbench-system describe pods\` say why the manager is not ready." \
   "$helm" upgrade --install couchbench charts/couchbench-operator --namespace couchbench-system --create-namespace \
