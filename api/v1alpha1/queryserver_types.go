@@ -22,9 +22,12 @@ type QueryServer struct {
 
 	// Preset fills in language, engine, image and command for a known query server, so
 	// that an arm is one word: spidermonkey, quickjs (javascript engines), erlang (native,
-	// needs allowErlangViews), couchpy, couchpy-simplejson, pypy (Python query servers,
-	// provisioned CouchDB only: they bring their own CouchDB image). Fields set next to a
-	// preset override it.
+	// needs allowErlangViews), couchpy, couchpy-simplejson, pypy (language python; a
+	// provisioned CouchDB gets its query server from the preset's image and command). On an
+	// existing CouchDB a preset installs nothing: it says what the arm expects the server to
+	// run (CPython or PyPy, couchpy's JSON module json or simplejson, the JavaScript engine),
+	// which the runner checks before the arm's first step (see runtimeMismatch). Fields set
+	// next to a preset override it.
 	// +optional
 	Preset Preset `json:"preset,omitempty"`
 

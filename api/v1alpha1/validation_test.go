@@ -135,6 +135,33 @@ func TestValidSpecIsAccepted(t *testing.T) {
 	}
 }
 
+// On an existing CouchDB the Python presets install nothing: they say which runtime the arm
+// expects, which the runner's probe checks (internal/runner). The API server (envtest's real
+// kube-apiserver) and the runner's loader both accept them.
+func TestPythonPresetsOnAnExistingCouchDBAreAccepted(t *testing.T) {
+	ns := env.Namespace(t)
+	spec := strings.Replace(validSpec, "- {name: js, language: javascript}",
+		"- {name: couchpy, preset: couchpy}\n- {name: couchpy-sj, preset: couchpy-simplejson}\n- {name: pypy, preset: pypy}", 1)
+	u := benchmark(t, ns, "python-presets-existing", spec)
+	data, err := yaml.Marshal(u.Object) // before Create fills in what the server keeps
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := benchspec.Parse(data); err != nil {
+		t.Errorf("the runner's loader refused Python presets on an existing CouchDB: %v", err)
+	}
+	if err := env.Client.Create(ctxT(t), u); err != nil {
+		t.Fatalf("the API server refused Python presets on an existing CouchDB: %v", err)
+	}
+	var stored benchv1.CouchBenchmark
+	if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(u), &stored); err != nil {
+		t.Fatal(err)
+	}
+	if len(stored.Spec.QueryServers) != 3 || stored.Spec.QueryServers[2].Preset != benchv1.PresetPyPy {
+		t.Errorf("stored query servers %+v; want the three presets as written", stored.Spec.QueryServers)
+	}
+}
+
 func TestInvalidSpecsAreRejected(t *testing.T) {
 	ns := env.Namespace(t)
 	for i, tc := range testenv.InvalidSpecs(t) {

@@ -143,7 +143,8 @@ func (a *armRun) judge(rt *results.Runtime) {
 		ran += " with JSON module " + rt.JSONModule
 	}
 	rt.Mismatch = fmt.Sprintf("asks for %s (%s), but the CouchDB at %s runs its %s views on %s: to run %s, %s",
-		rt.Asked, strings.Join(by, ", "), a.client.URL(), rt.Language, ran, rt.Asked, howToRun(a.qs, a.language, engine))
+		rt.Asked, strings.Join(by, ", "), a.client.URL(), rt.Language, ran, rt.Asked,
+		howToRun(a.qs, a.language, engine, a.cfg.Bench.Spec.CouchDB.Provision != nil))
 	rt.Stopped = a.cfg.Bench.Spec.RuntimeMismatch != benchv1.RuntimeMismatchFlag
 	if rt.Stopped {
 		rt.Mismatch += "; or set spec.runtimeMismatch: Flag to measure it anyway, every number flagged RuntimeMismatch"
@@ -157,8 +158,9 @@ const pypyCommand = "pypy3 -m couchdb.view"
 // howToRun says how to make a CouchDB run the query server qs asks for its language: for
 // JavaScript, the server's js_engine; for an external language, the command registered for it
 // (the arm's own, else PyPy's for a PyPy arm), which a provisioned CouchDB gets from the arm's
-// image or command.
-func howToRun(qs benchv1.QueryServer, language, engine string) string {
+// image or command. On an existing CouchDB (spec.couchdb.existing) a preset's image provisions
+// nothing, so the message leaves it out.
+func howToRun(qs benchv1.QueryServer, language, engine string, provisioned bool) string {
 	if strings.HasPrefix(language, "javascript") {
 		return fmt.Sprintf("set js_engine = %s in the [couchdb] section of that CouchDB's ini (CouchDB 3.4 or later) and restart it", engine)
 	}
@@ -168,7 +170,7 @@ func howToRun(qs benchv1.QueryServer, language, engine string) string {
 	}
 	how := fmt.Sprintf("register it for language %s on that CouchDB: COUCHDB_QUERY_SERVER_%s=%q in CouchDB's environment "+
 		"(or %s = %s in the [query_servers] section of its ini), then restart it", language, strings.ToUpper(language), command, language, command)
-	if qs.Image != "" {
+	if provisioned && qs.Image != "" {
 		how += fmt.Sprintf("; a provisioned CouchDB gets it from the arm's image, %s, or from queryServers[].command", qs.Image)
 	}
 	return how

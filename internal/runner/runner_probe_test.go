@@ -1,19 +1,25 @@
 package runner
 
-// The probe against internal/couchtest, a test server (not CouchDB) on responses recorded
-// from CouchDB 3.4.3, which injects the failures.
+// The probe: against internal/couchtest, a test server (not CouchDB) on responses recorded
+// from CouchDB 3.4.3, which injects the failures; and against the project's kit, real Apache
+// CouchDB 3.4.3 (internal/couchdbtest), whose python is couchpy under CPython decoding with
+// simplejson.
 
 import (
 	"context"
 	"net/http"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/names"
+	"github.com/couchbench/couchbench/internal/results"
 )
 
 // The probe's database has one copy, unusable while the node holding it is away: CouchDB
@@ -43,5 +49,76 @@ func TestProbeRidesOutItsNodeBeingAway(t *testing.T) {
 	}
 	if n := srv.Requests(http.MethodPost, bulk); n != 4 {
 		t.Errorf("%d probe writes, want 3 refused and 1 that worked", n)
+	}
+}
+
+// existingPresetsBench has two Python presets on an existing CouchDB, where they install
+// nothing and only say what the arm expects: couchpy-simplejson (CPython decoding with
+// simplejson, which the kit's python is) and pypy (which it is not).
+func existingPresetsBench(url, policy string) string {
+	return `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: existing-presets}
+spec:
+  couchdb:
+    existing: {url: "` + url + `", credentialsSecret: {name: s}}
+  queryServers:
+  - {name: couchpy-sj, preset: couchpy-simplejson}
+  - {name: pypy, preset: pypy}
+  runtimeMismatch: ` + policy + `
+  dataset: {documents: 200, batchSize: 100}
+  workloads:
+    indexing: {reducers: [builtin], repetitions: 1}
+`
+}
+
+// On the kit (real Apache CouchDB), a preset on an existing CouchDB is the runtime the arm
+// expects: couchpy-simplejson finds it and runs; pypy finds CPython and is stopped by default,
+// with a message that names the query server to register and no image (nothing is
+// provisioned), or, with runtimeMismatch Flag, is measured and every number flagged.
+func TestPresetsOnAnExistingCouchDBAreCheckedOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	byName := func(doc *results.Document) map[string]results.Arm {
+		arms := map[string]results.Arm{}
+		for _, a := range doc.Arms {
+			arms[a.QueryServer] = a
+		}
+		return arms
+	}
+
+	doc, log, err := realRun(t, srv, existingPresetsBench(srv.URL(), "Stop"), Config{})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	arms := byName(doc)
+	if a := arms["couchpy-sj"]; a.Runtime == nil || a.Runtime.Mismatch != "" || a.Runtime.Asked != "CPython with JSON module simplejson" ||
+		len(a.Profiles[0].Indexing) != 1 {
+		t.Errorf("couchpy-sj: runtime %+v, indexing %+v; want CPython with simplejson as asked, and its build", a.Runtime, a.Profiles[0].Indexing)
+	}
+	pypy := arms["pypy"]
+	if !pypy.Stopped() || pypy.Profiles[0].Seeding != nil {
+		t.Fatalf("pypy: runtime %+v, seeding %+v; want it stopped before it seeds", pypy.Runtime, pypy.Profiles[0].Seeding)
+	}
+	for _, w := range []string{"asks for PyPy (preset pypy), but the CouchDB at " + srv.URL() + " runs its python views on CPython 3.",
+		`COUCHDB_QUERY_SERVER_PYTHON="pypy3 -m couchdb.view"`, "set spec.runtimeMismatch: Flag"} {
+		if !strings.Contains(pypy.Runtime.Mismatch, w) {
+			t.Errorf("pypy: the message lacks %q:\n%s", w, pypy.Runtime.Mismatch)
+		}
+	}
+	if strings.Contains(pypy.Runtime.Mismatch, benchv1.CouchDBPyPyImage) {
+		t.Errorf("pypy: the message names the preset's image, which an existing CouchDB never gets:\n%s", pypy.Runtime.Mismatch)
+	}
+
+	doc, log, err = realRun(t, srv, existingPresetsBench(srv.URL(), "Flag"), Config{Arms: []string{"pypy"}})
+	if err != nil {
+		t.Fatalf("run with Flag failed: %v\n%s", err, log)
+	}
+	if rt := byName(doc)["pypy"].Runtime; rt == nil || rt.Stopped || rt.Engine != benchv1.PythonCPython || rt.Mismatch == "" {
+		t.Fatalf("pypy with Flag: runtime %+v; want CPython, a mismatch, measured anyway", rt)
+	}
+	s := results.Aggregate(doc).Results[0]
+	if len(s.Indexing) != 1 || !slices.Contains(s.Indexing[0].Flags, benchv1.FlagRuntimeMismatch) || s.Stopped != "" {
+		t.Errorf("pypy with Flag: results %+v; want its indexing, flagged RuntimeMismatch", s)
 	}
 }
