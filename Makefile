@@ -17,6 +17,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOTESTSUM_VERSION ?= v1.13.0
 KIND_VERSION ?= v0.33.0
 HELM_VERSION ?= v3.21.4
+# setup-envtest of the controller-runtime release in go.mod.
+SETUP_ENVTEST_VERSION ?= v0.24.1
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
@@ -24,15 +26,17 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+SETUP_ENVTEST ?= $(LOCALBIN)/setup-envtest-$(SETUP_ENVTEST_VERSION)
 
-# envtest's kube-apiserver and etcd: built from Go modules by hack/envtest.sh unless
-# KUBEBUILDER_ASSETS is already set, in which case it is used as is. ENVTEST_PREBUILT names
-# a directory of binaries built elsewhere that hack/envtest.sh copies instead of building
-# when they report the pinned versions.
+# envtest's kube-apiserver and etcd, by hack/envtest.sh: downloaded by setup-envtest where it
+# can reach its downloads, else built from Go modules; unless KUBEBUILDER_ASSETS is already
+# set, in which case it is used as is. The targets that use it need $(SETUP_ENVTEST) built
+# first. ENVTEST_PREBUILT names a directory of binaries built elsewhere that hack/envtest.sh
+# copies instead of building when they report the pinned versions.
 ENVTEST_ASSETS_DIR ?= $(LOCALBIN)/k8s
 ENVTEST_PREBUILT ?=
 ifeq ($(origin KUBEBUILDER_ASSETS), undefined)
-KUBEBUILDER_ASSETS = $(shell hack/envtest.sh $(ENVTEST_ASSETS_DIR) $(ENVTEST_PREBUILT))
+KUBEBUILDER_ASSETS = $(shell SETUP_ENVTEST=$(SETUP_ENVTEST) hack/envtest.sh $(ENVTEST_ASSETS_DIR) $(ENVTEST_PREBUILT))
 endif
 
 # Real Apache CouchDB for the tests and benchmarks: the kit (a relocatable Apache CouchDB
@@ -85,18 +89,18 @@ vet: ## Run go vet.
 	hack/heartbeat.sh "go vet" "vetting ./..." go vet ./...
 
 .PHONY: envtest
-envtest: ## Build envtest's kube-apiserver and etcd into bin/k8s (skipped when present).
+envtest: $(SETUP_ENVTEST) ## Provide envtest's kube-apiserver and etcd in bin/k8s: setup-envtest's download, else built from Go modules (skipped when present).
 	@echo "KUBEBUILDER_ASSETS=$(KUBEBUILDER_ASSETS)"
 
 # gotestsum runs go test ./... and ends with the counts ("DONE N tests, K skipped, F failures
 # in Ts"); a failed test's output is printed when its package ends and again in the summary.
 .PHONY: test
-test: verify-generated vet $(GOTESTSUM) ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
+test: verify-generated vet $(GOTESTSUM) $(SETUP_ENVTEST) ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" \
 		hack/with-couchdb.sh $(GOTESTSUM) --format pkgname-and-test-fails -- ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
 
 .PHONY: bench
-bench: ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
+bench: $(SETUP_ENVTEST) ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test $$(go list ./internal/... | grep -v -e /seeding -e /loadtest) -run='^$$' -bench=. -count=1
 	COUCHDB_KIT="$(COUCHDB_KIT)" hack/with-couchdb.sh --no-cluster go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
@@ -168,7 +172,7 @@ undeploy: $(KUSTOMIZE) ## Remove the operator.
 
 # The pinned tools by name (make helm, make kind, ...): each is built into bin/ with its
 # version in the file name, and bin/NAME links to it.
-TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm
+TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm setup-envtest
 .PHONY: $(TOOLS)
 controller-gen: $(CONTROLLER_GEN)
 kustomize: $(KUSTOMIZE)
@@ -176,6 +180,7 @@ golangci-lint: $(GOLANGCI_LINT)
 gotestsum: $(GOTESTSUM)
 kind: $(KIND)
 helm: $(HELM)
+setup-envtest: $(SETUP_ENVTEST)
 $(TOOLS):
 	@ln -sf $(notdir $<) $(LOCALBIN)/$@ && echo "$(LOCALBIN)/$@ -> $(notdir $<)"
 
@@ -190,6 +195,9 @@ $(KIND): | $(LOCALBIN)
 
 $(HELM): | $(LOCALBIN)
 	$(call go-install-tool,$@,helm.sh/helm/v3/cmd/helm,$(HELM_VERSION))
+
+$(SETUP_ENVTEST): | $(LOCALBIN)
+	$(call go-install-tool,$@,sigs.k8s.io/controller-runtime/tools/setup-envtest,$(SETUP_ENVTEST_VERSION))
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
 # Provides the control-plane binaries envtest needs (kube-apiserver, etcd) in a git-ignored
-# directory, and prints that directory (for KUBEBUILDER_ASSETS).
+# directory, and prints that directory (for KUBEBUILDER_ASSETS). Skipped when they are there.
 #
-# setup-envtest downloads prebuilt binaries from a bucket that this project's machines and CI
-# cannot reach; the Go module proxy they can reach serves the sources, so we build instead.
-# The modules hack/kubernetes and hack/etcd pin the versions (go.sum checked in,
-# -mod=readonly); the kind node image is built from the same modules. A binary is kept when it
-# already reports the pinned version.
+# As in kubebuilder projects, setup-envtest (SETUP_ENVTEST, pinned in the Makefile) first
+# downloads the prebuilt binaries of the newest release of the pinned Kubernetes minor into
+# OUTDIR/setup-envtest, and they are linked into OUTDIR. Its index and downloads are on
+# GitHub, which this project's machines and CI cannot reach (only the Go module proxy), so
+# there it fails, at once or after SETUP_ENVTEST_TIMEOUT seconds (120 by default), and the
+# binaries are built from the sources the proxy serves instead: the modules hack/kubernetes
+# and hack/etcd pin the versions (go.sum checked in, -mod=readonly); the kind node image is
+# built from the same modules. A built binary is kept when it already reports the pinned
+# version. One line on stderr says which of the two provided the binaries.
 #
 # PREBUILT_DIR names binaries built elsewhere: those that report the pinned versions are
 # copied rather than built.
 #
-# Usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]
+# Usage: [SETUP_ENVTEST=PATH] hack/envtest.sh OUTDIR [PREBUILT_DIR]
 set -euo pipefail
 
 # shellcheck source=hack/lib/kubernetes.sh
@@ -26,8 +30,49 @@ out=$(cd "$out" && pwd)
 
 log() { echo "envtest: $*" >&2; }
 
-is_kube_apiserver() { "$1" --version 2>/dev/null | grep -qx "Kubernetes $KUBE_VERSION"; }
-is_etcd() { "$1" --version 2>/dev/null | grep -q "^etcd Version: $ETCD_VERSION\$"; }
+# reports BINARY PATTERN: BINARY --version prints a line that PATTERN matches whole.
+reports() { "$1" --version 2>/dev/null | grep -qx "$2"; }
+is_kube_apiserver() { reports "$1" "Kubernetes $KUBE_VERSION"; }
+is_etcd() { reports "$1" "etcd Version: $ETCD_VERSION"; }
+
+# from_setup_envtest: links the binaries setup-envtest has or downloads for the pinned
+# Kubernetes minor into OUTDIR; when it cannot, sets reason and fails.
+from_setup_envtest() {
+  local minor=${KUBE_VERSION#v} timeout=${SETUP_ENVTEST_TIMEOUT:-120} t0=$SECONDS
+  minor=${minor%.*}
+  if [[ ! -x ${SETUP_ENVTEST:-} ]]; then
+    reason="no setup-envtest at '${SETUP_ENVTEST:-}' (make setup-envtest builds it)"
+    return 1
+  fi
+  local dir errors rc=0
+  errors=$(mktemp)
+  dir=$(timeout "$timeout" "$SETUP_ENVTEST" use "$minor.x" --bin-dir "$out/setup-envtest" -p path \
+    2>"$errors") || rc=$?
+  reason=$(tail -n 1 "$errors")
+  rm -f "$errors"
+  if ((rc == 124)); then
+    reason="no answer within ${timeout}s"
+  fi
+  ((rc == 0)) || return 1
+  # dir is the store's entry, as .../1.36.0-linux-amd64.
+  local version=${dir##*/}
+  version=${version%%-*}
+  if ! reports "$dir/kube-apiserver" "Kubernetes v$version" || ! reports "$dir/etcd" "etcd Version: .*"; then
+    reason="the binaries in $dir do not run (a download cut short? remove that directory)"
+    return 1
+  fi
+  if [[ $dir/kube-apiserver -ef $out/kube-apiserver && $dir/etcd -ef $out/etcd ]]; then
+    log "kube-apiserver and etcd from setup-envtest (Kubernetes $version) present in $out"
+  else
+    # Hard links: whatever replaces them later (go build -o, cp --remove-destination) unlinks
+    # first, so the store keeps its copies.
+    if ! ln -f "$dir/kube-apiserver" "$dir/etcd" "$out/"; then
+      reason="could not link $dir's binaries into $out"
+      return 1
+    fi
+    log "kube-apiserver and etcd from setup-envtest (Kubernetes $version; setup-envtest took $((SECONDS - t0))s) in $out"
+  fi
+}
 
 # provide NAME CHECK WHAT MODDIR GO_BUILD_ARG...: keeps OUTDIR/NAME when CHECK accepts it,
 # else copies PREBUILT_DIR/NAME when CHECK accepts that, else builds it in MODDIR.
@@ -37,7 +82,7 @@ provide() {
   if "$check" "$out/$name"; then
     log "$what present"
   elif [[ -n $prebuilt ]] && "$check" "$prebuilt/$name"; then
-    cp -f "$prebuilt/$name" "$out/$name"
+    cp -f --remove-destination "$prebuilt/$name" "$out/$name"
     log "$what copied from $prebuilt"
   else
     log "building $what"
@@ -47,8 +92,14 @@ provide() {
   fi
 }
 
-provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/kubernetes" \
-  -ldflags "$KUBE_LDFLAGS" k8s.io/kubernetes/cmd/kube-apiserver
-provide etcd is_etcd "etcd $ETCD_VERSION" "$here/etcd" -ldflags "-s -w" .
+reason=
+if is_kube_apiserver "$out/kube-apiserver" && is_etcd "$out/etcd"; then
+  log "kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION present in $out"
+elif ! from_setup_envtest; then
+  log "setup-envtest could not provide them ($reason); kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION from Go modules"
+  provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/kubernetes" \
+    -ldflags "$KUBE_LDFLAGS" k8s.io/kubernetes/cmd/kube-apiserver
+  provide etcd is_etcd "etcd $ETCD_VERSION" "$here/etcd" -ldflags "-s -w" .
+fi
 
 echo "$out"
