@@ -7,6 +7,10 @@ package schedule
 import (
 	"fmt"
 	"time"
+	// The time zone database inside the binary: the manager's image (distroless static) has
+	// none, and without it no spec.timeZone but UTC would load there (the nightly sample's
+	// Europe/Berlin was refused as "not an IANA time zone name").
+	_ "time/tzdata"
 
 	"github.com/robfig/cron/v3"
 )
