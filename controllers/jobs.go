@@ -126,7 +126,7 @@ func (r *CouchBenchmarkReconciler) readEnd(ctx context.Context, o *observedJob) 
 	for _, cs := range pod.Status.ContainerStatuses {
 		if t := cs.State.Terminated; t != nil {
 			o.message, o.ended = t.Message, true
-			o.detail = fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+			o.detail = containerEnd(&pod, cs)
 			return nil
 		}
 	}
@@ -276,7 +276,7 @@ func (r *CouchBenchmarkReconciler) payload(ctx context.Context, o observedJob, c
 		if !strings.HasPrefix(strings.TrimSpace(o.message), "{") {
 			// The kubelet's fallback: the end of the log of a step that stopped early.
 			return h, nil, fmt.Sprintf("Job %s stopped before handing over results (%s): %s", o.name, o.detail,
-				strings.TrimSpace(o.message)), nil
+				wholeLines(o.message)), nil
 		}
 		return h, nil, fmt.Sprintf("Job %s: %v (%s)", o.name, err, o.detail), nil
 	}

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"io"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
@@ -24,4 +25,18 @@ func NewKubeLogs(cfg *rest.Config) (*KubeLogs, error) {
 // Logs streams a container's whole log.
 func (k *KubeLogs) Logs(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error) {
 	return k.clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+}
+
+// kubeletLogTailBytes is the most the kubelet keeps of a log as the termination message of a
+// container that ended in error without writing one (FallbackToLogsOnError): the last 80
+// lines, cut to their last 2048 bytes, so that a long tail starts mid-line.
+const kubeletLogTailBytes = 2048
+
+// wholeLines is the end of a log that the kubelet left as a termination message, whole lines
+// only: a tail at the kubelet's limit loses its first line, cut where the limit fell.
+func wholeLines(tail string) string {
+	if len(tail) >= kubeletLogTailBytes {
+		_, tail, _ = strings.Cut(tail, "\n")
+	}
+	return strings.TrimSpace(tail)
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
 )
 
 // Every pod the operator causes — CouchDB's, the runners', k6's — can be held back where
@@ -113,6 +114,34 @@ func stuckPod(pods []corev1.Pod, fix podFix) *stepFailure {
 	}
 	return nil
 }
+
+// jobContainers name the containers of the Jobs' pods in messages, with the spec field that
+// sizes them.
+var jobContainers = map[string]struct{ name, resources string }{
+	builders.RunnerContainer: {"runner", "spec.runner.resources"},
+	builders.K6Container:     {"k6 runner", "spec.k6.resources"},
+}
+
+// containerEnd says how a Job's container ended, for failure messages. A container the kernel
+// killed for memory says so, with its limit and the field that raises it: its log ends
+// wherever the kill came, and its exit code (137) alone says only that it was killed.
+func containerEnd(pod *corev1.Pod, cs corev1.ContainerStatus) string {
+	t := cs.State.Terminated
+	job, ok := jobContainers[cs.Name]
+	if t.Reason != reasonOOMKilled || !ok {
+		return fmt.Sprintf("container %s exited with code %d (%s)", cs.Name, t.ExitCode, t.Reason)
+	}
+	for _, c := range pod.Spec.Containers {
+		if limit, set := c.Resources.Limits[corev1.ResourceMemory]; c.Name == cs.Name && set {
+			return fmt.Sprintf("the %s was killed for memory (OOMKilled at its limit %s); raise %s.limits.memory", job.name, limit.String(), job.resources)
+		}
+	}
+	return fmt.Sprintf("the %s was killed for memory (OOMKilled without a memory limit: its node ran short); set %s.requests.memory "+
+		"to what it needs, so that it is placed on a node that has it", job.name, job.resources)
+}
+
+// reasonOOMKilled is the kubelet's reason for a container the kernel killed for memory.
+const reasonOOMKilled = "OOMKilled"
 
 // unschedulable is the scheduler's message when it found no node for the pod ("0/1 nodes are
 // available: 1 Insufficient cpu."), "" otherwise.

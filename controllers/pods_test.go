@@ -7,6 +7,7 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -16,7 +17,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -179,5 +182,102 @@ func TestUnpullableK6ImageFailsTheRunKeepingItsResults(t *testing.T) {
 		if !apierrors.IsNotFound(err) {
 			t.Errorf("k6 Job %s after the failure: %v; want it deleted", runner.Name, err)
 		}
+	}
+}
+
+// A runner or k6 container the kernel killed for memory is said to be, with its limit and the
+// field that raises it; any other end keeps its exit code and reason. No server: the pod is
+// as the kubelet reports one.
+func TestContainerKilledForMemorySaysWhatToRaise(t *testing.T) {
+	pod := func(container string, limits corev1.ResourceList) *corev1.Pod {
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+			{Name: container, Resources: corev1.ResourceRequirements{Limits: limits}}}}}
+	}
+	ended := func(container, reason string, code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: container, State: corev1.ContainerState{
+			Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code}}}
+	}
+	limit := corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("512Mi")}
+	for _, tc := range []struct {
+		pod    *corev1.Pod
+		status corev1.ContainerStatus
+		want   string
+	}{
+		{pod(builders.RunnerContainer, limit), ended(builders.RunnerContainer, "OOMKilled", 137),
+			"the runner was killed for memory (OOMKilled at its limit 512Mi); raise spec.runner.resources.limits.memory"},
+		{pod(builders.K6Container, limit), ended(builders.K6Container, "OOMKilled", 137),
+			"the k6 runner was killed for memory (OOMKilled at its limit 512Mi); raise spec.k6.resources.limits.memory"},
+		{pod(builders.RunnerContainer, nil), ended(builders.RunnerContainer, "OOMKilled", 137),
+			"the runner was killed for memory (OOMKilled without a memory limit: its node ran short); set " +
+				"spec.runner.resources.requests.memory to what it needs, so that it is placed on a node that has it"},
+		{pod(builders.RunnerContainer, limit), ended(builders.RunnerContainer, "Error", 1), "container runner exited with code 1 (Error)"},
+	} {
+		if got := containerEnd(tc.pod, tc.status); got != tc.want {
+			t.Errorf("container %s ended %s:\n got %s\nwant %s", tc.status.Name, tc.status.State.Terminated.Reason, got, tc.want)
+		}
+	}
+}
+
+// The end of a log that the kubelet kept (its last 2048 bytes) is quoted in whole lines: the
+// first line, cut mid-word, goes. A shorter tail is whole and kept. No server.
+func TestLogTailIsQuotedInWholeLines(t *testing.T) {
+	var log strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&log, "12:00:%02d js/large: load 1: documents seeded %d of 10000\n", i%60, i*100)
+	}
+	tail := log.String()[log.Len()-kubeletLogTailBytes:]
+	got := wholeLines(tail)
+	if !strings.HasPrefix(got, "12:00:") || !strings.HasSuffix(got, "documents seeded 9900 of 10000") || !strings.Contains(tail, got) {
+		t.Errorf("quoted %q; want the whole lines of the tail, from a line's start to the last line", got)
+	}
+	if len(tail)-len(got) > 80 {
+		t.Errorf("quoted %d of the tail's %d bytes; want all but its first, cut line", len(got), len(tail))
+	}
+	short := "couchbench seed: credentials: open /etc/couchbench/credentials/username: no such file or directory\n"
+	if got := wholeLines(short); got != strings.TrimSpace(short) {
+		t.Errorf("a short tail quoted as %q; want it whole", got)
+	}
+}
+
+// A runner the kernel killed for memory fails the run saying so, with its limit and the field
+// that raises it, and quotes the end of its log in whole lines. envtest's API server; the test
+// plays the kubelet (a container OOMKilled at 137, its termination message the last 2048 bytes
+// of its log, cut mid-word) and the Job controller.
+func TestRunnerKilledForMemoryFailsTheRunSayingSo(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	create(t, bench)
+	h.reconcile(bench) // the finalizer that deletes the run's databases
+	_, got := h.reconcile(bench)
+	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
+	var log strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&log, "12:00:%02d js/large: load 1: documents seeded %d of 100000 (%d%%)\n", i, i*500, i/2)
+	}
+	tail := log.String()[log.Len()-kubeletLogTailBytes:]
+	h.startPod(seed, corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{
+		Name: builders.RunnerContainer, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+			Reason: "OOMKilled", ExitCode: 137, Message: tail}},
+	}}})
+	now := metav1.NewTime(h.clock.Now())
+	seed = job(t, ns, seed.Name)
+	seed.Status.Active, seed.Status.Ready, seed.Status.Failed = 0, ptr.To[int32](0), 1
+	seed.Status.Conditions = []batchv1.JobCondition{
+		{Type: batchv1.JobFailureTarget, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+		{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded", LastTransitionTime: now},
+	}
+	if err := env.Client.Status().Update(context.Background(), seed); err != nil {
+		t.Fatal(err)
+	}
+	got = h.drive(bench, 5)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil {
+		t.Fatalf("phase %s, Stalled %+v; want the run failed", got.Status.Phase, stalled)
+	}
+	want := "the runner was killed for memory (OOMKilled at its limit 512Mi); raise spec.runner.resources.limits.memory): 12:00:"
+	if !strings.Contains(stalled.Message, want) || !strings.HasSuffix(stalled.Message, "documents seeded 29500 of 100000 (29%)") {
+		t.Errorf("Stalled message:\n%s\nwant %q, then the log's whole lines", stalled.Message, want)
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -160,6 +161,8 @@ type request struct {
 	path   string
 	query  url.Values
 	body   []byte
+	// bodyParts is a body sent as its slices one after the other, never joined.
+	bodyParts net.Buffers
 	// accept lists the statuses that are answers rather than errors.
 	accept []int
 }
@@ -179,8 +182,11 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	if err != nil {
 		return nil, &Error{Method: req.method, Path: req.path, Err: err}
 	}
+	if req.bodyParts != nil {
+		setBodyParts(hreq, req.bodyParts)
+	}
 	hreq.Header.Set("Accept", "application/json")
-	if req.body != nil {
+	if req.body != nil || req.bodyParts != nil {
 		hreq.Header.Set("Content-Type", "application/json")
 	}
 	if c.creds.Username != "" {
@@ -205,6 +211,20 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 		cerr.Name, cerr.Reason = answer.Error, answer.Reason
 	}
 	return nil, cerr
+}
+
+// setBodyParts makes parts the request's body, with its length, and GetBody for a transport
+// that sends it again on a new connection: reading a net.Buffers consumes it, so every read
+// is of a copy of the slice headers.
+func setBodyParts(hreq *http.Request, parts net.Buffers) {
+	for _, p := range parts {
+		hreq.ContentLength += int64(len(p))
+	}
+	hreq.GetBody = func() (io.ReadCloser, error) {
+		fresh := slices.Clone(parts)
+		return io.NopCloser(&fresh), nil
+	}
+	hreq.Body, _ = hreq.GetBody()
 }
 
 // call does a request and decodes a JSON answer into out (when out is not nil). It

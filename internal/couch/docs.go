@@ -1,10 +1,10 @@
 package couch
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -170,24 +170,26 @@ type BulkResult struct {
 
 // BulkDocs writes documents (JSON objects) with one _bulk_docs request and returns the
 // per-document results, in request order. A document refused by CouchDB (conflict,
-// forbidden) is a result with Error set, not an error of the call.
+// forbidden) is a result with Error set, not an error of the call. The documents are sent
+// from where they are, not copied into a body: a loader's batches are its memory.
 func (c *Client) BulkDocs(ctx context.Context, db string, docs []json.RawMessage) ([]BulkResult, error) {
-	var body bytes.Buffer
-	body.Grow(16 + len(docs)*128)
-	body.WriteString(`{"docs":[`)
+	parts := make(net.Buffers, 0, 2*len(docs)+1)
+	parts = append(parts, []byte(`{"docs":[`))
 	for i, d := range docs {
 		if i > 0 {
-			body.WriteByte(',')
+			parts = append(parts, comma)
 		}
-		body.Write(d)
+		parts = append(parts, d)
 	}
-	body.WriteString(`]}`)
+	parts = append(parts, []byte(`]}`))
 	var results []BulkResult
 	// 202: written, but not yet on a quorum of copies.
-	_, err := c.call(ctx, request{method: http.MethodPost, path: dbPath(db) + "/_bulk_docs", body: body.Bytes(),
+	_, err := c.call(ctx, request{method: http.MethodPost, path: dbPath(db) + "/_bulk_docs", bodyParts: parts,
 		accept: []int{http.StatusCreated, http.StatusAccepted}}, &results)
 	return results, err
 }
+
+var comma = []byte{','}
 
 // PostDoc writes one new document with POST /{db}. With batchOK CouchDB may answer 202
 // before the document is on disk (it can be lost in a crash); the status tells which.

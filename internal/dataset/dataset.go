@@ -9,10 +9,13 @@
 package dataset
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +34,8 @@ const (
 	maxPaddingKeys = 100
 	letters        = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 	nameLength     = 6
+	// base64Length is a name's length in base64: 6 bytes, two whole 3-byte groups.
+	base64Length = 8
 )
 
 // Generator makes the documents of one profile.
@@ -124,27 +129,6 @@ func fmix32(h uint32) uint32 {
 	return h
 }
 
-// tinyDoc is seed 003's document.
-type tinyDoc struct {
-	ID  string `json:"_id"`
-	Foo string `json:"foo"`
-}
-
-// Doc is the seed's score document.
-type Doc struct {
-	ID         string            `json:"_id"`
-	Metadata   Metadata          `json:"metadata"`
-	Username   string            `json:"username"`
-	Score      int               `json:"score"`
-	CustomData map[string]string `json:"custom_data,omitempty"`
-}
-
-// Metadata is the seed document's metadata.
-type Metadata struct {
-	DocType   string `json:"docType"`
-	CreatedAt string `json:"createdAt"`
-}
-
 // draw is the part of a document the view reads; it comes first in every document's stream
 // so that Expected need not generate the padding.
 type draw struct {
@@ -160,46 +144,87 @@ func (g *Generator) draw(i int64) draw {
 	return draw{rng: rng, createdAt: ReferenceDate.AddDate(0, 0, -days), score: score}
 }
 
-// Doc generates document i.
-func (g *Generator) Doc(i int64) Doc {
-	d := g.draw(i)
-	doc := Doc{
-		ID:       g.ID(i),
-		Metadata: Metadata{DocType: "score", CreatedAt: d.createdAt.Format(time.DateOnly)},
-		Username: randomName(d.rng),
-		Score:    d.score,
-	}
-	if g.profile.Type == benchv1.DocumentLarge {
-		n := d.rng.IntN(maxPaddingKeys + 1)
-		doc.CustomData = make(map[string]string, n)
-		for range n {
-			key := randomName(d.rng)
-			value := strings.Repeat(randomName(d.rng), g.paddingRepeat)
-			doc.CustomData[key] = base64.StdEncoding.EncodeToString([]byte(value))
-		}
-	}
-	return doc
-}
-
 // JSON generates document i as JSON.
-func (g *Generator) JSON(i int64) json.RawMessage {
-	var doc any = g.Doc(i)
+func (g *Generator) JSON(i int64) json.RawMessage { return g.AppendJSON(nil, i) }
+
+// AppendJSON appends document i, as JSON, to dst: a loader encodes a batch's documents into
+// one buffer it reuses, so that generating a document allocates next to nothing, even a
+// large one. The bytes are those encoding/json gives the seed's document: its fields in
+// order (tiny: _id, foo; else _id, metadata {docType, createdAt}, username, score, and for
+// large custom_data, omitted when empty, its keys sorted, a key drawn twice keeping its last
+// value, as a map does).
+func (g *Generator) AppendJSON(dst []byte, i int64) []byte {
+	dst = append(dst, `{"_id":"`...)
+	dst = append(dst, g.ID(i)...)
 	if g.profile.Type == benchv1.DocumentTiny {
-		doc = tinyDoc{ID: g.ID(i), Foo: "bar"}
+		return append(dst, `","foo":"bar"}`...)
 	}
-	data, err := json.Marshal(doc)
-	if err != nil {
-		panic(fmt.Sprintf("dataset: a generated document does not marshal: %v", err)) // plain strings and ints only
+	d := g.draw(i)
+	dst = append(dst, `","metadata":{"docType":"score","createdAt":"`...)
+	dst = d.createdAt.AppendFormat(dst, time.DateOnly)
+	dst = append(dst, `"},"username":"`...)
+	username := randomName(d.rng)
+	dst = append(dst, username[:]...)
+	dst = append(dst, `","score":`...)
+	dst = strconv.AppendInt(dst, int64(d.score), 10)
+	if g.profile.Type == benchv1.DocumentLarge {
+		dst = g.appendPadding(dst, d.rng)
 	}
-	return data
+	return append(dst, '}')
 }
 
-func randomName(rng *rand.Rand) string {
+// paddingEntry is one custom_data key and the random string its value repeats.
+type paddingEntry struct{ key, value [nameLength]byte }
+
+// appendPadding draws the seed's custom_data and appends it as `,"custom_data":{...}`.
+func (g *Generator) appendPadding(dst []byte, rng *rand.Rand) []byte {
+	var drawn [maxPaddingKeys + 1]paddingEntry
+	entries := drawn[:rng.IntN(maxPaddingKeys+1)]
+	for k := range entries {
+		entries[k] = paddingEntry{key: randomName(rng), value: randomName(rng)}
+	}
+	return appendCustomData(dst, entries, g.paddingRepeat)
+}
+
+// appendCustomData appends the entries as encoding/json encodes the seed's map of key to
+// base64(value repeated repeat times): sorted by key, the last of a key's entries winning,
+// nothing when there are none. A 6-letter value is 6 bytes, a whole number of base64's
+// 3-byte groups, so the repeated value encodes to its 8 characters repeated.
+func appendCustomData(dst []byte, entries []paddingEntry, repeat int) []byte {
+	if len(entries) == 0 {
+		return dst
+	}
+	slices.SortStableFunc(entries, func(a, b paddingEntry) int { return bytes.Compare(a.key[:], b.key[:]) })
+	dst = append(dst, `,"custom_data":{`...)
+	first := true
+	for k, e := range entries {
+		if k+1 < len(entries) && entries[k+1].key == e.key {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		var encoded [base64Length]byte
+		base64.StdEncoding.Encode(encoded[:], e.value[:])
+		dst = append(dst, '"')
+		dst = append(dst, e.key[:]...)
+		dst = append(dst, `":"`...)
+		dst = slices.Grow(dst, repeat*base64Length+1)
+		for range repeat {
+			dst = append(dst, encoded[:]...)
+		}
+		dst = append(dst, '"')
+	}
+	return append(dst, '}')
+}
+
+func randomName(rng *rand.Rand) [nameLength]byte {
 	var b [nameLength]byte
 	for i := range b {
 		b[i] = letters[rng.IntN(len(letters))]
 	}
-	return string(b[:])
+	return b
 }
 
 // MonthKey is a key of the seed's view: [year, month], both strings.

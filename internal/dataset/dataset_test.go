@@ -1,8 +1,12 @@
 package dataset
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,6 +19,107 @@ var (
 	small = benchv1.DocumentProfile{Type: benchv1.DocumentSmall}
 	large = benchv1.DocumentProfile{Type: benchv1.DocumentLarge}
 )
+
+// scoreDoc is the seed's score document as a reader decodes it.
+type scoreDoc struct {
+	ID       string `json:"_id"`
+	Metadata struct {
+		DocType   string `json:"docType"`
+		CreatedAt string `json:"createdAt"`
+	} `json:"metadata"`
+	Score      int               `json:"score"`
+	CustomData map[string]string `json:"custom_data"`
+}
+
+func decode(t *testing.T, g *Generator, i int64) scoreDoc {
+	t.Helper()
+	var doc scoreDoc
+	if err := json.Unmarshal(g.JSON(i), &doc); err != nil {
+		t.Fatalf("document %d: %v", i, err)
+	}
+	return doc
+}
+
+// The documents are the same bytes as before the generator encoded them itself (it used
+// encoding/json on a struct with a map): hashes of the first documents of every profile and
+// id kind, taken from that generator. A benchmark's results are comparable across versions
+// only while the data is.
+func TestDocumentsAreTheSameBytesAsEver(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gen  *Generator
+		n    int64
+		hash string
+	}{
+		{"small", New(1, small), 2000, "e9e59d975e5bb78f03ea38d94481817af472bbd82674fe55922471096bbafe26"},
+		{"large", New(1, large), 300, "7523b3603e2646da5469e129147b19430c901daadb42597e8a9a555957f92209"},
+		{"large-300000", New(1, benchv1.DocumentProfile{Type: benchv1.DocumentLarge, TargetBytes: ptr.To[int64](300000)}), 20,
+			"c83d3b416ab3cf04f8f37f4851180a3c4fad22ddd49f9d0aeb9352b026d54511"},
+		{"large-256 seed 9", New(9, benchv1.DocumentProfile{Type: benchv1.DocumentLarge, TargetBytes: ptr.To[int64](256)}), 300,
+			"0030c424baa5fa5bec78da4bf60d33282ab8570ae10bce9adada1af59267475c"},
+		{"tiny", New(1, benchv1.DocumentProfile{Type: benchv1.DocumentTiny}), 100,
+			"4af91a47983c97db100f44a911fd14ee8f9390aaec8b10aea2060377b4e03f1e"},
+		{"small random ids seed 7", randomIDs(New(7, small)), 300, "fe0cc44a379f8b5d1b2aca0fa321c4e3e1541b9e7ffe210ae7fc296f607f9e89"},
+	} {
+		h := sha256.New()
+		for i := range tc.n {
+			h.Write(tc.gen.JSON(i))
+			h.Write([]byte{'\n'})
+		}
+		if got := hex.EncodeToString(h.Sum(nil)); got != tc.hash {
+			t.Errorf("%s: the first %d documents hash to %s, want %s: the generated data changed", tc.name, tc.n, got, tc.hash)
+		}
+	}
+}
+
+func randomIDs(g *Generator) *Generator {
+	g.IDs = benchv1.IDsRandom
+	return g
+}
+
+// custom_data is what encoding/json makes of the seed's map, also when a key is drawn twice
+// (a map keeps the last value; 52^6 keys make that rare enough that the hashes above may
+// never meet it) or not at all (omitempty).
+func TestCustomDataIsEncodedAsTheSeedsMap(t *testing.T) {
+	name := func(s string) (b [nameLength]byte) { copy(b[:], s); return b }
+	for _, entries := range [][]paddingEntry{
+		nil,
+		{{key: name("bbbbbb"), value: name("xxxxxx")}},
+		{{key: name("zzzzzz"), value: name("aaaaaa")}, {key: name("AAAAAA"), value: name("bbbbbb")},
+			{key: name("zzzzzz"), value: name("cccccc")}, {key: name("mmmmmm"), value: name("dddddd")},
+			{key: name("zzzzzz"), value: name("eeeeee")}},
+	} {
+		seed := map[string]string{}
+		for _, e := range entries {
+			seed[string(e.key[:])] = base64.StdEncoding.EncodeToString([]byte(strings.Repeat(string(e.value[:]), 3)))
+		}
+		want := ""
+		if len(seed) > 0 {
+			data, err := json.Marshal(seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = `,"custom_data":` + string(data)
+		}
+		if got := string(appendCustomData(nil, entries, 3)); got != want {
+			t.Errorf("custom_data of %d entries:\n got %s\nwant %s", len(entries), got, want)
+		}
+	}
+}
+
+// Appending to a buffer that holds documents already leaves them as they were.
+func TestAppendJSONAppends(t *testing.T) {
+	g := New(2, large)
+	var buf []byte
+	var want string
+	for i := range int64(5) {
+		buf = g.AppendJSON(buf, i)
+		want += string(g.JSON(i))
+	}
+	if string(buf) != want {
+		t.Error("documents appended to one buffer differ from the documents one by one")
+	}
+}
 
 func TestDocumentsAreDeterministicAndIndependentOfOrder(t *testing.T) {
 	a, b := New(7, large), New(7, large)
@@ -83,7 +188,7 @@ func TestLargeDocumentPadding(t *testing.T) {
 	var total, keys int
 	const n = 400
 	for i := range int64(n) {
-		doc := g.Doc(i)
+		doc := decode(t, g, i)
 		if len(doc.CustomData) > maxPaddingKeys {
 			t.Fatalf("%d padding keys, the seed draws at most %d", len(doc.CustomData), maxPaddingKeys)
 		}
@@ -119,7 +224,7 @@ func TestExpectedMatchesTheDocuments(t *testing.T) {
 	const n = 3000
 	want := map[MonthKey]int64{}
 	for i := range int64(n) {
-		doc := g.Doc(i)
+		doc := decode(t, g, i)
 		key := MonthKey{Year: doc.Metadata.CreatedAt[:4], Month: doc.Metadata.CreatedAt[5:7]}
 		want[key] += int64(doc.Score)
 	}
@@ -142,6 +247,17 @@ func BenchmarkSmallDocJSON(b *testing.B) {
 	g := New(1, small)
 	for i := range b.N {
 		_ = g.JSON(int64(i))
+	}
+}
+
+// BenchmarkLargeDocAppend is a loader's use: large documents appended to a buffer it reuses.
+func BenchmarkLargeDocAppend(b *testing.B) {
+	g := New(1, large)
+	var buf []byte
+	b.ReportAllocs()
+	for i := range b.N {
+		buf = g.AppendJSON(buf[:0], int64(i))
+		b.SetBytes(int64(len(buf)))
 	}
 }
 
@@ -192,9 +308,8 @@ func TestRandomIDs(t *testing.T) {
 	if g.ID(0) == other.ID(0) || g.ID(0) != RandomID(IDSalt(7), 0) {
 		t.Errorf("ids of seed 7 and 8: %s %s; want them to differ, and the same for the same seed", g.ID(0), other.ID(0))
 	}
-	var doc Doc
-	if err := json.Unmarshal(g.JSON(3), &doc); err != nil || doc.ID != g.ID(3) {
-		t.Errorf("document 3 has id %q (%v), want %q", doc.ID, err, g.ID(3))
+	if doc := decode(t, g, 3); doc.ID != g.ID(3) {
+		t.Errorf("document 3 has id %q, want %q", doc.ID, g.ID(3))
 	}
 }
 

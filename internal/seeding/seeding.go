@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
@@ -28,10 +29,14 @@ type Options struct {
 	BatchSize int
 	// MaxBatchBytes bounds a request's documents in bytes (0: no bound), so that large
 	// documents make smaller batches and the loader's memory stays near
-	// (Concurrency+1) x MaxBatchBytes. A document larger than that goes alone.
+	// Concurrency x MaxBatchBytes (docs/measurement.md). A document larger than that goes
+	// alone.
 	MaxBatchBytes int64
 	Concurrency   int
 	Retry         Backoff
+	// Stored, when set, counts the documents stored so far (created or already there) as
+	// the batches are answered: a progress line reads it while the load runs.
+	Stored *atomic.Int64
 }
 
 // Backoff is the retry schedule for transient failures: Attempts tries in all, waiting
@@ -109,6 +114,10 @@ const maxFailedSamples = 5
 
 // Load writes documents From..From+Documents-1 of gen. On a failure that retries cannot fix, or
 // when ctx ends, it returns what was done so far with the error.
+//
+// Each worker generates the batch it sends next into a buffer of its own, reused from batch to
+// batch: the documents exist only while their request is being made, and the load's memory is
+// Concurrency batches of at most MaxBatchBytes, whatever the number or size of documents.
 func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options) (Result, error) {
 	if opts.BatchSize < 1 || opts.Concurrency < 1 {
 		return Result{}, fmt.Errorf("seeding: batch size %d and concurrency %d must be positive", opts.BatchSize, opts.Concurrency)
@@ -122,13 +131,16 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 	defer cancel()
 	start := time.Now()
 
-	batches := make(chan batch)
-	go cut(ctx, gen, opts, batches)
+	docs := newCutter(gen, opts)
 	var wg sync.WaitGroup
 	for range opts.Concurrency {
 		wg.Go(func() {
-			for b := range batches {
-				r, err := loadBatch(ctx, c, gen, opts, b)
+			var b batch
+			for ctx.Err() == nil && docs.cut(&b) {
+				r, err := loadBatch(ctx, c, gen, opts, &b)
+				if opts.Stored != nil {
+					opts.Stored.Add(r.Stored)
+				}
 				mu.Lock()
 				total.add(r)
 				if err != nil && first == nil {
@@ -185,51 +197,86 @@ func (r *Result) add(o Result) {
 	}
 }
 
-// batch is documents lo..hi-1, generated.
+// batch is documents lo..hi-1, generated: their JSON back to back in buf, and docs the
+// documents, slices of buf. A worker keeps one and cuts every batch it sends into it.
 type batch struct {
 	lo, hi int64
+	buf    []byte
 	docs   []json.RawMessage
-	bytes  int64
+	// ends are where the documents end in buf.
+	ends []int
 }
 
-// cut generates the documents in order and sends them in batches of at most BatchSize
-// documents and MaxBatchBytes bytes; it closes out when done or when ctx ends. Unbuffered,
-// out holds no batch that a worker has not taken.
-func cut(ctx context.Context, gen *dataset.Generator, opts Options, out chan<- batch) {
-	defer close(out)
-	b := batch{lo: opts.From, hi: opts.From}
-	send := func() bool {
-		select {
-		case out <- b:
-			b = batch{lo: b.hi, hi: b.hi}
-			return true
-		case <-ctx.Done():
-			return false
+// add appends document i. The buffer grows by doubling up to bound (when there is one), so
+// that it ends the size of the largest batch, after few copies.
+func (b *batch) add(i int64, doc []byte, bound int64) {
+	if need := len(b.buf) + len(doc); need > cap(b.buf) {
+		size := 2 * cap(b.buf)
+		if bound > 0 {
+			size = min(size, int(bound))
 		}
+		grown := make([]byte, len(b.buf), max(need, size))
+		copy(grown, b.buf)
+		b.buf = grown
 	}
-	for i := opts.From; i < opts.From+opts.Documents; i++ {
-		d := gen.JSON(i)
+	if len(b.ends) == 0 {
+		b.lo = i
+	}
+	b.buf = append(b.buf, doc...)
+	b.ends, b.hi = append(b.ends, len(b.buf)), i+1
+}
+
+// cutter hands out the documents in order, in batches of at most BatchSize documents and
+// MaxBatchBytes bytes (a document larger than that goes alone). The workers take turns at it,
+// each generating its next batch into its own.
+type cutter struct {
+	gen  *dataset.Generator
+	opts Options
+
+	mu sync.Mutex
+	// next is the next document to hand out; doc is its JSON when pending: generated for a
+	// batch it did not fit, it opens the next one.
+	next    int64
+	doc     []byte
+	pending bool
+}
+
+func newCutter(gen *dataset.Generator, opts Options) *cutter {
+	return &cutter{gen: gen, opts: opts, next: opts.From}
+}
+
+// cut generates the next batch into b, reusing b's memory; false when every document has
+// been handed out.
+func (c *cutter) cut(b *batch) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	b.buf, b.docs, b.ends = b.buf[:0], b.docs[:0], b.ends[:0]
+	for end := c.opts.From + c.opts.Documents; c.next < end && len(b.ends) < c.opts.BatchSize; c.next++ {
+		if !c.pending {
+			c.doc, c.pending = c.gen.AppendJSON(c.doc[:0], c.next), true
+		}
 		// The request's size: the documents and a comma between each two.
-		request := b.bytes + int64(len(b.docs)) + int64(len(d))
-		if len(b.docs) > 0 && (len(b.docs) >= opts.BatchSize || (opts.MaxBatchBytes > 0 && request > opts.MaxBatchBytes)) {
-			if !send() {
-				return
-			}
+		request := int64(len(b.buf) + len(b.ends) + len(c.doc))
+		if len(b.ends) > 0 && c.opts.MaxBatchBytes > 0 && request > c.opts.MaxBatchBytes {
+			break
 		}
-		b.docs, b.bytes, b.hi = append(b.docs, d), b.bytes+int64(len(d)), i+1
+		b.add(c.next, c.doc, c.opts.MaxBatchBytes)
+		c.pending = false
 	}
-	if len(b.docs) > 0 {
-		send()
+	start := 0
+	for _, end := range b.ends {
+		b.docs = append(b.docs, b.buf[start:end])
+		start = end
 	}
+	return len(b.docs) > 0
 }
 
 // loadBatch writes a batch, retrying transient failures.
-func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, b batch) (Result, error) {
-	lo, hi, docs, bytes := b.lo, b.hi, b.docs, b.bytes
+func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, b *batch) (Result, error) {
 	var r Result
 	var results []couch.BulkResult
 	retries, err := opts.Retry.Do(ctx, func() (err error) {
-		results, err = c.BulkDocs(ctx, opts.DB, docs)
+		results, err = c.BulkDocs(ctx, opts.DB, b.docs)
 		return err
 	})
 	r.Retries = retries
@@ -237,12 +284,12 @@ func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opt
 	case ctx.Err() != nil:
 		return r, ctx.Err()
 	case couch.Transient(err):
-		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", gen.ID(lo), gen.ID(hi-1), retries+1, err)
+		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", gen.ID(b.lo), gen.ID(b.hi-1), retries+1, err)
 	case err != nil:
-		return r, fmt.Errorf("documents %s-%s: %w", gen.ID(lo), gen.ID(hi-1), err)
+		return r, fmt.Errorf("documents %s-%s: %w", gen.ID(b.lo), gen.ID(b.hi-1), err)
 	}
-	r.count(results, docs)
-	r.Bytes = bytes
+	r.count(results, b.docs)
+	r.Bytes = int64(len(b.buf))
 	return r, nil
 }
 

@@ -4,9 +4,11 @@ package seeding
 // recorded from CouchDB 3.4.3, with injected faults.
 
 import (
+	"bytes"
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -45,9 +47,15 @@ func load(t *testing.T, c *couch.Client, n int64) (Result, error) {
 
 func TestLoadStoresEveryDocumentOnce(t *testing.T) {
 	srv, c := setup(t, "pw")
-	res, err := load(t, c, 1050)
+	var stored atomic.Int64
+	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	res, err := Load(context.Background(), c, gen, Options{DB: "db", Documents: 1050, BatchSize: 100, Concurrency: 3, Retry: fast,
+		Stored: &stored})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if stored.Load() != 1050 {
+		t.Errorf("the progress counter ended at %d, want 1050", stored.Load())
 	}
 	if res.Stored != 1050 || res.Created != 1050 || res.Retries != 0 || res.Failed != 0 || res.Bytes == 0 {
 		t.Errorf("result %+v", res)
@@ -159,13 +167,13 @@ func TestInterruptKeepsTheCount(t *testing.T) {
 func TestBatchesAreBoundedInBytes(t *testing.T) {
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentLarge, TargetBytes: ptr.To[int64](20000)})
 	const docs, maxBytes = 300, 100000
-	out := make(chan batch)
-	go cut(context.Background(), gen, Options{Documents: docs, BatchSize: 50, MaxBatchBytes: maxBytes}, out)
+	cutter := newCutter(gen, Options{Documents: docs, BatchSize: 50, MaxBatchBytes: maxBytes})
 	var next int64
 	var alone, batches int
-	for b := range out {
+	var b batch
+	for cutter.cut(&b) {
 		batches++
-		request := b.bytes + int64(len(b.docs)-1)
+		request := int64(len(b.buf) + len(b.docs) - 1)
 		switch {
 		case b.lo != next || b.hi <= b.lo || int64(len(b.docs)) != b.hi-b.lo || len(b.docs) > 50:
 			t.Fatalf("batch %d-%d of %d documents after %d", b.lo, b.hi, len(b.docs), next)
@@ -173,6 +181,11 @@ func TestBatchesAreBoundedInBytes(t *testing.T) {
 			alone++
 		case request > maxBytes:
 			t.Errorf("batch %d-%d: %d bytes, above %d", b.lo, b.hi, request, maxBytes)
+		}
+		for k, d := range b.docs {
+			if !bytes.Equal(d, gen.JSON(b.lo+int64(k))) {
+				t.Fatalf("batch %d-%d: its document %d is not document %d", b.lo, b.hi, k, b.lo+int64(k))
+			}
 		}
 		next = b.hi
 	}
