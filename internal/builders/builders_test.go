@@ -288,6 +288,10 @@ func TestRunnerJob(t *testing.T) {
 			t.Errorf("a password in the environment: %s", e.Name)
 		}
 	}
+	if len(c.Env) != 1 || c.Env[0].Name != "GOMEMLIMIT" || c.Env[0].ValueFrom.ResourceFieldRef.Resource != "limits.memory" ||
+		c.Env[0].ValueFrom.ResourceFieldRef.ContainerName != c.Name {
+		t.Errorf("env %+v: want GOMEMLIMIT from the runner container's memory limit", c.Env)
+	}
 }
 
 // Arms that share an existing CouchDB take turns in one Job per step: it names them all, in

@@ -83,6 +83,10 @@ func (r RunnerJob) Job() *batchv1.Job {
 		Command:      []string{"/couchbench"},
 		Args:         args,
 		VolumeMounts: []corev1.VolumeMount{{Name: "spec", MountPath: specDir, ReadOnly: true}},
+		// The Go runtime collects harder as the heap nears the container's memory limit
+		// rather than being killed past it (the node's allocatable without a limit).
+		Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: RunnerContainer, Resource: "limits.memory"}}}},
 	}
 	volumes := make([]corev1.Volume, 0, 1+len(r.Servers))
 	volumes = append(volumes, corev1.Volume{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
