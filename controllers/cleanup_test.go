@@ -21,7 +21,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/runner"
+	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
 // onOwnCouchDB creates existingBenchmark, changed by change, against an existing CouchDB of
@@ -43,7 +43,7 @@ func onOwnCouchDB(t *testing.T, change func(*benchv1.CouchBenchmark)) (bench *be
 	change(bench)
 	create(t, bench)
 	for _, qs := range bench.Spec.QueryServers {
-		run = append(run, runner.Databases(bench, builders.RunID(bench), qs.Name)...)
+		run = append(run, rundbs.Databases(bench, builders.RunID(bench), qs.Name)...)
 	}
 	others = []string{names.Database(bench.Name, "otherrun", "js", "small"), names.Database("other", builders.RunID(bench), "js", "small")}
 	for _, db := range append(slices.Clone(run), others...) {

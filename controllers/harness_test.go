@@ -107,12 +107,18 @@ type podLogs struct {
 	text map[string]string
 }
 
-func (l *podLogs) Logs(_ context.Context, namespace, pod, container string) (io.ReadCloser, error) {
+func (l *podLogs) Logs(_ context.Context, namespace, pod, container string, tailLines int64) (io.ReadCloser, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	text, ok := l.text[namespace+"/"+pod+"/"+container]
 	if !ok {
 		return nil, fmt.Errorf("pods %q not found", pod)
+	}
+	if lines := strings.SplitAfter(text, "\n"); tailLines > 0 && int64(len(lines)) > tailLines {
+		if lines[len(lines)-1] == "" {
+			lines = lines[:len(lines)-1]
+		}
+		text = strings.Join(lines[max(0, int64(len(lines))-tailLines):], "")
 	}
 	return io.NopCloser(strings.NewReader(text)), nil
 }
@@ -382,7 +388,7 @@ func okDocument(arm string, step benchv1.Step) *results.Document {
 	}
 }
 
-// jobsOf counts the benchmark's Jobs per step.
+// jobsOf counts the benchmark's Jobs per step, but for those it has stopped.
 func jobsOf(t testing.TB, bench *benchv1.CouchBenchmark) map[string]int {
 	t.Helper()
 	var jobs batchv1.JobList
@@ -391,9 +397,18 @@ func jobsOf(t testing.TB, bench *benchv1.CouchBenchmark) map[string]int {
 	}
 	count := map[string]int{}
 	for _, j := range jobs.Items {
-		count[j.Labels[builders.LabelQueryServer]+"/"+j.Labels[builders.LabelStep]]++
+		if !stopped(&j) {
+			count[j.Labels[builders.LabelQueryServer]+"/"+j.Labels[builders.LabelStep]]++
+		}
 	}
 	return count
+}
+
+// stopped says whether the manager has stopped job: suspended it (then the Job controller,
+// which envtest lacks, deletes its pods and says so, and the manager deletes the Job) or
+// deleted it.
+func stopped(job *batchv1.Job) bool {
+	return ptr.Deref(job.Spec.Suspend, false) || job.DeletionTimestamp != nil
 }
 
 func drainEvents(h *harness) string {

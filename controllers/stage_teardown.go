@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,12 +12,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/runner"
+	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
 // teardown ends an arm that succeeded: its results are already in status and the results
@@ -66,7 +68,7 @@ func (r *CouchBenchmarkReconciler) cleanup(ctx context.Context, bench *benchv1.C
 }
 
 // deleteDatabases deletes the databases the run made for arms on their existing CouchDB
-// (runner.Databases: the same names the runner gave them), with an event naming those it
+// (rundbs.Databases: the same names the runner gave them), with an event naming those it
 // found.
 func (r *CouchBenchmarkReconciler) deleteDatabases(ctx context.Context, bench *benchv1.CouchBenchmark, arms []string) error {
 	// Arms of an existing CouchDB share its URL and admin.
@@ -77,7 +79,7 @@ func (r *CouchBenchmarkReconciler) deleteDatabases(ctx context.Context, bench *b
 	var deleted []string
 	var errs []error
 	for _, arm := range arms {
-		d, err := runner.DeleteDatabases(ctx, c, runner.Databases(bench, builders.RunID(bench), arm))
+		d, err := rundbs.DeleteDatabases(ctx, c, rundbs.Databases(bench, builders.RunID(bench), arm))
 		deleted, errs = append(deleted, d...), append(errs, err)
 	}
 	if len(deleted) > 0 {
@@ -134,7 +136,14 @@ func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *
 	return nil
 }
 
-// stopJobs deletes the benchmark's Jobs that are still going; their pods go with them.
+// stopJobs stops the benchmark's Jobs that are still going, so that their load stops and no
+// pod of theirs starts again. A Job deleted at once could be given a new pod: the Job
+// controller, still holding it in its cache, replaced the pods the garbage collector deleted
+// (seen in e2e: a second pod that lived a few seconds). So each Job is suspended first, and
+// the Job controller deletes its pods and creates none; once it says so (condition
+// Suspended, whose status update wakes the benchmark, which comes back here as its run has
+// ended), the Job is deleted in the foreground, and the Job controller leaves a Job being
+// deleted alone. Its pods are then gone before it is.
 func (r *CouchBenchmarkReconciler) stopJobs(ctx context.Context, bench *benchv1.CouchBenchmark) error {
 	var jobs batchv1.JobList
 	ofBenchmark := client.MatchingLabels{builders.LabelBenchmark: builders.LabelValue(bench.Name)}
@@ -143,14 +152,36 @@ func (r *CouchBenchmarkReconciler) stopJobs(ctx context.Context, bench *benchv1.
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed || !metav1.IsControlledBy(job, bench) {
+		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed || !metav1.IsControlledBy(job, bench) || !job.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		if err := r.stopJob(ctx, job); client.IgnoreNotFound(err) != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// stopJob takes job one step towards its end: suspends it, or deletes it once the Job
+// controller has suspended it.
+func (r *CouchBenchmarkReconciler) stopJob(ctx context.Context, job *batchv1.Job) error {
+	if !ptr.Deref(job.Spec.Suspend, false) {
+		patch := client.MergeFrom(job.DeepCopy())
+		job.Spec.Suspend = ptr.To(true)
+		return r.Patch(ctx, job, patch)
+	}
+	if !suspended(job) {
+		return nil
+	}
+	return r.Delete(ctx, job, client.PropagationPolicy(metav1.DeletePropagationForeground))
+}
+
+// suspended says whether the Job controller has suspended job (its condition Suspended): its
+// pods are being deleted, and it will create none.
+func suspended(job *batchv1.Job) bool {
+	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
+		return c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue
+	})
 }
 
 // armNames are the names of every arm of the benchmark, in the spec's order.

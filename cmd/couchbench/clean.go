@@ -12,7 +12,7 @@ import (
 	"syscall"
 
 	"github.com/couchbench/couchbench/internal/couch"
-	"github.com/couchbench/couchbench/internal/runner"
+	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
 // cleanCommand is `couchbench clean`: what a run left in CouchDB (kept with --keep or
@@ -57,7 +57,7 @@ func cleanFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 				}
 				continue
 			}
-			deleted, err := runner.DeleteDatabases(ctx, on.c, on.dbs)
+			deleted, err := rundbs.DeleteDatabases(ctx, on.c, on.dbs)
 			for _, db := range deleted {
 				fmt.Fprintf(stdout, "deleted %s from %s\n", db, on.c.URL())
 			}
@@ -77,7 +77,7 @@ type databasesOn struct {
 }
 
 // runDatabases finds the run's databases, CouchDB by CouchDB: with the benchmark's file, the
-// ones its arms' runs make (runner.Databases) on each arm's CouchDB, in the spec's order; with
+// ones its arms' runs make (rundbs.Databases) on each arm's CouchDB, in the spec's order; with
 // its name alone, every one named with the run's prefix on --url's.
 func runDatabases(ctx context.Context, o stepOptions, benchmark string) ([]databasesOn, error) {
 	if benchmark != "" {
@@ -92,7 +92,7 @@ func runDatabases(ctx context.Context, o stepOptions, benchmark string) ([]datab
 		if err != nil {
 			return nil, err
 		}
-		dbs, err := runner.RunDatabases(ctx, c, benchmark, o.runID)
+		dbs, err := rundbs.RunDatabases(ctx, c, benchmark, o.runID)
 		if err != nil || len(dbs) == 0 {
 			return nil, explain(err, o, creds)
 		}
@@ -109,7 +109,7 @@ func runDatabases(ctx context.Context, o stepOptions, benchmark string) ([]datab
 	var found []databasesOn
 	for _, qs := range bench.Spec.QueryServers {
 		on := databasesOn{c: t.clientOf(qs.Name)}
-		for _, db := range runner.Databases(bench, o.runID, qs.Name) {
+		for _, db := range rundbs.Databases(bench, o.runID, qs.Name) {
 			_, err := on.c.DBInfo(ctx, db)
 			switch {
 			case err == nil:

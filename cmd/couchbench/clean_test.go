@@ -16,7 +16,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/names"
-	"github.com/couchbench/couchbench/internal/runner"
+	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
 // cleanBench has a JavaScript arm, which the kit runs, and a pypy arm, which it does not;
@@ -55,7 +55,7 @@ func TestRunLeavesNoDatabasesOnRealCouchDB(t *testing.T) {
 	kept := writeFile(t, t.TempDir(), "bench.yaml", strings.Replace(cleanBench, "  dataset:", "  keepDatabases: true\n  dataset:", 1))
 	// left is what the run runID left on the server, named with its prefix.
 	left := func(runID string) []string {
-		dbs, err := runner.RunDatabases(context.Background(), c, "cliclean", runID)
+		dbs, err := rundbs.RunDatabases(context.Background(), c, "cliclean", runID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func TestRunLeavesNoDatabasesOnRealCouchDB(t *testing.T) {
 	}
 	run := func(file, runID string, args ...string) (int, string, string) {
 		for _, arm := range []string{"js", "pypy"} {
-			srv.DeleteLater(t, runner.Databases(bench, runID, arm)...)
+			srv.DeleteLater(t, rundbs.Databases(bench, runID, arm)...)
 		}
 		var stdout, stderr bytes.Buffer
 		code := realMain(append([]string{"run", "-f", file, "--url", srv.URL(), "--run-id", runID, "--k6", k6}, args...), &stdout, &stderr)
@@ -92,8 +92,8 @@ func TestRunLeavesNoDatabasesOnRealCouchDB(t *testing.T) {
 		t.Fatalf("--keep: exit %d, stderr:\n%s", code, stderr)
 	}
 	dbs := left(runID)
-	if len(dbs) == 0 || slices.ContainsFunc(dbs, func(db string) bool { return !slices.Contains(runner.Databases(bench, runID, "js"), db) }) {
-		t.Fatalf("--keep left %v; want the js arm's databases, every one named by runner.Databases %v", dbs, runner.Databases(bench, runID, "js"))
+	if len(dbs) == 0 || slices.ContainsFunc(dbs, func(db string) bool { return !slices.Contains(rundbs.Databases(bench, runID, "js"), db) }) {
+		t.Fatalf("--keep left %v; want the js arm's databases, every one named by rundbs.Databases %v", dbs, rundbs.Databases(bench, runID, "js"))
 	}
 	var out, errOut bytes.Buffer
 	if code := realMain([]string{"clean", "--benchmark", "cliclean", "--run-id", runID, "--url", srv.URL(), "--dry-run"}, &out, &errOut); code != 0 ||

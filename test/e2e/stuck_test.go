@@ -4,8 +4,10 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,7 +15,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -66,12 +71,14 @@ func TestUnschedulableRunnerFailsTheRunAndFreesTheNode(t *testing.T) {
 
 // stuckRun starts b, whose pods of step cannot start, and waits for the report (Stalled with
 // reason, naming wants, while the run waits; a Warning event naming the pod), then for the
-// failure after spec.podStartTimeout with the step's Jobs and pods removed. It returns the
-// failed benchmark.
+// failure after spec.podStartTimeout with the step's Jobs and pods removed, no Job of the run
+// having had more than its one pod (stopping a Job must not make the Job controller start
+// another). It returns the failed benchmark.
 func stuckRun(t *testing.T, b *benchv1.CouchBenchmark, step benchv1.Step, reason string, wants ...string) *benchv1.CouchBenchmark {
 	t.Helper()
 	ctx := context.Background()
 	ofStep := map[string]string{builders.LabelBenchmark: b.Name, builders.LabelStep: string(step)}
+	podsOfJobs := watchPodsPerJob(t, b.Name)
 	start(t, b)
 	var stalled *metav1.Condition
 	if err := poll(ctx, 10*time.Minute, func() (bool, string) {
@@ -90,6 +97,10 @@ func stuckRun(t *testing.T, b *benchv1.CouchBenchmark, step benchv1.Step, reason
 		t.Fatalf("%d pods of step %s (%v)", len(pods.Items), step, err)
 	}
 	pod := pods.Items[0]
+	var stepJobs batchv1.JobList
+	if err := c.List(ctx, &stepJobs, client.InNamespace(namespace), client.MatchingLabels(ofStep)); err != nil || len(stepJobs.Items) == 0 {
+		t.Fatalf("%d Jobs of step %s (%v)", len(stepJobs.Items), step, err)
+	}
 	// How soon, as this test saw it (it polls every 2 s): logged, not a check of speed.
 	t.Logf("Stalled %s %s after pod %s was created: %s", stalled.Reason, time.Since(pod.CreationTimestamp.Time).Round(time.Second), pod.Name, stalled.Message)
 	if stalled.Reason != reason {
@@ -106,7 +117,89 @@ func stuckRun(t *testing.T, b *benchv1.CouchBenchmark, step benchv1.Step, reason
 	}
 	gone(t, "Jobs of step "+string(step), &batchv1.JobList{}, ofStep)
 	gone(t, "pods of step "+string(step), &corev1.PodList{}, ofStep)
+
+	perJob := podsOfJobs(got.CreationTimestamp)
+	t.Logf("pods each Job of the run had: %v", perJob)
+	for _, job := range stepJobs.Items {
+		if n := perJob[jobKey(job.Name, job.UID)]; n != 1 {
+			t.Errorf("Job %s of the stuck step had %d pods; want 1", job.Name, n)
+		}
+	}
+	for job, n := range perJob {
+		if n != 1 {
+			t.Errorf("Job %s had %d pods; want 1: stopping it started another", job, n)
+		}
+	}
 	return got
+}
+
+// watchPodsPerJob watches, from now on, the pods of the benchmark named benchmark, and counts
+// the pods each Job ever had, whatever became of them: one the Job controller created and the
+// garbage collector deleted a moment later counts. Its function ends the watch and returns the
+// counts, by jobKey, of the pods created since since (a pod of an earlier benchmark of that
+// name is older); it fails the test if the watch ended before.
+func watchPodsPerJob(t *testing.T, benchmark string) func(since metav1.Time) map[string]int {
+	t.Helper()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: c.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wc.Watch(context.Background(), &corev1.PodList{}, client.InNamespace(namespace),
+		client.MatchingLabels{builders.LabelBenchmark: benchmark})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Stop)
+	type seenPod struct {
+		job     string
+		created metav1.Time
+	}
+	seen := map[types.UID]seenPod{}
+	var stopping atomic.Bool
+	var ended error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			pod, ok := ev.Object.(*corev1.Pod)
+			if ev.Type == watch.Error || !ok {
+				ended = fmt.Errorf("the pod watch said %s: %v", ev.Type, ev.Object)
+				return
+			}
+			if owner := metav1.GetControllerOf(pod); owner != nil && owner.Kind == "Job" {
+				seen[pod.UID] = seenPod{job: jobKey(owner.Name, owner.UID), created: pod.CreationTimestamp}
+			}
+		}
+		if !stopping.Load() {
+			ended = errors.New("the pod watch ended before the run did")
+		}
+	}()
+	return func(since metav1.Time) map[string]int {
+		t.Helper()
+		stopping.Store(true)
+		w.Stop()
+		<-done
+		if ended != nil {
+			t.Fatal(ended)
+		}
+		perJob := map[string]int{}
+		for _, p := range seen {
+			if !p.created.Before(&since) {
+				perJob[p.job]++
+			}
+		}
+		return perJob
+	}
+}
+
+// jobKey names a Job and its uid: a Job deleted and created again under the same name is
+// another.
+func jobKey(name string, uid types.UID) string {
+	return fmt.Sprintf("%s (%s)", name, uid)
 }
 
 // nextRunStarts runs a small benchmark right after one that failed on a stuck pod: no pod of

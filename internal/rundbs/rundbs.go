@@ -1,4 +1,9 @@
-package runner
+// Package rundbs is the databases a run makes in CouchDB, taken together: which they are,
+// from the benchmark's spec or by the run's name prefix, and deleting them. couchbench
+// deletes them after a run and in couchbench clean, the operator after a run and when its
+// benchmark is deleted; both use this package so that they delete the same databases, and
+// the operator need not link the runner to do it.
+package rundbs
 
 import (
 	"context"
