@@ -33,6 +33,7 @@ import (
 	"github.com/couchbench/couchbench/internal/loadtest"
 	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/rundbs"
 	"github.com/couchbench/couchbench/internal/runner"
 	"github.com/couchbench/couchbench/internal/version"
 )
@@ -342,7 +343,7 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 
 	// SIGTERM (a Job's pod being stopped) and Ctrl-C end the run; what was measured is
 	// still written out.
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := interruptible(o.handoff != "")
 	defer stop()
 	doc, runErr := runner.Run(ctx, runner.Config{
 		Bench: bench, Client: t.client, Servers: t.servers, Arms: arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
@@ -384,6 +385,44 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	return errors.Join(append([]error{explain(runErr, o, t.creds[""]), cleanErr}, stopped...)...)
 }
 
+// interruptible is a context that Ctrl-C or SIGTERM ends, with a cause that says which and
+// from whom, so that the run's error and results say it was interrupted, and by what,
+// rather than how a request it cut short failed. job: SIGTERM is the pod being terminated.
+func interruptible(job bool) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		select {
+		case s := <-signals:
+			cancel(interrupt{signal: s, job: job})
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		cancel(nil)
+	}
+}
+
+// interrupt is why a run was interrupted: a context.Canceled.
+type interrupt struct {
+	signal os.Signal
+	job    bool
+}
+
+func (i interrupt) Error() string {
+	switch {
+	case i.signal == os.Interrupt:
+		return "interrupted by the user (SIGINT)"
+	case i.job:
+		return "interrupted: the pod is being terminated (SIGTERM)"
+	}
+	return "interrupted (SIGTERM)"
+}
+
+func (interrupt) Unwrap() error { return context.Canceled }
+
 // allSteps are the steps of `couchbench run`: every runner step, then the reads.
 var allSteps = append(slices.Clone(benchv1.RunnerSteps), benchv1.StepReads)
 
@@ -397,7 +436,7 @@ func removeRun(ctx context.Context, o stepOptions, bench *benchv1.CouchBenchmark
 	defer cancel()
 	var errs []error
 	for _, a := range doc.Arms {
-		deleted, err := runner.DeleteDatabases(ctx, t.clientOf(a.QueryServer), runner.Databases(bench, o.runID, a.QueryServer))
+		deleted, err := rundbs.DeleteDatabases(ctx, t.clientOf(a.QueryServer), rundbs.Databases(bench, o.runID, a.QueryServer))
 		if len(deleted) > 0 {
 			fmt.Fprintf(log, "%s %s: deleted the run's databases %s (--keep keeps them)\n", time.Now().UTC().Format("15:04:05"),
 				a.QueryServer, strings.Join(deleted, ", "))

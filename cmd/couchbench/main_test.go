@@ -5,13 +5,17 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -576,5 +580,115 @@ func TestHistoryFindsTheShift(t *testing.T) {
 	if !strings.Contains(page, "<h1>couchbench: history of cli</h1>") || strings.Count(page, "<svg") != 1 ||
 		!strings.Contains(page, ">shift, worse<") || !strings.Contains(page, "10 runs, 2026-11-01 02:00 to 2026-11-10 02:00 (UTC)") {
 		t.Errorf("the page lacks the trend with its shift:\n%.3000s", page)
+	}
+}
+
+// interruptBench builds a view over enough documents that Ctrl-C lands while it builds.
+const interruptBench = `apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: cliint}
+spec:
+  couchdb: {provision: {clusterSize: 1}}
+  queryServers: [{name: js, language: javascript}]
+  dataset: {documents: 20000, batchSize: 1000}
+  workloads:
+    indexing: {repetitions: 1}
+`
+
+// Ctrl-C while real CouchDB builds the view (the kit's single node; the test sends itself
+// SIGINT once the build's indexer task shows): the run says it was interrupted by the user,
+// blames no node, keeps the seeding in --out, and deletes its database as after any run.
+func TestCtrlCDuringABuildSaysSoOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	runID := "int" + couchdbtest.RandomID()
+	db := names.Database("cliint", runID, "js", "small")
+	srv.DeleteLater(t, db)
+	dir := t.TempDir()
+	spec, out := writeFile(t, dir, "bench.yaml", interruptBench), filepath.Join(dir, "out.json")
+	t.Setenv("COUCHDB_USER", srv.User)
+	t.Setenv("COUCHDB_PASSWORD", srv.Password)
+	// Registered for the whole test, so that a SIGINT that came after the run had stopped
+	// catching it could not end the test binary.
+	guard := make(chan os.Signal, 1)
+	signal.Notify(guard, os.Interrupt)
+	defer signal.Stop(guard)
+	observer := srv.Client(t, couch.Options{})
+	finished, sent := make(chan struct{}), make(chan bool, 1)
+	go func() {
+		for {
+			select {
+			case <-finished:
+				sent <- false
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if buildsIndex(observer, db) {
+				sent <- syscall.Kill(os.Getpid(), syscall.SIGINT) == nil
+				return
+			}
+		}
+	}()
+	var stdout, stderr bytes.Buffer
+	code := realMain([]string{"run", "-f", spec, "--url", srv.URL(), "--run-id", runID, "--out", out}, &stdout, &stderr)
+	close(finished)
+	if !<-sent {
+		t.Fatalf("no SIGINT was sent during the build: exit %d\n%s", code, stderr.String())
+	}
+	text := stderr.String()
+	if code != 1 || !strings.Contains(text, "couchbench run: interrupted by the user (SIGINT); it cut short: ") ||
+		!strings.Contains(text, "the build was cut short") || strings.Contains(text, "restarted") {
+		t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and the interrupt by the user, with no node blamed", code, text)
+	}
+	docs, err := results.ReadFile(out, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := docs[0]
+	if !doc.Interrupted || !strings.HasPrefix(doc.Error, "interrupted by the user (SIGINT)") ||
+		doc.Arms[0].Profiles[0].Seeding == nil || doc.Arms[0].Profiles[0].Seeding.Stored != 20000 {
+		t.Errorf("document interrupted=%v error=%q arms %+v: want the interrupt and the seeding kept", doc.Interrupted, doc.Error, doc.Arms)
+	}
+	if status, _, err := srv.Get("/" + db); err != nil || status != 404 {
+		t.Errorf("GET /%s: %d %v; want 404: the run deletes its databases also after Ctrl-C", db, status, err)
+	}
+	t.Logf("stderr:\n%s", text)
+}
+
+// buildsIndex reports whether /_active_tasks shows an indexer task on a shard of db.
+func buildsIndex(c *couch.Client, db string) bool {
+	tasks, err := c.ActiveTasks(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		if task.Type == "indexer" && strings.Contains(task.Database, "/"+db+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// The signals' words, without a server: the test sends itself each signal while
+// interruptible catches it. SIGTERM is the pod being terminated only in a Job (--handoff).
+func TestInterruptNamesTheSignal(t *testing.T) {
+	for _, c := range []struct {
+		signal syscall.Signal
+		job    bool
+		want   string
+	}{
+		{syscall.SIGINT, false, "interrupted by the user (SIGINT)"},
+		{syscall.SIGTERM, true, "interrupted: the pod is being terminated (SIGTERM)"},
+		{syscall.SIGTERM, false, "interrupted (SIGTERM)"},
+	} {
+		ctx, stop := interruptible(c.job)
+		if err := syscall.Kill(os.Getpid(), c.signal); err != nil {
+			t.Fatal(err)
+		}
+		<-ctx.Done()
+		cause := context.Cause(ctx)
+		stop()
+		if cause.Error() != c.want || !errors.Is(cause, context.Canceled) {
+			t.Errorf("%v (job %v): cause %q, want %q wrapping context.Canceled", c.signal, c.job, cause, c.want)
+		}
 	}
 }

@@ -13,9 +13,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/progress"
 )
 
 // Barrier is one part's view of a barrier shared by Parts parts.
@@ -30,6 +32,11 @@ type Barrier struct {
 	Poll time.Duration
 	// Timeout bounds the wait for the other parts; 0 uses DefaultTimeout.
 	Timeout time.Duration
+	// Progress, when set, is told every ProgressInterval (progress.Interval when 0) of a
+	// wait which parts have not arrived yet (-1: the database is not there or not reachable)
+	// and how long the part has waited.
+	Progress         func(missing []int, waited time.Duration)
+	ProgressInterval time.Duration
 }
 
 // DefaultPoll bounds how far apart the parts start.
@@ -85,17 +92,31 @@ func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, e
 	docs := docIDs(name, b.Parts)
 	own := docs[b.Part]
 	body, _ := json.Marshal(map[string]any{"part": b.Part, "parts": b.Parts})
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	var missing []int
+	// absent is missing for the progress reports, which run on another goroutine.
+	var absent atomic.Pointer[[]int]
+	if wait && b.Progress != nil {
+		stop := progress.Every(b.ProgressInterval, func() {
+			if parts := absent.Load(); parts != nil {
+				b.Progress(*parts, time.Since(start))
+			}
+		})
+		defer stop()
+	}
 	for {
 		found, err := b.Client.LocalDocs(ctx, b.DB, docs)
+		// read: found is what CouchDB holds, not what the part has yet to read after writing
+		// its own document.
+		read := true
 		if err == nil && !found[own] {
 			// Written again whenever it is not found: the database may have been created
 			// (or deleted and created) after an earlier attempt.
 			if err = b.Client.PutLocal(ctx, b.DB, own, body); err == nil && !wait {
 				return time.Now(), nil
 			}
-			found = map[string]bool{}
+			found, read = map[string]bool{}, false
 		}
 		switch {
 		case err == nil:
@@ -112,6 +133,10 @@ func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, e
 			missing = []int{-1}
 		default:
 			return time.Time{}, fmt.Errorf("barrier %s in database %s: %w", name, b.DB, err)
+		}
+		if read {
+			published := slices.Clone(missing)
+			absent.Store(&published)
 		}
 		if time.Now().After(deadline) {
 			if slices.Contains(missing, -1) {

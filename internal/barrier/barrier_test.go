@@ -5,7 +5,9 @@ package barrier
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -57,8 +59,9 @@ func TestPartsLeaveTogetherOnceTheLastArrivesOnRealCouchDB(t *testing.T) {
 	}
 }
 
-// A part that never comes ends the wait with a message that names it; a part that only
-// announces itself (Arrive) does not wait.
+// A part that never comes ends the wait with a message that names it, and the progress
+// reports of the wait name it meanwhile; a part that only announces itself (Arrive) does
+// not wait.
 func TestMissingPartIsNamedOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	c := srv.Client(t, couch.Options{})
@@ -66,8 +69,27 @@ func TestMissingPartIsNamedOnRealCouchDB(t *testing.T) {
 	if err := (Barrier{Client: c, DB: db, Part: 1, Parts: 3}).Arrive(context.Background(), "writes"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Barrier{Client: c, DB: db, Part: 0, Parts: 3, Timeout: time.Second}.Wait(context.Background(), "writes")
+	var (
+		mu      sync.Mutex
+		reports [][]int
+	)
+	_, err := Barrier{Client: c, DB: db, Part: 0, Parts: 3, Timeout: time.Second, ProgressInterval: 50 * time.Millisecond,
+		Progress: func(missing []int, _ time.Duration) {
+			mu.Lock()
+			defer mu.Unlock()
+			reports = append(reports, missing)
+		}}.Wait(context.Background(), "writes")
 	if err == nil || !strings.Contains(err.Error(), "parts [2] of 3 did not arrive within 1s") {
 		t.Errorf("error %v: want part 2 named", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) == 0 {
+		t.Error("no progress report during a wait of a second")
+	}
+	for _, missing := range reports {
+		if !slices.Equal(missing, []int{2}) {
+			t.Errorf("progress report names parts %v missing, want [2]", missing)
+		}
 	}
 }

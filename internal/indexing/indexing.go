@@ -58,6 +58,10 @@ type Options struct {
 	// Expected is the view's correct answer (group=true); the build fails if the built view
 	// differs.
 	Expected map[dataset.MonthKey]int64
+	// Progress, when set, is told how far the build got every ProgressInterval
+	// (progress.Interval when 0) while the copies build.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
 }
 
 // Run is the measurement of one build.
@@ -168,19 +172,30 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		}
 	}
 
+	ddocIDs := slices.Collect(maps.Values(byRange))
 	before := readNodes(ctx, c, nodes)
 	poller := startPolling(ctx, c, opts.PollInterval)
+	stopProgress := func() {}
+	if opts.Progress != nil {
+		stopProgress = poller.reportEvery(ctx, opts.ProgressInterval, opts.DB, ddocIDs, run.MapDocsExpected, opts.Progress)
+	}
 	b := trigger(ctx, c, copies, byRange)
+	stopProgress()
 	run.StartedAt = b.origin.UTC()
 	poller.setOrigin(b.origin)
 	samples := poller.stop(ctx)
 
-	a := Analyze(samples, opts.DB, slices.Collect(maps.Values(byRange))...)
+	a := Analyze(samples, opts.DB, ddocIDs...)
 	run.TasksObserved, run.CopiesObserved, run.ReindexTasks = a.TasksObserved, a.CopiesObserved, a.ReindexTasks
 	run.CompactionTasks, run.FailedPolls = a.CompactionTasks, a.FailedPolls
 	run.PeakShardChangesPerSecond, run.Series = a.PeakShardChangesPerSecond, a.Series
 
 	after := readNodes(ctx, c, nodes)
+	// An interrupt cut the copies' requests and the nodes' readings short: that says
+	// nothing about the nodes.
+	if ctx.Err() != nil {
+		return run, fmt.Errorf("the build was cut short: %w", ctx.Err())
+	}
 	run.MapDocs = mapDocGrowth(before, after)
 	if err := checkNodesStayed(nodes, before, after); err != nil {
 		return run, err

@@ -56,10 +56,14 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 	series := &p.Indexing[unit%reducers]
 	reducer := benchv1.Reducer(series.Reducer)
 	docs := a.cfg.Bench.Spec.Dataset.Documents
+	_, last := repetitions(false, a.cfg.Bench.Spec.Workloads.Indexing.Repetitions)
+	which := fmt.Sprintf("%s: %s reducer run %d of %d", a.label(i), reducer, round, last)
 	run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{
 		DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
 		Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),
 		PollInterval: series.PollInterval, Expected: a.gens[i].Expected(docs),
+		Progress:         func(b indexing.Progress) { logf(a.cfg.Log, "%s: %s", which, built(b)) },
+		ProgressInterval: a.cfg.ProgressInterval,
 	})
 	if err != nil {
 		return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, round, err)
@@ -69,10 +73,15 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 	} else {
 		series.Runs = append(series.Runs, run)
 	}
-	logf(a.cfg.Log, "%s: %s reducer run %d: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
-		a.label(i), reducer, round, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
+	logf(a.cfg.Log, "%s: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
+		which, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
 		run.DocsPerSecond, run.ShardChangesPerSecond)
 	return nil
+}
+
+// built says how far a view build has got, for progress lines.
+func built(b indexing.Progress) string {
+	return fmt.Sprintf("%.0f%% built (%d of %d shard changes)", 100*b.Share(), b.ChangesDone, b.Changes)
 }
 
 // indexEnd summarizes each series, also one that an error left short.

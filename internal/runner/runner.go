@@ -24,6 +24,8 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -34,6 +36,7 @@ import (
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/names"
+	"github.com/couchbench/couchbench/internal/progress"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -59,6 +62,9 @@ type Config struct {
 	Log io.Writer
 	// PollInterval of /_active_tasks during builds; 0 uses indexing.DefaultPollInterval.
 	PollInterval time.Duration
+	// ProgressInterval is the longest silence in Log inside a step that can take long (a
+	// build, a write mode, a wait); 0 uses progress.Interval.
+	ProgressInterval time.Duration
 	// Part and Parts: this runner is part Part (from 0) of Parts runners that seed the
 	// dataset and run the writes together (spec.runner.parallelism); Parts 0 or 1 is a
 	// runner on its own. Part 0 creates the databases and watches CouchDB's load; every part
@@ -71,7 +77,8 @@ func (c Config) shared() bool { return c.Parts > 1 }
 
 // Run runs the configured steps and returns the results document. The document is never
 // nil: on an error or interrupt it holds what was measured before, with Error (and
-// Interrupted) set, and the error is returned as well.
+// Interrupted) set, and the error is returned as well. An interrupt (ctx ended: Ctrl-C, a
+// Job's pod being terminated) is reported as one, with ctx's cause first.
 func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 	spec := cfg.Bench.Spec
 	doc := &results.Document{
@@ -89,13 +96,42 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 	if cfg.Log == nil {
 		cfg.Log = io.Discard
 	}
+	cfg.Log = &syncWriter{w: cfg.Log}
 	err := run(ctx, cfg, doc)
 	doc.FinishedAt = time.Now().UTC()
+	if err != nil && ctx.Err() != nil {
+		err = interrupted(ctx, err)
+	}
 	if err != nil {
 		doc.Error = err.Error()
 		doc.Interrupted = errors.Is(err, context.Canceled)
 	}
 	return doc, err
+}
+
+// interrupted is the error of a run that ctx ended: why, from ctx's cause (the command
+// names the signal), and then what it cut short, whose own words (a view request that
+// failed, a node that could not be read) are not the reason. It wraps context.Canceled
+// (or DeadlineExceeded) whatever the cause wraps.
+func interrupted(ctx context.Context, err error) error {
+	cause := context.Cause(ctx)
+	if !errors.Is(cause, ctx.Err()) {
+		cause = fmt.Errorf("%w (%w)", ctx.Err(), cause)
+	}
+	return fmt.Errorf("%w; it cut short: %w", cause, err)
+}
+
+// syncWriter lets the progress lines, written by the pacers' goroutines, share the log
+// with the steps' own lines.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
 }
 
 func run(ctx context.Context, cfg Config, doc *results.Document) error {
@@ -269,7 +305,15 @@ func newArmRun(cfg Config, srv *server, qs benchv1.QueryServer) *armRun {
 // of them, or only announcing this part (wait false). The wait, and the CPU its polling
 // takes, are left out of the step's CPU share.
 func (a *armRun) barrier(ctx context.Context, db, name string, wait bool) error {
-	b := barrier.Barrier{Client: a.client, DB: db, Part: a.cfg.Part, Parts: a.cfg.Parts}
+	b := barrier.Barrier{Client: a.client, DB: db, Part: a.cfg.Part, Parts: a.cfg.Parts, ProgressInterval: a.cfg.ProgressInterval,
+		Progress: func(missing []int, waited time.Duration) {
+			if slices.Contains(missing, -1) {
+				logf(a.cfg.Log, "%s: waiting %s at barrier %s for the database to be created (by part 0) or to answer",
+					db, waited.Round(time.Second), name)
+				return
+			}
+			logf(a.cfg.Log, "%s: waiting %s at barrier %s for parts %v of %d", db, waited.Round(time.Second), name, missing, a.cfg.Parts)
+		}}
 	if !wait {
 		return b.Arrive(ctx, name)
 	}
@@ -301,56 +345,72 @@ const seededWait = 3 * time.Minute
 // before this order: after a CouchDB pod came back without its volume, a view read gave 5,000
 // of 20,000 rows.)
 func (a *armRun) checkSeeded(ctx context.Context) error {
-	docs := a.cfg.Bench.Spec.Dataset.Documents
-	c := a.client
-	cluster := len(a.nodes) > 1
 	for _, p := range a.result.Profiles {
-		deadline := time.Now().Add(seededWait)
-		quiet, synced := 0, false
-		for waited := false; ; waited = true {
-			info, err := c.DBInfo(ctx, p.DB)
-			if couch.StatusOf(err) == 404 {
-				return fmt.Errorf("database %s does not exist: run the seed step first", p.DB)
-			}
-			if err != nil {
-				return err
-			}
-			// Design documents count in doc_count.
-			pending := a.replicationBacklog(ctx)
-			switch {
-			case info.DocCount < docs || pending > 0:
-				quiet, synced = 0, false
-			case cluster && !synced:
-				if err := c.SyncShards(ctx, p.DB); err != nil {
-					return fmt.Errorf("asking CouchDB to bring the copies of %s up to date: %w", p.DB, err)
-				}
-				synced = true
-			default:
-				quiet++
-			}
-			if quiet == 2 {
-				if waited {
-					logf(a.cfg.Log, "%s: every copy has the %d documents", p.DB, docs)
-				}
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("database %s shows %d of the dataset's %d documents, with %d internal replication jobs pending, "+
-					"after %s: a copy of its shards is behind or lost its data (a CouchDB node restarted without its volume?), "+
-					"a node does not answer, or the seed step did not run", p.DB, info.DocCount, docs, pending, seededWait)
-			}
-			if quiet == 0 && !synced && !waited {
-				logf(a.cfg.Log, "%s: shows %d of %d documents, %d internal replication jobs pending; waiting for CouchDB to fill "+
-					"every copy", p.DB, info.DocCount, docs, pending)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Second):
-			}
+		if err := a.waitSeeded(ctx, p.DB); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// waitSeeded is checkSeeded for one database.
+func (a *armRun) waitSeeded(ctx context.Context, db string) error {
+	docs := a.cfg.Bench.Spec.Dataset.Documents
+	c := a.client
+	cluster := len(a.nodes) > 1
+	// What the last check saw, for the progress lines of a long wait.
+	var shown, backlog atomic.Int64
+	stop := progress.Every(a.cfg.ProgressInterval, func() {
+		logf(a.cfg.Log, "%s: waiting for every copy to hold the dataset: it shows %d of %d documents, %d internal replication jobs pending",
+			db, shown.Load(), docs, backlog.Load())
+	})
+	defer stop()
+	deadline := time.Now().Add(seededWait)
+	quiet, synced := 0, false
+	for waited := false; ; waited = true {
+		info, err := c.DBInfo(ctx, db)
+		if couch.StatusOf(err) == 404 {
+			return fmt.Errorf("database %s does not exist: run the seed step first", db)
+		}
+		if err != nil {
+			return err
+		}
+		// Design documents count in doc_count.
+		pending := a.replicationBacklog(ctx)
+		shown.Store(info.DocCount)
+		backlog.Store(int64(pending))
+		switch {
+		case info.DocCount < docs || pending > 0:
+			quiet, synced = 0, false
+		case cluster && !synced:
+			if err := c.SyncShards(ctx, db); err != nil {
+				return fmt.Errorf("asking CouchDB to bring the copies of %s up to date: %w", db, err)
+			}
+			synced = true
+		default:
+			quiet++
+		}
+		if quiet == 2 {
+			if waited {
+				logf(a.cfg.Log, "%s: every copy has the %d documents", db, docs)
+			}
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("database %s shows %d of the dataset's %d documents, with %d internal replication jobs pending, "+
+				"after %s: a copy of its shards is behind or lost its data (a CouchDB node restarted without its volume?), "+
+				"a node does not answer, or the seed step did not run", db, info.DocCount, docs, pending, seededWait)
+		}
+		if quiet == 0 && !synced && !waited {
+			logf(a.cfg.Log, "%s: shows %d of %d documents, %d internal replication jobs pending; waiting for CouchDB to fill "+
+				"every copy", db, info.DocCount, docs, pending)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // replicationBacklog is the internal replication jobs pending over the nodes of a cluster; a

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -80,6 +82,12 @@ var wantRuntime = map[string]results.Runtime{
 // new, and deletes them when the test ends.
 func realRun(t *testing.T, srv *couchdbtest.Server, yaml string, cfg Config) (*results.Document, string, error) {
 	t.Helper()
+	return realRunUntil(context.Background(), t, srv, yaml, cfg)
+}
+
+// realRunUntil is realRun until ctx ends.
+func realRunUntil(ctx context.Context, t *testing.T, srv *couchdbtest.Server, yaml string, cfg Config) (*results.Document, string, error) {
+	t.Helper()
 	bench, err := benchspec.Parse([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
@@ -104,7 +112,7 @@ func realRun(t *testing.T, srv *couchdbtest.Server, yaml string, cfg Config) (*r
 	}
 	var log bytes.Buffer
 	cfg.Log = &log
-	doc, err := Run(context.Background(), cfg)
+	doc, err := Run(ctx, cfg)
 	if doc == nil {
 		t.Fatalf("Run returned no document (error %v)", err)
 	}
@@ -549,7 +557,7 @@ func TestWritesOnRealCouchDB(t *testing.T) {
 	// Each mode is reported as it ends, not the round at its end.
 	for _, mode := range once {
 		for round := 1; round <= 2; round++ {
-			if line := fmt.Sprintf("js/small: writes %s, round %d:", mode, round); !strings.Contains(log, line) {
+			if line := fmt.Sprintf("js/small: writes %s, round %d of 2:", mode, round); !strings.Contains(log, line) {
 				t.Errorf("no progress line %q:\n%s", line, log)
 			}
 		}
@@ -773,4 +781,55 @@ func TestWarmUpRunsAreKeptApartOnRealCouchDB(t *testing.T) {
 			t.Errorf("the report lacks %q:\n%s", want, md.String())
 		}
 	}
+}
+
+var progressBench = jsBench("progress", `
+  dataset:
+    documents: 20000
+    batchSize: 1000
+  workloads:
+    indexing:
+      reducers: [builtin]
+      repetitions: 2
+    viewReads:
+      repetitions: 1
+      views: [emitNull]
+    writes: {duration: 1s, bulkBatchSizes: [100]}
+`)
+
+// Inside the steps that can take long, progress lines come at least every ProgressInterval:
+// the builds' share, from real CouchDB's /_active_tasks (the kit's single node), within 0 to
+// 100% and never going back within a build; the views' build before the reads; the write
+// mode's documents so far. The interval is short so that a build of these documents spans
+// several; nothing is asserted on when the lines came.
+func TestProgressLinesInsideStepsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	_, log, err := realRun(t, srv, progressBench, Config{ProgressInterval: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	built := regexp.MustCompile(`js/small: builtin reducer run (\d) of 2: (\d+)% built \((\d+) of (\d+) shard changes\)`)
+	shares := map[string][]int{}
+	for _, m := range built.FindAllStringSubmatch(log, -1) {
+		share, _ := strconv.Atoi(m[2])
+		done, _ := strconv.ParseInt(m[3], 10, 64)
+		if share < 0 || share > 100 || m[4] != "20000" || done < 0 {
+			t.Errorf("%q: want a share from 0 to 100%% of the 20000 documents x n=1", m[0])
+		}
+		if prev := shares[m[1]]; len(prev) > 0 && share < prev[len(prev)-1] {
+			t.Errorf("%q: the share went back from %d%%", m[0], prev[len(prev)-1])
+		}
+		shares[m[1]] = append(shares[m[1]], share)
+	}
+	for _, run := range []string{"1", "2"} {
+		if len(shares[run]) < 2 {
+			t.Errorf("build %s: %d progress lines, want several over a build that spans several intervals:\n%s", run, len(shares[run]), log)
+		}
+	}
+	for _, line := range []string{"js/small: building the views to read: ", "js/small: writes bulk-100, round 1 of 1: 0s of 1s, "} {
+		if !strings.Contains(log, line) {
+			t.Errorf("no progress line %q:\n%s", line, log)
+		}
+	}
+	t.Logf("build shares %v\n%s", shares, log)
 }

@@ -1,21 +1,28 @@
 package runner
 
-// An interrupted run keeps what it measured. Served by internal/couchtest, a test server
-// (not CouchDB) on responses recorded from CouchDB 3.4.3: the interrupt must land while
-// batches are in flight, which injected delays on _bulk_docs make certain (a real server
-// would answer them in a time no test can rely on).
+// An interrupted run keeps what it measured, and says it was interrupted. The seeding test
+// is served by internal/couchtest, a test server (not CouchDB) on responses recorded from
+// CouchDB 3.4.3: the interrupt must land while batches are in flight, which injected delays
+// on _bulk_docs make certain (a real server would answer them in a time no test can rely
+// on). The build test talks to real Apache CouchDB 3.4.3 (the kit's single node): the
+// interrupt lands once the build's indexer task shows, and a build of that many documents
+// is still under way then.
 
 import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/names"
 )
 
 var interruptBench = jsBench("interrupt", `
@@ -71,4 +78,74 @@ func TestInterruptedRunKeepsWhatWasMeasured(t *testing.T) {
 	if seed == nil || seed.Stored != 600 || seed.Failed != 0 {
 		t.Fatalf("seeding %+v; want the 600 documents stored before the interrupt", seed)
 	}
+}
+
+// testInterrupt is the cause a test interrupts a run with, as cmd/couchbench's signals are:
+// a context.Canceled that says why.
+type testInterrupt struct{}
+
+func (testInterrupt) Error() string { return "interrupted by the test" }
+func (testInterrupt) Unwrap() error { return context.Canceled }
+
+// buildBench's build takes long enough that an interrupt lands while its copies build.
+var buildBench = jsBench("interrupt", `
+  dataset:
+    documents: 20000
+    batchSize: 1000
+  workloads:
+    indexing:
+      reducers: [builtin]
+      repetitions: 1
+`)
+
+// Ctrl-C during a build is reported as the interrupt it is, not as a node that stopped or
+// restarted (the build's nodes could not be read with an ended context), keeps the seeding,
+// and puts the compaction settings back.
+func TestInterruptDuringABuildIsReportedAsOneOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	runID := "int" + couchdbtest.RandomID()
+	db := names.Database("interrupt", runID, "js", "small")
+	before := viewCompactionSettings(t, srv)
+	observer := srv.Client(t, couch.Options{})
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	interrupted := make(chan bool, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if hasIndexerTask(observer, db) {
+				cancel(testInterrupt{})
+				interrupted <- true
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		interrupted <- false
+	}()
+	doc, log, err := realRunUntil(ctx, t, srv, buildBench, Config{RunID: runID})
+	cancel(nil)
+	if !<-interrupted {
+		t.Fatalf("the build's indexer task never showed, so nothing was interrupted: %v\n%s", err, log)
+	}
+	if !errors.Is(err, context.Canceled) || !errors.Is(err, testInterrupt{}) || errors.Is(err, indexing.ErrNodeInterrupted) {
+		t.Fatalf("error %v: want the interrupt, and not ErrNodeInterrupted", err)
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "interrupted by the test; ") || !strings.Contains(msg, "the build was cut short") ||
+		strings.Contains(msg, "restarted") || strings.Contains(msg, "how long it had been up") {
+		t.Errorf("error %q: want the interrupt first, the build it cut short, and no node blamed", msg)
+	}
+	if !doc.Interrupted || doc.Error != msg {
+		t.Errorf("document interrupted=%v error=%q: want interrupted, with the run's error", doc.Interrupted, doc.Error)
+	}
+	p := doc.Arms[0].Profiles[0]
+	if p.Seeding == nil || p.Seeding.Stored != 20000 {
+		t.Errorf("seeding %+v: the document must keep the seeding", p.Seeding)
+	}
+	if len(p.Indexing) != 1 || len(p.Indexing[0].Runs) != 0 {
+		t.Errorf("indexing %+v: want the series, and no run from the build that was cut short", p.Indexing)
+	}
+	if after := viewCompactionSettings(t, srv); after != before {
+		t.Errorf("compaction settings %v after the interrupt, %v before: the runner must restore them", after, before)
+	}
+	t.Logf("%v\n%s", err, log)
 }

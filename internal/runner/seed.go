@@ -3,10 +3,12 @@ package runner
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/progress"
 	"github.com/couchbench/couchbench/internal/seeding"
 )
 
@@ -42,10 +44,16 @@ func (a *armRun) seed(ctx context.Context, round, unit int) error {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
 	}
+	var stored atomic.Int64
+	stop := progress.Every(a.cfg.ProgressInterval, func() {
+		n := stored.Load()
+		logf(a.cfg.Log, "%s: load %d: documents seeded %d of %d (%.0f%%)", a.label(i), round, n, count, 100*float64(n)/float64(max(count, 1)))
+	})
 	res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
 		DB: p.DB, From: from, Documents: count, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),
-		Retry: seeding.DefaultBackoff,
+		Retry: seeding.DefaultBackoff, Stored: &stored,
 	})
+	stop()
 	p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()
 	if repeated {
 		p.SeedingRuns = append(p.SeedingRuns, res)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/viewreads"
 )
 
@@ -14,7 +15,10 @@ func (a *armRun) viewsBegin(ctx context.Context) error {
 	}
 	for i := range a.result.Profiles {
 		p := &a.result.Profiles[i]
-		if err := viewreads.Build(ctx, a.client, a.viewReadsOptions(i)); err != nil {
+		opts := a.viewReadsOptions(i)
+		opts.ProgressInterval = a.cfg.ProgressInterval
+		opts.Progress = func(b indexing.Progress) { logf(a.cfg.Log, "%s: building the views to read: %s", a.label(i), built(b)) }
+		if err := viewreads.Build(ctx, a.client, opts); err != nil {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
 		for _, kind := range a.cfg.Bench.Spec.Workloads.ViewReads.Views {
@@ -25,9 +29,8 @@ func (a *armRun) viewsBegin(ctx context.Context) error {
 }
 
 func (a *armRun) viewReadsOptions(profile int) viewreads.Options {
-	return viewreads.Options{
-		DB: a.result.Profiles[profile].DB, Documents: a.cfg.Bench.Spec.Dataset.Documents, Language: a.language,
-	}
+	p := a.result.Profiles[profile]
+	return viewreads.Options{DB: p.DB, Documents: a.cfg.Bench.Spec.Dataset.Documents, Replicas: p.Replicas, Language: a.language}
 }
 
 // viewUnits are the view reads' units: every view on every profile.

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/couchbench/couchbench/internal/writes"
 )
@@ -21,8 +22,16 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	modes := writes.Modes(w)
 	i, mode := unit/len(modes), modes[unit%len(modes)]
 	p := &a.result.Profiles[i]
+	_, last := repetitions(w.WarmUp, w.Repetitions)
+	duration := w.ModeDuration()
+	which := fmt.Sprintf("%s: writes %s, round %d of %d", a.label(i), mode.Name, round, last)
 	opts := writes.Options{
-		ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: w.ModeDuration(), Generator: a.gens[i],
+		ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: duration, Generator: a.gens[i],
+		ProgressInterval: a.cfg.ProgressInterval,
+		Progress: func(done writes.Progress) {
+			logf(a.cfg.Log, "%s: %s of %s, %d documents acknowledged, %d errors", which, done.Elapsed.Round(time.Second),
+				duration, done.Acknowledged, done.Errors)
+		},
 	}
 	if a.cfg.shared() {
 		opts.Part, opts.Parts, opts.Barrier = a.cfg.Part, a.cfg.Parts, a.barrier
@@ -36,7 +45,6 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	} else {
 		p.Writes = append(p.Writes, res)
 	}
-	logf(a.cfg.Log, "%s: writes %s, round %d: %.0f docs/s (%d created, %d accepted, %d errors)",
-		a.label(i), res.Mode, round, res.DocsPerSecond(), res.Created, res.Accepted, res.Errors)
+	logf(a.cfg.Log, "%s: %.0f docs/s (%d created, %d accepted, %d errors)", which, res.DocsPerSecond(), res.Created, res.Accepted, res.Errors)
 	return nil
 }

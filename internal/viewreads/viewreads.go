@@ -14,6 +14,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/names"
 )
 
@@ -21,7 +22,13 @@ import (
 type Options struct {
 	DB        string
 	Documents int64
-	Language  string
+	// Replicas is the database's n: every copy indexes every document of its range.
+	Replicas int
+	Language string
+	// Progress, when set, is told how far the views' build got every ProgressInterval
+	// (progress.Interval when 0): over the dataset, it takes as long as a timed build.
+	Progress         func(indexing.Progress)
+	ProgressInterval time.Duration
 }
 
 // Read is one full read of a view.
@@ -62,6 +69,11 @@ func Build(ctx context.Context, c *couch.Client, opts Options) error {
 	}
 	if err := c.PutDesignDoc(ctx, opts.DB, doc); err != nil && couch.StatusOf(err) != 409 {
 		return fmt.Errorf("creating %s: %w", names.ViewReadsDesignDoc, err)
+	}
+	if opts.Progress != nil {
+		changes := opts.Documents * int64(max(opts.Replicas, 1))
+		stop := indexing.Follow(ctx, c, opts.DB, []string{names.ViewReadsDesignDoc}, changes, opts.ProgressInterval, opts.Progress)
+		defer stop()
 	}
 	// One index holds every view of the design document: building one builds them all.
 	if _, err := c.WaitForView(ctx, opts.DB, names.ViewReadsDesignDoc, ddoc.UserDoc, url.Values{"limit": {"0"}}); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/names"
+	"github.com/couchbench/couchbench/internal/progress"
 )
 
 // Mode is one way of writing.
@@ -95,6 +96,17 @@ type Options struct {
 	Part, Parts int
 	// Barrier lets the parts start and end each mode together; nil when alone.
 	Barrier func(ctx context.Context, db, name string, wait bool) error
+	// Progress, when set, is told what this part wrote so far every ProgressInterval
+	// (progress.Interval when 0) while a mode writes.
+	Progress         func(Progress)
+	ProgressInterval time.Duration
+}
+
+// Progress is what a mode wrote so far: Acknowledged documents (201 and 202) and Errors in
+// the Elapsed time of its Duration.
+type Progress struct {
+	Acknowledged, Errors int64
+	Elapsed              time.Duration
 }
 
 // Join is the writes that parts did together, from each part's results in part order (the
@@ -172,6 +184,12 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Op
 	var once sync.Once
 	deadline := time.Now().Add(opts.Duration)
 	start := time.Now()
+	stopProgress := func() {}
+	if opts.Progress != nil {
+		stopProgress = progress.Every(opts.ProgressInterval, func() {
+			opts.Progress(Progress{Acknowledged: created.Load() + accepted.Load(), Errors: failed.Load(), Elapsed: time.Since(start)})
+		})
+	}
 	var wg sync.WaitGroup
 	for range clients {
 		wg.Go(func() {
@@ -192,6 +210,7 @@ func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Op
 		})
 	}
 	wg.Wait()
+	stopProgress()
 	res.StartedAt, res.FinishedAt = start, time.Now()
 	res.Elapsed = res.FinishedAt.Sub(start)
 	res.Created, res.Accepted, res.Errors = created.Load(), accepted.Load(), failed.Load()
