@@ -262,6 +262,9 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
 	markProgressing(&st.Conditions, bench.Generation, now, step)
+	if outcome.progress != "" {
+		st.Progress.Message = outcome.progress
+	}
 	if !outcome.done {
 		return ctrl.Result{RequeueAfter: outcome.requeueAfter}, nil
 	}
@@ -300,9 +303,11 @@ func (r *CouchBenchmarkReconciler) reconcileRun(ctx context.Context, bench *benc
 type stepOutcome struct {
 	done         bool
 	requeueAfter time.Duration
-	retrying     string
-	stalled      *stepFailure
-	failure      *stepFailure
+	// progress is the last line the step's load generator logged (status.progress.message).
+	progress string
+	retrying string
+	stalled  *stepFailure
+	failure  *stepFailure
 }
 
 type stepFailure struct{ reason, message string }

@@ -18,13 +18,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/progress"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
 // PodLogs reads a container's log (client-go's GetLogs in production: reading a Job's log
-// needs only the pods/log permission, and works for a pod that has ended).
+// needs only the pods/log permission, and works for a pod that has ended): its last
+// tailLines lines, or all of it when tailLines is 0.
 type PodLogs interface {
-	Logs(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error)
+	Logs(ctx context.Context, namespace, pod, container string, tailLines int64) (io.ReadCloser, error)
 }
 
 // jobPhase is where one Job of a step stands.
@@ -186,6 +188,8 @@ func (r *CouchBenchmarkReconciler) running(ctx context.Context, bench *benchv1.C
 				return stepOutcome{}, true, err
 			}
 			out = stepOutcome{requeueAfter: podPoll, stalled: stuck}
+		} else {
+			out = stepOutcome{requeueAfter: progress.Interval, progress: r.lastLogLine(ctx, bench.Namespace, s[0].name, fix.container)}
 		}
 	}
 	return out, true, r.stopParts(ctx, bench, s)
@@ -280,7 +284,7 @@ func (r *CouchBenchmarkReconciler) payload(ctx context.Context, o observedJob, c
 		}
 		return h, nil, fmt.Sprintf("Job %s: %v (%s)", o.name, err, o.detail), nil
 	}
-	log, err := r.Logs.Logs(ctx, o.job.Namespace, o.pod, container)
+	log, err := r.Logs.Logs(ctx, o.job.Namespace, o.pod, container, 0)
 	if err != nil {
 		return h, nil, "", fmt.Errorf("reading the log of pod %s: %w", o.pod, err)
 	}

@@ -98,7 +98,9 @@ func startFakeKubelet(t testing.TB, namespace string, logs *podLogs) *fakeKubele
 }
 
 func (k *fakeKubelet) containerLogs(w http.ResponseWriter, r *http.Request) {
-	log, err := k.logs.Logs(r.Context(), r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container"))
+	// The kubelet's own reading of the API server's tailLines (absent: the whole log).
+	tail, _ := strconv.ParseInt(r.URL.Query().Get("tailLines"), 10, 64)
+	log, err := k.logs.Logs(r.Context(), r.PathValue("namespace"), r.PathValue("pod"), r.PathValue("container"), tail)
 	if err != nil {
 		k.missing.Add(1)
 		http.Error(w, err.Error(), http.StatusNotFound)

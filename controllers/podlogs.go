@@ -22,9 +22,13 @@ func NewKubeLogs(cfg *rest.Config) (*KubeLogs, error) {
 	return &KubeLogs{clientset: cs}, nil
 }
 
-// Logs streams a container's whole log.
-func (k *KubeLogs) Logs(ctx context.Context, namespace, pod, container string) (io.ReadCloser, error) {
-	return k.clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+// Logs streams a container's log: the last tailLines lines, or all of it for 0.
+func (k *KubeLogs) Logs(ctx context.Context, namespace, pod, container string, tailLines int64) (io.ReadCloser, error) {
+	opts := &corev1.PodLogOptions{Container: container}
+	if tailLines > 0 {
+		opts.TailLines = &tailLines
+	}
+	return k.clientset.CoreV1().Pods(namespace).GetLogs(pod, opts).Stream(ctx)
 }
 
 // kubeletLogTailBytes is the most the kubelet keeps of a log as the termination message of a

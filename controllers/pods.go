@@ -49,6 +49,8 @@ type podFix struct {
 	image string
 	// schedule says what to change when the scheduler finds no node for a pod.
 	schedule string
+	// container is the one whose log says how far a load generator got (status.progress).
+	container string
 }
 
 // couchDBPods are the pods of a provisioned CouchDB (the Apache chart's StatefulSet).
@@ -63,20 +65,20 @@ func couchDBPods(bench *benchv1.CouchBenchmark) podFix {
 
 // runnerPods are the pods of the runner Jobs (seed, index, views, writes).
 func runnerPods(bench *benchv1.CouchBenchmark) podFix {
-	return loadGeneratorPods(kindRunner, bench.Spec.Runner.Parallelism, "run the seed and writes steps",
+	return loadGeneratorPods(kindRunner, builders.RunnerContainer, bench.Spec.Runner.Parallelism, "run the seed and writes steps",
 		"the runner runs from the operator's own image (its Helm chart's image.repository and image.tag, or --runner-image)")
 }
 
 // k6Pods are the pods of the k6 Jobs (the reads workload).
 func k6Pods(bench *benchv1.CouchBenchmark) podFix {
-	return loadGeneratorPods(kindK6, bench.Spec.K6.Parallelism, "run each read repetition",
+	return loadGeneratorPods(kindK6, builders.K6Container, bench.Spec.K6.Parallelism, "run each read repetition",
 		"spec.k6.image, or for every benchmark the operator's k6 image (its Helm chart's k6.image, or --k6-image)")
 }
 
 // loadGeneratorPods are the pods of a load generator that spec.<field> sizes and places, of
 // which parallelism do what together says at once.
-func loadGeneratorPods(field string, parallelism int32, together, image string) podFix {
-	return podFix{kind: field, image: image, schedule: fmt.Sprintf("free resources in the cluster, lower spec.%[1]s.resources or "+
+func loadGeneratorPods(field, container string, parallelism int32, together, image string) podFix {
+	return podFix{kind: field, container: container, image: image, schedule: fmt.Sprintf("free resources in the cluster, lower spec.%[1]s.resources or "+
 		"spec.%[1]s.parallelism (%[2]d: the pods that %[3]s at once), or change spec.%[1]s.nodeSelector, tolerations or affinity",
 		field, parallelism, together)}
 }

@@ -154,6 +154,12 @@ type Progress struct {
 	// StepStartTime is when the step began; a step's own time limit counts from it.
 	// +optional
 	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
+
+	// Message is the last line the step's load generator logged, read every 10 s while
+	// its pods run: documents seeded, the build's share of changes done, write rounds, a
+	// wait for other parts, or k6's own progress.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // QueryServerResults is the summary of one arm. Rates are rounded to whole numbers;

@@ -7,16 +7,15 @@ package schedule
 import (
 	"fmt"
 	"time"
-	// The time zone database inside the binary: the manager's image (distroless static) has
-	// none, and without it no spec.timeZone but UTC would load there (the nightly sample's
-	// Europe/Berlin was refused as "not an IANA time zone name").
-	_ "time/tzdata"
+	_ "time/tzdata" // the manager's distroless image has no zone files: see Parse
 
 	"github.com/robfig/cron/v3"
 )
 
 // Parse reads a standard cron expression (five fields, or a descriptor such as @daily) in a
-// time zone: an IANA name, or empty for UTC. Errors say what to fix.
+// time zone: an IANA name, or empty for UTC. Errors say what to fix. The zone database is
+// the one built into the binary (time/tzdata) where the system has none, as in the manager's
+// distroless image: without it every zone but UTC was refused there.
 func Parse(expr, timeZone string) (cron.Schedule, error) {
 	loc := time.UTC
 	if timeZone != "" {
