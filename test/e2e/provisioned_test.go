@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,115 +37,6 @@ func provisioned(name string, chart *benchv1.ChartSource, nodes int32, arms ...b
 			Timeout: "90m",
 		},
 	}
-}
-
-// Seed 000 on one node: every preset, small and large documents, builtin and custom
-// reducers, each arm on a CouchDB of its own from the chart in the in-cluster Helm
-// repository. Each arm's results say which query server really ran its views.
-func TestSeed000EveryPresetOnOneNode(t *testing.T) {
-	b := provisioned("seed000", repositoryChart(), 1,
-		benchv1.QueryServer{Name: "spidermonkey", Preset: benchv1.PresetSpiderMonkey},
-		benchv1.QueryServer{Name: "quickjs", Preset: benchv1.PresetQuickJS},
-		benchv1.QueryServer{Name: "erlang", Preset: benchv1.PresetErlang},
-		benchv1.QueryServer{Name: "couchpy", Preset: benchv1.PresetCouchpy},
-		benchv1.QueryServer{Name: "simplejson", Preset: benchv1.PresetCouchpySimplejson},
-		benchv1.QueryServer{Name: "pypy", Preset: benchv1.PresetPyPy},
-	)
-	b.Spec.AllowErlangViews = true
-	b.Spec.Dataset = benchv1.Dataset{Documents: 2000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2,
-		Profiles: []benchv1.DocumentProfile{{Type: benchv1.DocumentSmall}, {Type: benchv1.DocumentLarge, TargetBytes: ptr.To[int64](4000)}}}
-	b.Spec.Workloads = benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{
-		Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin, benchv1.ReducerCustom}, Repetitions: 2, ViewCompaction: benchv1.ViewCompactionPaused}}
-	start(t, b)
-	got := mustSucceed(t, b, 75*time.Minute)
-
-	if len(got.Status.Results) != 6 || got.Status.BestChangesPerSecond == nil {
-		t.Fatalf("results %+v", got.Status.Results)
-	}
-	for _, q := range got.Status.Results {
-		if len(q.Indexing) != 4 || len(q.Seeding) != 2 {
-			t.Errorf("%s: %d indexing rows (want profile x reducer = 4), %d seeding rows", q.QueryServer, len(q.Indexing), len(q.Seeding))
-		}
-		for _, s := range q.Seeding {
-			if s.Documents != 2000 {
-				t.Errorf("%s %s: %d documents stored", q.QueryServer, s.Profile, s.Documents)
-			}
-		}
-	}
-	md, docs := report(t, b, "markdown")
-	if md != resultsMarkdown(t, b) {
-		t.Errorf("couchbench report of the stored documents differs from the operator's results.md:\n%s\n---\n%s", md, resultsMarkdown(t, b))
-	}
-	t.Logf("seed 000, real Apache CouchDB 3.4.3 pods, one node per arm:\n%s", md)
-
-	want := map[string]struct{ language, engine, json string }{
-		"spidermonkey": {"javascript", "spidermonkey", ""},
-		"quickjs":      {"javascript_quickjs", "quickjs", ""},
-		"erlang":       {"erlang", "erlang", ""},
-		"couchpy":      {"python", "CPython", "json"},
-		"simplejson":   {"python", "CPython", "simplejson"},
-		"pypy":         {"python", "PyPy", "json"},
-	}
-	for _, d := range docs {
-		a := d.Arms[0]
-		w := want[a.QueryServer]
-		if a.Runtime == nil || a.Runtime.Language != w.language || a.Runtime.Engine != w.engine || a.Runtime.JSONModule != w.json {
-			t.Errorf("%s ran on %+v, want %+v", a.QueryServer, a.Runtime, w)
-		} else {
-			t.Logf("%s: language %s, engine %s %s, json %q", a.QueryServer, a.Runtime.Language, a.Runtime.Engine, a.Runtime.Version, a.Runtime.JSONModule)
-		}
-		if d.Server.Version != "3.4.3" || len(d.Server.Nodes) != 1 {
-			t.Errorf("%s: server %+v", a.QueryServer, d.Server)
-		}
-		for _, p := range a.Profiles {
-			for _, ix := range p.Indexing {
-				for i, run := range ix.Runs {
-					// One node, n=1, compaction paused: every document mapped exactly once.
-					if run.MapDocs != run.MapDocsExpected || len(run.Series) == 0 {
-						t.Errorf("%s %s %s run %d: map_doc grew %d for %d expected, %d series points",
-							a.QueryServer, p.Profile, ix.Reducer, i+1, run.MapDocs, run.MapDocsExpected, len(run.Series))
-					}
-				}
-			}
-		}
-	}
-	for step, n := range jobsPerStep(t, b.Name) {
-		if n != 1 {
-			t.Errorf("%d Jobs for %s", n, step)
-		}
-	}
-	// The cluster has nodes to spare: the runners (Guaranteed: requests equal to limits) kept
-	// off the node of the CouchDB they measured, and the run says so. The shared case is
-	// TestLoadGeneratorsKeptOffCouchDBNodes's.
-	if c := meta.FindStatusCondition(got.Status.Conditions, "LoadIsolated"); c == nil || c.Status != metav1.ConditionTrue || c.Reason != "SeparateNodes" {
-		t.Errorf("LoadIsolated %+v, want True with reason SeparateNodes with workers to spare", c)
-	}
-	// Every arm's CouchDB on the one node the first arm's ran on.
-	if c := meta.FindStatusCondition(got.Status.Conditions, "ArmsOnSameNodes"); c == nil || c.Status != metav1.ConditionTrue ||
-		len(got.Status.CouchDBNodes) != 1 {
-		t.Errorf("ArmsOnSameNodes %+v, couchdbNodes %v: want True, and the first arm's one node", c, got.Status.CouchDBNodes)
-	}
-	for _, q := range got.Status.Results {
-		for _, ix := range q.Indexing {
-			if slices.Contains(ix.Flags, benchv1.FlagSharedNode) {
-				t.Errorf("%s %s %s: flags %v, want no SharedNode", q.QueryServer, ix.Profile, ix.Reducer, ix.Flags)
-			}
-		}
-	}
-	var pods corev1.PodList
-	if err := c.List(context.Background(), &pods, client.InNamespace(namespace), client.MatchingLabels{builders.LabelBenchmark: b.Name}); err != nil {
-		t.Fatal(err)
-	}
-	for _, pod := range pods.Items {
-		if pod.Labels[builders.LabelStep] != "" && pod.Status.QOSClass != corev1.PodQOSGuaranteed {
-			t.Errorf("runner pod %s: QoS class %s, want Guaranteed", pod.Name, pod.Status.QOSClass)
-		}
-	}
-	// Teardown Always: every arm's CouchDB and admin Secret are gone, the results stay.
-	for _, qs := range b.Spec.QueryServers {
-		gone(t, "StatefulSets of "+qs.Name, &appsv1.StatefulSetList{}, builders.CouchDBPodLabels(builders.ReleaseName(got, qs.Name)))
-	}
-	gone(t, "admin Secrets", &corev1.SecretList{}, map[string]string{builders.LabelBenchmark: b.Name})
 }
 
 // Seeds 001, 002 and 003 on a three-node cluster (the chart from a ConfigMap): view reads,
@@ -254,13 +144,14 @@ func waitRunning(t *testing.T, labels map[string]string) {
 	}
 }
 
-// Deleting a benchmark mid-run removes what it made: its Helm releases, the volumes its
-// CouchDB claimed, its admin Secrets; whatever the teardown policy.
+// Deleting a benchmark mid-run (its CouchDB from the chart in the in-cluster Helm
+// repository) removes what it made: its Helm releases, the volumes its CouchDB claimed, its
+// admin Secrets; whatever the teardown policy.
 func TestDeletedMidRunLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	const class = "couchbench-e2e-manual"
 	hostPathVolume(t, class)
-	b := provisioned("deleted", configMapChart(), 1, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
+	b := provisioned("deleted", repositoryChart(), 1, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
 	b.Spec.CouchDB.Provision.Storage = &benchv1.Storage{Size: resource.MustParse("1Gi"), StorageClassName: ptr.To(class)}
 	b.Spec.Dataset = benchv1.Dataset{Documents: 20000, Seed: 1, BatchSize: 1000, Concurrency: 2, Shards: 2,
 		Profiles: []benchv1.DocumentProfile{{Type: benchv1.DocumentSmall}}}

@@ -111,30 +111,3 @@ func deref(v *int64) int64 {
 	}
 	return *v
 }
-
-// A/B of CouchDB builds in one run: arms that differ only by the CouchDB image, 3.4.3 and
-// 3.5.1 (both built from the Apache releases), each on a CouchDB of its own.
-func TestABOfCouchDBBuilds(t *testing.T) {
-	b := provisioned("ab", configMapChart(), 1,
-		benchv1.QueryServer{Name: "v343", Preset: benchv1.PresetSpiderMonkey},
-		benchv1.QueryServer{Name: "v351", Preset: benchv1.PresetSpiderMonkey, Image: "couchdb:3.5.1"})
-	b.Spec.Dataset = benchv1.Dataset{Documents: 5000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2}
-	b.Spec.Workloads = benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin}, Repetitions: 2}}
-	start(t, b)
-	mustSucceed(t, b, 20*time.Minute)
-	md, docs := report(t, b, "markdown")
-	t.Logf("A/B 3.4.3 vs 3.5.1:\n%s", md)
-	versions := map[string]string{}
-	for _, d := range docs {
-		arm := d.Arms[0]
-		versions[arm.QueryServer] = d.Server.Version
-		// Where it ran: the operator's build, and the node read with the chart's RBAC.
-		if cl := arm.Cluster; cl == nil || len(cl.Nodes) == 0 || cl.Nodes[0].CPU == "" || cl.Operator == "unknown" {
-			t.Errorf("arm %s: provenance %+v lacks the node or the operator's build", arm.QueryServer, cl)
-		}
-	}
-	if versions["v343"] != "3.4.3" || versions["v351"] != "3.5.1" {
-		t.Errorf("server versions %v: each arm's results must name its own CouchDB", versions)
-	}
-	contains(t, "report", md, "### Provenance", "3.5.1 (44f6a43)", "3.4.3 (e12b967)")
-}
