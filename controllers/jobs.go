@@ -189,7 +189,7 @@ func (r *CouchBenchmarkReconciler) running(ctx context.Context, bench *benchv1.C
 			}
 			out = stepOutcome{requeueAfter: podPoll, stalled: stuck}
 		} else {
-			out = stepOutcome{requeueAfter: progress.Interval, progress: r.lastLogLine(ctx, bench.Namespace, s[0].name, fix.container)}
+			out = stepOutcome{requeueAfter: progress.Interval, progress: r.lastLogLine(ctx, bench.Namespace, s, fix.container)}
 		}
 	}
 	return out, true, r.stopParts(ctx, bench, s)

@@ -37,10 +37,11 @@ func (k *KubeLogs) Logs(ctx context.Context, namespace, pod, container string, t
 const kubeletLogTailBytes = 2048
 
 // wholeLines is the end of a log that the kubelet left as a termination message, whole lines
-// only: a tail at the kubelet's limit loses its first line, cut where the limit fell.
+// only: a tail at the kubelet's limit loses its first line, cut where the limit fell (a tail
+// that is one cut line is kept: better part of a line than nothing).
 func wholeLines(tail string) string {
-	if len(tail) >= kubeletLogTailBytes {
-		_, tail, _ = strings.Cut(tail, "\n")
+	if _, after, ok := strings.Cut(tail, "\n"); ok && len(tail) >= kubeletLogTailBytes {
+		tail = after
 	}
 	return strings.TrimSpace(tail)
 }

@@ -238,6 +238,11 @@ func TestLogTailIsQuotedInWholeLines(t *testing.T) {
 	if got := wholeLines(short); got != strings.TrimSpace(short) {
 		t.Errorf("a short tail quoted as %q; want it whole", got)
 	}
+	// One line longer than the kubelet keeps (a panic's, say): part of it, not nothing.
+	oneLine := strings.Repeat("x", kubeletLogTailBytes)
+	if got := wholeLines(oneLine); got != oneLine {
+		t.Errorf("a tail that is one cut line quoted as %d bytes; want it kept", len(got))
+	}
 }
 
 // A runner the kernel killed for memory fails the run saying so, with its limit and the field

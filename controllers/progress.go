@@ -3,7 +3,9 @@ package controllers
 import (
 	"bufio"
 	"context"
+	"io"
 	"strings"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -11,12 +13,26 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 )
 
-// lastLogLine is the last line the first Job of a running step logged: the load generators
-// write a progress line at least every 10 s (internal/progress), and status.progress quotes
-// it, so that `kubectl get` says how far a long step got without reading logs. One List of
-// that Job's pods and one log read of a single line; "" when there is none yet or it cannot
-// be read (progress is news, never a reason to fail or retry the step).
-func (r *CouchBenchmarkReconciler) lastLogLine(ctx context.Context, namespace, job, container string) string {
+// lastLogLine is the last line a running Job of the step logged: the load generators write
+// a progress line at least every progress.Interval, and status.progress quotes it, so that
+// `kubectl get` says how far a long step got without reading logs. One List of that Job's
+// pods and one read of a single line, bounded in time and size (a kubelet that does not
+// answer holds no worker); "" when there is none yet, it cannot be read, or it is the results
+// frame a runner writes as it ends (progress is news, never a reason to fail or retry the
+// step).
+func (r *CouchBenchmarkReconciler) lastLogLine(ctx context.Context, namespace string, s jobSet, container string) string {
+	job := ""
+	for _, o := range s {
+		if o.phase == jobRunning {
+			job = o.name
+			break
+		}
+	}
+	if job == "" {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, progressReadTimeout)
+	defer cancel()
 	var pods corev1.PodList
 	if err := r.APIReader.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
 		log.FromContext(ctx).V(1).Info("progress: listing the pods of Job", "job", job, "error", err.Error())
@@ -32,20 +48,25 @@ func (r *CouchBenchmarkReconciler) lastLogLine(ctx context.Context, namespace, j
 			return ""
 		}
 		defer func() { _ = logs.Close() }()
-		var last string
-		lines := bufio.NewScanner(logs)
-		for lines.Scan() {
-			if s := strings.TrimSpace(lines.Text()); s != "" {
-				last = s
-			}
+		line, err := bufio.NewReader(io.LimitReader(logs, maxProgressMessage)).ReadString('\n')
+		if err != nil && err != io.EOF {
+			log.FromContext(ctx).V(1).Info("progress: reading the log of pod", "pod", pod.Name, "error", err.Error())
+			return ""
 		}
-		if len(last) > maxProgressMessage {
-			last = strings.ToValidUTF8(last[:maxProgressMessage], "") + "..."
+		if line = strings.TrimSpace(line); strings.HasPrefix(line, "-----") {
+			return ""
 		}
-		return last
+		if len(line) == maxProgressMessage {
+			line = strings.ToValidUTF8(line, "") + "..."
+		}
+		return line
 	}
 	return ""
 }
 
-// maxProgressMessage bounds the line kept in status: a progress line, not a log.
-const maxProgressMessage = 512
+const (
+	// maxProgressMessage bounds the line kept in status: a progress line, not a log.
+	maxProgressMessage = 512
+	// progressReadTimeout bounds the List and the log read of one progress line.
+	progressReadTimeout = 5 * time.Second
+)

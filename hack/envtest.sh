@@ -46,8 +46,11 @@ from_setup_envtest() {
   fi
   local dir errors rc=0
   errors=$(mktemp)
-  dir=$(timeout "$timeout" "$SETUP_ENVTEST" use "$minor.x" --bin-dir "$out/setup-envtest" -p path \
-    2>"$errors") || rc=$?
+  # What its store has first (-i: no network), so that a release it downloaded once is used
+  # again offline; else its index.
+  dir=$("$SETUP_ENVTEST" use -i "$minor.x" --bin-dir "$out/setup-envtest" -p path 2>/dev/null) ||
+    dir=$(timeout "$timeout" "$SETUP_ENVTEST" use "$minor.x" --bin-dir "$out/setup-envtest" -p path \
+      2>"$errors") || rc=$?
   reason=$(tail -n 1 "$errors")
   rm -f "$errors"
   if ((rc == 124)); then

@@ -8,7 +8,7 @@
 # timeout it prints what the API server said and how often it was restarted.
 kind_api_ready() {
   local name=$1 limit=${2:-300} t=$SECONDS node="$1-control-plane"
-  local kubectl=(docker exec "$node" kubectl --kubeconfig /etc/kubernetes/admin.conf)
+  local kubectl=(docker exec "$node" kubectl --kubeconfig /etc/kubernetes/admin.conf --request-timeout=5s)
   until "${kubectl[@]}" get --raw /readyz >/dev/null 2>&1 &&
     [ "$("${kubectl[@]}" auth can-i '*' '*' --all-namespaces 2>/dev/null)" = yes ]; do
     if ((SECONDS - t >= limit)); then

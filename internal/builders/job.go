@@ -83,8 +83,9 @@ func (r RunnerJob) Job() *batchv1.Job {
 		Command:      []string{"/couchbench"},
 		Args:         args,
 		VolumeMounts: []corev1.VolumeMount{{Name: "spec", MountPath: specDir, ReadOnly: true}},
-		// The Go runtime collects harder as the heap nears the container's memory limit
-		// rather than being killed past it (the node's allocatable without a limit).
+		// The Go runtime's soft limit: near the container's memory limit it collects harder,
+		// instead of letting the heap grow to twice what is live (the node's allocatable when
+		// the container has no limit).
 		Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
 			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: RunnerContainer, Resource: "limits.memory"}}}},
 	}

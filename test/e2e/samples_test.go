@@ -221,6 +221,9 @@ func eachArmOnItsOwnBuild(t *testing.T, b, _ *benchv1.CouchBenchmark) {
 // each arm on a CouchDB of its own, side by side. Each arm's results say which query server
 // really ran its views; every document was mapped exactly once per build.
 func seed000OnOneNode(t *testing.T, b, got *benchv1.CouchBenchmark) {
+	if got.Status.BestChangesPerSecond == nil {
+		t.Errorf("no bestChangesPerSecond in status")
+	}
 	reducers, profiles := len(b.Spec.Workloads.Indexing.Reducers), len(b.Spec.Dataset.Profiles)
 	for _, q := range got.Status.Results {
 		if len(q.Indexing) != reducers*profiles || len(q.Seeding) != profiles {
@@ -257,6 +260,9 @@ func seed000OnOneNode(t *testing.T, b, got *benchv1.CouchBenchmark) {
 			t.Errorf("%s ran on %+v, want %+v", a.QueryServer, a.Runtime, w)
 		} else {
 			t.Logf("%s: language %s, engine %s %s, json %q", a.QueryServer, a.Runtime.Language, a.Runtime.Engine, a.Runtime.Version, a.Runtime.JSONModule)
+		}
+		if d.Server.Version != "3.4.3" || len(d.Server.Nodes) != 1 {
+			t.Errorf("%s: server %+v, want CouchDB 3.4.3 on one node", a.QueryServer, d.Server)
 		}
 		for _, p := range a.Profiles {
 			for _, ix := range p.Indexing {
