@@ -190,23 +190,31 @@ func TestFailedStepKeepsEarlierResults(t *testing.T) {
 	}
 }
 
-func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
-	ns := env.Namespace(t)
-	h := newHarness(t)
+// timedOut runs an existing-CouchDB benchmark whose seed Job never ends past its 10-minute
+// timeout, and returns it as the failing reconcile left it, with that Job.
+func timedOut(t *testing.T, h *harness, ns string) (bench, got *benchv1.CouchBenchmark, seed *batchv1.Job) {
+	t.Helper()
 	h.document = func(string, benchv1.Step) *results.Document { return nil } // Jobs never finish
 	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
+	bench = existingBenchmark(ns)
 	bench.Spec.Timeout = "10m"
 	create(t, bench)
 
 	h.reconcile(bench) // the finalizer that deletes the run's databases
-	_, got := h.reconcile(bench)
+	_, got = h.reconcile(bench)
 	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["/seed"] != 1 {
-		t.Fatalf("phase %s jobs %v", got.Status.Phase, jobsOf(t, got))
+		t.Fatalf("phase %s jobs %v; want the seed Job running", got.Status.Phase, jobsOf(t, got))
 	}
-	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
+	seed = job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
 	h.clock.SetTime(start.Add(11 * time.Minute))
 	_, got = h.reconcile(bench)
+	return bench, got, seed
+}
+
+func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	bench, got, seed := timedOut(t, h, ns)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonTimeout || !strings.Contains(stalled.Message, "10m") {
 		t.Fatalf("phase %s, Stalled %+v; want Failed with reason Timeout", got.Status.Phase, stalled)

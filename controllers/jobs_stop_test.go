@@ -9,7 +9,6 @@ package controllers
 import (
 	"context"
 	"testing"
-	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,8 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/results"
 )
 
 // A failed run's running Job is suspended, and deleted only once the Job controller has
@@ -28,24 +25,12 @@ import (
 func TestFailedRunSuspendsItsJobBeforeDeletingIt(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	h.document = func(string, benchv1.Step) *results.Document { return nil } // Jobs never finish
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	bench.Spec.Timeout = "10m"
-	create(t, bench)
-
-	h.reconcile(bench) // the finalizer that deletes the run's databases
-	_, got := h.reconcile(bench)
-	if got.Status.Phase != benchv1.PhaseRunning || jobsOf(t, got)["/seed"] != 1 {
-		t.Fatalf("phase %s jobs %v; want the seed Job running", got.Status.Phase, jobsOf(t, got))
-	}
-	name := builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed)
-	h.clock.SetTime(start.Add(11 * time.Minute))
-	if _, got = h.reconcile(bench); got.Status.Phase != benchv1.PhaseFailed {
+	bench, got, seed := timedOut(t, h, ns)
+	if got.Status.Phase != benchv1.PhaseFailed {
 		t.Fatalf("phase %s after the timeout; want Failed", got.Status.Phase)
 	}
-
-	seed := job(t, ns, name)
+	name := seed.Name
+	seed = job(t, ns, name)
 	if !ptr.Deref(seed.Spec.Suspend, false) || seed.DeletionTimestamp != nil {
 		t.Fatalf("after the failure the Job has suspend %v and deletion timestamp %v; want it suspended, not deleted",
 			ptr.Deref(seed.Spec.Suspend, false), seed.DeletionTimestamp)

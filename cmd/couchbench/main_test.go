@@ -622,7 +622,7 @@ func TestCtrlCDuringABuildSaysSoOnRealCouchDB(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if buildsIndex(observer, db) {
+			if couchdbtest.IndexerRunning(observer, db) {
 				sent <- syscall.Kill(os.Getpid(), syscall.SIGINT) == nil
 				return
 			}
@@ -652,20 +652,6 @@ func TestCtrlCDuringABuildSaysSoOnRealCouchDB(t *testing.T) {
 		t.Errorf("GET /%s: %d %v; want 404: the run deletes its databases also after Ctrl-C", db, status, err)
 	}
 	t.Logf("stderr:\n%s", text)
-}
-
-// buildsIndex reports whether /_active_tasks shows an indexer task on a shard of db.
-func buildsIndex(c *couch.Client, db string) bool {
-	tasks, err := c.ActiveTasks(context.Background())
-	if err != nil {
-		return false
-	}
-	for _, task := range tasks {
-		if task.Type == "indexer" && strings.Contains(task.Database, "/"+db+".") {
-			return true
-		}
-	}
-	return false
 }
 
 // The signals' words, without a server: the test sends itself each signal while

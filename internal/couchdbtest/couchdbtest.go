@@ -427,3 +427,18 @@ func (s *Server) NewUser(t testing.TB) (name, password string) {
 	})
 	return name, password
 }
+
+// IndexerRunning reports whether /_active_tasks (read through c) shows an indexer task on a
+// shard of db: a build under way, for the tests that act in the middle of one.
+func IndexerRunning(c *couch.Client, db string) bool {
+	tasks, err := c.ActiveTasks(context.Background())
+	if err != nil {
+		return false
+	}
+	for _, task := range tasks {
+		if task.Type == "indexer" && strings.Contains(task.Database, "/"+db+".") {
+			return true
+		}
+	}
+	return false
+}

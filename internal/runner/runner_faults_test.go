@@ -125,21 +125,6 @@ func TestNodeStoppedMidSeedOnRealCouchDB(t *testing.T) {
 	t.Logf("seeding %+v\n%s", *p.Seeding, log)
 }
 
-// hasIndexerTask reports whether /_active_tasks (read through c) shows an indexer task on
-// a shard of db.
-func hasIndexerTask(c *couch.Client, db string) bool {
-	tasks, err := c.ActiveTasks(context.Background())
-	if err != nil {
-		return false
-	}
-	for _, task := range tasks {
-		if task.Type == "indexer" && strings.Contains(task.Database, "/"+db+".") {
-			return true
-		}
-	}
-	return false
-}
-
 // A node is stopped while the view builds, and started again. The index step must either
 // fail with an error that says what happened, or ride through and report a verified build:
 // never numbers from a build the cluster did not finish.
@@ -161,7 +146,7 @@ func TestNodeStoppedMidBuildOnRealCouchDB(t *testing.T) {
 				finished   = make(chan struct{})
 			)
 			wg.Go(func() {
-				if !waitFor(finished, func() bool { return hasIndexerTask(observer, db) }) {
+				if !waitFor(finished, func() bool { return couchdbtest.IndexerRunning(observer, db) }) {
 					return
 				}
 				if stopErr = srv.StopNode(node); stopErr != nil {

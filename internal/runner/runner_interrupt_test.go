@@ -112,7 +112,7 @@ func TestInterruptDuringABuildIsReportedAsOneOnRealCouchDB(t *testing.T) {
 	interrupted := make(chan bool, 1)
 	go func() {
 		for ctx.Err() == nil {
-			if hasIndexerTask(observer, db) {
+			if couchdbtest.IndexerRunning(observer, db) {
 				cancel(testInterrupt{})
 				interrupted <- true
 				return
