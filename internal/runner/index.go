@@ -56,8 +56,7 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 	series := &p.Indexing[unit%reducers]
 	reducer := benchv1.Reducer(series.Reducer)
 	docs := a.cfg.Bench.Spec.Dataset.Documents
-	_, last := repetitions(false, a.cfg.Bench.Spec.Workloads.Indexing.Repetitions)
-	which := fmt.Sprintf("%s: %s reducer run %d of %d", a.label(i), reducer, round, last)
+	which := fmt.Sprintf("%s: %s reducer %s", a.label(i), reducer, roundName("run", round, a.cfg.Bench.Spec.Workloads.Indexing.Repetitions))
 	run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{
 		DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
 		Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),

@@ -85,6 +85,15 @@ func repetitions(warmUp bool, n int32) (first, last int) {
 	return first, int(max(n, 1))
 }
 
+// roundName names a round in progress lines: "warm-up" for round 0, else "run 2 of 5" (word
+// "run"), counting the n measured rounds only.
+func roundName(word string, round int, n int32) string {
+	if round == 0 {
+		return "warm-up"
+	}
+	return fmt.Sprintf("%s %d of %d", word, round, max(n, 1))
+}
+
 // pauseViewCompaction stops CouchDB from compacting views during the builds, unless the spec
 // allows it: the setting is the server's, so it is paused once for every arm on it.
 func pauseViewCompaction(ctx context.Context, spec *benchv1.CouchBenchmarkSpec, srv *server) (func() error, error) {

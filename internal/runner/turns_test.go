@@ -204,3 +204,17 @@ func TestArmsOnTheirOwnServersTakeTurnsOnRealCouchDB(t *testing.T) {
 		}
 	}
 }
+
+// Progress lines name a round by its place among the measured ones, the warm-up apart. No
+// server.
+func TestRoundName(t *testing.T) {
+	for _, c := range []struct {
+		round int
+		n     int32
+		want  string
+	}{{0, 5, "warm-up"}, {1, 5, "run 1 of 5"}, {5, 5, "run 5 of 5"}, {1, 0, "run 1 of 1"}} {
+		if got := roundName("run", c.round, c.n); got != c.want {
+			t.Errorf("roundName(run, %d, %d) = %q, want %q", c.round, c.n, got, c.want)
+		}
+	}
+}

@@ -22,9 +22,8 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	modes := writes.Modes(w)
 	i, mode := unit/len(modes), modes[unit%len(modes)]
 	p := &a.result.Profiles[i]
-	_, last := repetitions(w.WarmUp, w.Repetitions)
 	duration := w.ModeDuration()
-	which := fmt.Sprintf("%s: writes %s, round %d of %d", a.label(i), mode.Name, round, last)
+	which := fmt.Sprintf("%s: writes %s, %s", a.label(i), mode.Name, roundName("round", round, w.Repetitions))
 	opts := writes.Options{
 		ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: duration, Generator: a.gens[i],
 		ProgressInterval: a.cfg.ProgressInterval,
