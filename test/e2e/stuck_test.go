@@ -17,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	toolswatch "k8s.io/client-go/tools/watch"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -137,19 +140,26 @@ func stuckRun(t *testing.T, b *benchv1.CouchBenchmark, step benchv1.Step, reason
 // the pods each Job ever had, whatever became of them: one the Job controller created and the
 // garbage collector deleted a moment later counts. Its function ends the watch and returns the
 // counts, by jobKey, of the pods created since since (a pod of an earlier benchmark of that
-// name is older); it fails the test if the watch ended before.
+// name is older); it fails the test if the watch ended before. The API server ends watch
+// streams when it likes (one said "http2: response body closed" mid-run): client-go's
+// RetryWatcher watches again from the last version seen, so that no pod is missed.
 func watchPodsPerJob(t *testing.T, benchmark string) func(since metav1.Time) map[string]int {
 	t.Helper()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		t.Fatal(err)
 	}
-	wc, err := client.NewWithWatch(cfg, client.Options{Scheme: c.Scheme()})
+	pods := kubernetes.NewForConfigOrDie(cfg).CoreV1().Pods(namespace)
+	selector := builders.LabelBenchmark + "=" + builders.LabelValue(benchmark)
+	list, err := pods.List(context.Background(), metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(context.Background(), &corev1.PodList{}, client.InNamespace(namespace),
-		client.MatchingLabels{builders.LabelBenchmark: benchmark})
+	w, err := toolswatch.NewRetryWatcherWithContext(context.Background(), list.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = selector
+			return pods.Watch(ctx, o)
+		}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +175,9 @@ func watchPodsPerJob(t *testing.T, benchmark string) func(since metav1.Time) map
 	go func() {
 		defer close(done)
 		for ev := range w.ResultChan() {
+			if ev.Type == watch.Bookmark {
+				continue
+			}
 			pod, ok := ev.Object.(*corev1.Pod)
 			if ev.Type == watch.Error || !ok {
 				ended = fmt.Errorf("the pod watch said %s: %v", ev.Type, ev.Object)
