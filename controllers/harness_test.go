@@ -132,6 +132,18 @@ func (l *podLogs) write(namespace, pod, container, text string) {
 	l.text[namespace+"/"+pod+"/"+container] = text
 }
 
+// seedStarted creates an existing-CouchDB benchmark and reconciles it until its seed Job
+// exists: the benchmark and the Job.
+func seedStarted(t *testing.T, h *harness, ns string) (*benchv1.CouchBenchmark, *batchv1.Job) {
+	t.Helper()
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	create(t, bench)
+	h.reconcile(bench) // the finalizer that deletes the run's databases
+	_, got := h.reconcile(bench)
+	return bench, job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
+}
+
 var start = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T) *harness {

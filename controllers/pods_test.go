@@ -252,12 +252,7 @@ func TestLogTailIsQuotedInWholeLines(t *testing.T) {
 func TestRunnerKilledForMemoryFailsTheRunSayingSo(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	create(t, bench)
-	h.reconcile(bench) // the finalizer that deletes the run's databases
-	_, got := h.reconcile(bench)
-	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
+	bench, seed := seedStarted(t, h, ns)
 	var log strings.Builder
 	for i := range 60 {
 		fmt.Fprintf(&log, "12:00:%02d js/large: load 1: documents seeded %d of 100000 (%d%%)\n", i, i*500, i/2)
@@ -277,7 +272,7 @@ func TestRunnerKilledForMemoryFailsTheRunSayingSo(t *testing.T) {
 	if err := env.Client.Status().Update(context.Background(), seed); err != nil {
 		t.Fatal(err)
 	}
-	got = h.drive(bench, 5)
+	got := h.drive(bench, 5)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil {
 		t.Fatalf("phase %s, Stalled %+v; want the run failed", got.Status.Phase, stalled)

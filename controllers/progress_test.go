@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/progress"
 )
@@ -18,12 +17,7 @@ import (
 func TestProgressMessageIsTheRunnersLastLine(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	create(t, credentials(ns))
-	bench := existingBenchmark(ns)
-	create(t, bench)
-	h.reconcile(bench) // the finalizer that deletes the run's databases
-	_, got := h.reconcile(bench)
-	seed := job(t, ns, builders.JobName(got, []string{"js", "py"}, benchv1.StepSeed))
+	bench, seed := seedStarted(t, h, ns)
 	pod := h.startPod(seed, corev1.PodStatus{Phase: corev1.PodRunning})
 
 	h.logs.write(ns, pod.Name, builders.RunnerContainer, "10:00:00 server http://couchdb:5984: 3.4.3\n10:00:10 js/small: load 1: documents seeded 4000 of 10000 (40%)\n")
