@@ -95,9 +95,11 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	// a run's status changes bring while it lasts.
 	said := meta.FindStatusCondition(s.Status.Conditions, conditionReady).DeepCopy()
 	// The immediate run's notice is shown last, unless a start time's replaces it: it is
-	// tried again on every reconcile, and Ready must still say it then.
+	// tried again on every reconcile, and Ready must still say it then. Once the schedule has
+	// started a run (its status says when), the immediate run is made: a pruned one is not
+	// made again.
 	var immediateSkip *notice
-	if s.Spec.Immediate && !hasImmediate(runs) {
+	if s.Spec.Immediate && s.Status.LastScheduleTime == nil && !hasImmediate(runs) {
 		slot := s.CreationTimestamp.Truncate(time.Minute)
 		if runs, immediateSkip, err = r.startRun(ctx, s, runs, slot, true, now); err != nil {
 			return ctrl.Result{}, err
