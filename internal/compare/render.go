@@ -11,7 +11,8 @@ import (
 )
 
 // Tables lays the comparison out for results.WriteMarkdown: the rows with their verdicts,
-// then what differs between the runs (or why they cannot be compared).
+// the arms' ratios run against run when both runs have a reference arm, then what differs
+// between the runs (or why they cannot be compared).
 func (c Comparison) Tables() []results.Table {
 	var out []results.Table
 	if len(c.Refused) > 0 {
@@ -20,33 +21,85 @@ func (c Comparison) Tables() []results.Table {
 	} else {
 		t := results.Table{
 			Title: fmt.Sprintf("%s against baseline %s: %s", c.Current, c.Baseline, c.Verdict),
-			Note: fmt.Sprintf("Regressed or Improved: the %v%% interval of the change (geometric means, Welch t on logs, at "+
-				"least as wide as runs minutes apart differ: Between runs, from the earlier runs or assumed) lies beyond the "+
-				"tolerance and so does the medians' change; Unchanged: both within it; otherwise Inconclusive, as with fewer "+
-				"than %d runs a side. MDE: the smallest change the row would call 4 times in 5; Unchanged says nothing of "+
-				"smaller ones.", c.ConfidencePercent, MinSamples),
-			Header: []string{"Option", "Profile", "Workload", "Variant", "Metric", "Baseline", "Current", "Delta",
-				"Verdict", fmt.Sprintf("%v%% interval", c.ConfidencePercent), "Between runs", "MDE", "n"},
+			Note: "Change: the ratio of the runs' geometric means, which the interval is around (Welch t on logs, at least " +
+				"as wide as runs minutes apart differ: Between runs, from the earlier runs or assumed); the medians' change " +
+				"can differ when the repetitions are skewed. " + c.rule() + appendNote(c.Sharper),
+			Header: header("Baseline median", "Current median", "Medians' change", changeColumn, "Interval (level)", "Verdict",
+				"Between runs", "MDE", "n"),
+		}
+		ratios := results.Table{
+			Title: "The arms' ratios to the reference arm, against the baseline's",
+			Note: "Each run's ratio of an arm to the reference arm (the geometric mean of its round ratios when the arms " +
+				"took turns), the current run's against the baseline's: what moved both arms between the runs drops out. " +
+				"Between runs: how much the ratio differs from run to run, from the earlier runs' ratios or assumed. " +
+				"Judged with the table above, as one family.",
+			Header: header("Baseline ratio", "Current ratio", changeColumn, "Interval (level)", "Verdict", "Between runs", "MDE",
+				"Rounds"),
 		}
 		for _, r := range c.Rows {
-			between := "-"
-			if r.BetweenRunsPercent != nil {
-				between = fmt.Sprintf("%.1f%% (assumed)", *r.BetweenRunsPercent)
-				if r.HistoryRuns > 0 {
-					between = fmt.Sprintf("%.1f%% (%d runs)", *r.BetweenRunsPercent, r.HistoryRuns)
-				}
+			if r.Reference != "" {
+				ratios.Rows = append(ratios.Rows, []string{strings.Replace(r.QueryServer, ":", " / ", 1), dash(r.Profile),
+					r.Workload, dash(r.Variant), r.Metric, number(r.Baseline), number(r.Current), delta(r.Change()),
+					interval(r), verdictOf(r), between(r), mde(r.MinDetectablePercent), fmt.Sprintf("%d/%d", r.NBaseline, r.NCurrent)})
+				continue
 			}
 			t.Rows = append(t.Rows, []string{r.QueryServer, dash(r.Profile), r.Workload, dash(r.Variant), r.Metric,
-				number(r.Baseline), number(r.Current), delta(r.DeltaPercent), verdictOf(r), interval(r.Interval),
-				between, mde(r.MinDetectablePercent), fmt.Sprintf("%d/%d", r.NBaseline, r.NCurrent)})
+				number(r.Baseline), number(r.Current), delta(r.DeltaPercent), delta(r.EstimatePercent), interval(r),
+				verdictOf(r), between(r), mde(r.MinDetectablePercent), fmt.Sprintf("%d/%d", r.NBaseline, r.NCurrent)})
 		}
 		out = append(out, t)
+		if len(ratios.Rows) > 0 {
+			out = append(out, ratios)
+		}
 	}
 	if lines := append(append([]string(nil), c.Differences...), c.Unmatched...); len(lines) > 0 {
 		out = append(out, listTable("What else differs (baseline vs current)",
 			"Listed, not judged: a verdict above may come from any of these.", lines))
 	}
 	return out
+}
+
+// changeColumn heads the change the interval is around.
+const changeColumn = "Change"
+
+// header is a table's header: the columns that name a row's metric, then cols.
+func header(cols ...string) []string {
+	return append([]string{"Option", "Profile", "Workload", "Variant", "Metric"}, cols...)
+}
+
+// rule is the verdicts' rule and their family-wise level, for a table's note.
+func (c Comparison) rule() string {
+	return verdictRule(c.ConfidencePercent, c.Judged, "baseline")
+}
+
+// verdictRule states the rule, the family-wise level and how many rows share it; worse is
+// what a Regressed row is worse than.
+func verdictRule(confidence float64, judged int, worse string) string {
+	return fmt.Sprintf("Regressed or Improved: the interval lies beyond the tolerance, worse or better than the %s, "+
+		"and so does the medians' change; Unchanged: both within it; otherwise Inconclusive, as with fewer than %d samples "+
+		"a side, which are not judged. The %d judged rows hold %v%% together (Holm): with nothing changed beyond the "+
+		"tolerances, they give a false verdict at most %v times in 100 together; each row's interval is at the level Holm "+
+		"tested it at. MDE: the smallest "+
+		"change the row would call 4 times in 5; Unchanged says nothing of smaller ones. Unmeasurable: it could not have "+
+		"told its metric doubled, and says why.", worse, MinSamples, judged, confidence, 100-confidence)
+}
+
+func appendNote(s string) string {
+	if s == "" {
+		return ""
+	}
+	return " " + s
+}
+
+// between is the run-to-run spread a row allows for, and where it comes from.
+func between(r Row) string {
+	switch {
+	case r.BetweenRunsPercent == nil:
+		return "-"
+	case r.HistoryRuns > 0:
+		return fmt.Sprintf("%.1f%% (%d runs)", *r.BetweenRunsPercent, r.HistoryRuns)
+	}
+	return fmt.Sprintf("%.1f%% (assumed)", *r.BetweenRunsPercent)
 }
 
 // RunTables are a run's tables (results.Report's) and, for a run of several arms, every arm
@@ -81,26 +134,24 @@ func WriteRun(w io.Writer, docs []*results.Document) error {
 func (a ArmsComparison) Tables() []results.Table {
 	title := fmt.Sprintf("Arms against %s, paired round by round", a.Reference)
 	how := fmt.Sprintf("The arms took turns round by round in a random order, so each round's pair met the same "+
-		"conditions. Change: the geometric mean of the round ratios (arm / %s), with a paired %v%% t interval",
-		a.Reference, a.ConfidencePercent)
+		"conditions. Change: the geometric mean of the round ratios (arm / %s), with a paired t interval; the medians' "+
+		"change can differ when the rounds are skewed", a.Reference)
 	if !a.Interleaved {
 		title = fmt.Sprintf("Arms against %s, one after the other", a.Reference)
 		how = fmt.Sprintf("The arms ran one after the other (spec.armOrder Sequential), minutes apart: they are set "+
 			"against each other as two runs are, not paired. Change: the ratio of the geometric means (arm / %s), "+
-			"with a %v%% interval at least as wide as runs minutes apart differ (spec.baseline.betweenRunsPercent)",
-			a.Reference, a.ConfidencePercent)
+			"with an interval at least as wide as runs minutes apart differ (spec.baseline.betweenRunsPercent)",
+			a.Reference)
 	}
 	t := results.Table{
 		Title: title,
-		Note: fmt.Sprintf("%s; Regressed: the arm is worse than %s beyond the tolerance, Improved: better, Unchanged: "+
-			"within it, else Inconclusive (fewer than %d rounds, or too much spread). MDE: the smallest change the row "+
-			"would call 4 times in 5.", how, a.Reference, MinSamples),
-		Header: []string{"Option", "Profile", "Workload", "Variant", "Metric", a.Reference, "Arm", "Change",
-			fmt.Sprintf("%v%% interval", a.ConfidencePercent), "Verdict", "MDE", "Rounds"},
+		Note:  how + ". " + verdictRule(a.ConfidencePercent, a.Judged, a.Reference),
+		Header: header(a.Reference+" median", "Arm median", "Medians' change", changeColumn, "Interval (level)", "Verdict", "MDE",
+			"Rounds"),
 	}
 	for _, r := range a.Rows {
 		t.Rows = append(t.Rows, []string{r.QueryServer, dash(r.Profile), r.Workload, dash(r.Variant), r.Metric,
-			number(r.Baseline), number(r.Current), delta(r.EstimatePercent), interval(r.Interval), verdictOf(r),
+			number(r.Baseline), number(r.Current), delta(r.DeltaPercent), delta(r.EstimatePercent), interval(r), verdictOf(r),
 			mde(r.MinDetectablePercent), strconv.Itoa(r.NCurrent)})
 	}
 	return []results.Table{t}
@@ -140,7 +191,7 @@ func (c Comparison) Summary() string {
 	if len(c.Refused) > 0 {
 		return "not comparable with baseline " + c.Baseline + ": " + strings.Join(c.Refused, "; ")
 	}
-	s := rowsSummary(c.Rows)
+	s := rowsSummary(c.Rows, c.Judged)
 	if len(c.Differences) > 0 {
 		s += "; also differs: " + firstOf(c.Differences, 1, "; ")
 	}
@@ -153,12 +204,12 @@ func (a ArmsComparison) Verdict() Verdict { return overall(a.Rows) }
 
 // Summary is the arms' comparison in one line, as a comparison's.
 func (a ArmsComparison) Summary() string {
-	return "against " + a.Reference + ": " + rowsSummary(a.Rows)
+	return "against " + a.Reference + ": " + rowsSummary(a.Rows, a.Judged)
 }
 
 // rowsSummary counts the rows' verdicts and names the first regressions, then improvements,
 // with their change and interval.
-func rowsSummary(rows []Row) string {
+func rowsSummary(rows []Row, judged int) string {
 	count := map[Verdict]int{}
 	for _, r := range rows {
 		count[r.Verdict]++
@@ -168,12 +219,12 @@ func rowsSummary(rows []Row) string {
 		for _, r := range rows {
 			if r.Verdict == v {
 				named = append(named, fmt.Sprintf("%s %s/%s/%s %s %s %s", r.Workload, r.QueryServer, dash(r.Profile),
-					dash(r.Variant), r.Metric, delta(r.Change()), interval(r.Interval)))
+					dash(r.Variant), r.Metric, delta(r.Change()), interval(r)))
 			}
 		}
 	}
-	s := fmt.Sprintf("%d regressed, %d improved, %d unchanged, %d inconclusive",
-		count[Regressed], count[Improved], count[Unchanged], count[Inconclusive])
+	s := fmt.Sprintf("%d regressed, %d improved, %d unchanged, %d inconclusive (%d judged together at %v%%)",
+		count[Regressed], count[Improved], count[Unchanged], count[Inconclusive], judged, float64(ConfidencePercent))
 	if len(named) > 0 {
 		s += ": " + firstOf(named, summaryItems, ", ")
 	}
@@ -214,9 +265,14 @@ func delta(d *float64) string {
 	return fmt.Sprintf("%+.1f%%", *d)
 }
 
-func interval(i *Interval) string {
-	if i == nil {
+// interval is a row's interval with its level, or what made it unmeasurable.
+func interval(r Row) string {
+	switch {
+	case r.Unmeasurable != "":
+		return r.Unmeasurable
+	case r.Interval == nil:
 		return "-"
 	}
-	return fmt.Sprintf("[%+.1f%%, %+.1f%%]", i.LowPercent, i.HighPercent)
+	return fmt.Sprintf("[%+.1f%%, %+.1f%%] (%s%%)", r.Interval.LowPercent, r.Interval.HighPercent,
+		strconv.FormatFloat(r.ConfidencePercent, 'f', -1, 64))
 }

@@ -20,6 +20,16 @@ func samples(r *rand.Rand, n int, median, cv float64) []float64 {
 	return out
 }
 
+// judge is the verdict on one metric's samples judged alone, at the default tolerance: a
+// family of one, at ConfidencePercent.
+func judge(base, cur []float64, dir results.Direction, spread runSpread) judgement {
+	t, reason := measure(base, cur, dir, DefaultTolerancePercent/100.0, spread)
+	if t == nil {
+		return judgement{verdict: Inconclusive, reason: reason}
+	}
+	return judgeFamily([]*trial{t})[0]
+}
+
 func TestJudge(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 1))
 	for _, c := range []struct {
@@ -35,7 +45,9 @@ func TestJudge(t *testing.T) {
 		{"a latency 20% lower", samples(r, 5, 0.5, 0.03), samples(r, 5, 0.4, 0.03), results.LowerIsBetter, Improved, ""},
 		{"3 tight runs each, 20% lower", samples(r, 3, 10000, 0.01), samples(r, 3, 8000, 0.01), results.HigherIsBetter, Regressed, ""},
 		{"2% lower, 1% CV: within 5%", samples(r, 5, 10000, 0.01), samples(r, 5, 9800, 0.01), results.HigherIsBetter, Unchanged, ""},
-		{"20% lower but 20% CV, 3 runs each", samples(r, 3, 10000, 0.2), samples(r, 3, 8000, 0.2), results.HigherIsBetter, Inconclusive, "spread too large"},
+		{"20% lower but 10% CV, 3 runs each", samples(r, 3, 10000, 0.1), samples(r, 3, 8000, 0.1), results.HigherIsBetter, Inconclusive, "spread too large"},
+		// Its interval would reach from about half to about twice the baseline.
+		{"20% lower but 20% CV, 3 runs each", samples(r, 3, 10000, 0.2), samples(r, 3, 8000, 0.2), results.HigherIsBetter, Inconclusive, "unmeasurable"},
 		{"one run each (k6, writes)", []float64{100}, []float64{50}, results.HigherIsBetter, Inconclusive, "1 and 1 runs: 3 a side"},
 		{"two runs each", []float64{100, 101}, []float64{50, 51}, results.HigherIsBetter, Inconclusive, "2 and 2 runs"},
 		{"an error rate of 0", []float64{0, 0, 0}, []float64{0, 0.1, 0}, results.LowerIsBetter, Inconclusive, "not positive"},
@@ -43,11 +55,11 @@ func TestJudge(t *testing.T) {
 		{"outliers", repeat(20, 100), append(repeat(11, 100), repeat(9, 50)...), results.HigherIsBetter, Inconclusive, "disagree"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			j := judge(c.base, c.cur, c.dir, 0.05, runSpread{})
+			j := judge(c.base, c.cur, c.dir, runSpread{})
 			if j.verdict != c.want || !strings.Contains(j.reason, c.reason) || (c.reason == "") != (j.reason == "") {
 				t.Errorf("verdict %s (%q), want %s (%q); interval %+v", j.verdict, j.reason, c.want, c.reason, j.interval)
 			}
-			if (j.interval == nil) != (len(c.base) < MinSamples || strings.Contains(c.reason, "not positive")) {
+			if (j.interval == nil) != (len(c.base) < MinSamples || strings.Contains(c.reason, "not positive") || c.reason == "unmeasurable") {
 				t.Errorf("interval %+v", j.interval)
 			}
 		})
@@ -94,7 +106,7 @@ func TestNoiseRarelyGivesAVerdict(t *testing.T) {
 			alarms, naive := 0, 0
 			for range trials {
 				base, cur := noise.draw(r, c.n, 1000, c.cv), noise.draw(r, c.n, 1000, c.cv)
-				if v := judge(base, cur, results.HigherIsBetter, 0.05, runSpread{}).verdict; v == Regressed || v == Improved {
+				if v := judge(base, cur, results.HigherIsBetter, runSpread{}).verdict; v == Regressed || v == Improved {
 					alarms++
 				}
 				if d := results.Summarize(cur).Median/results.Summarize(base).Median - 1; math.Abs(d) > 0.05 {
@@ -121,7 +133,7 @@ func TestClearRegressionsAreFound(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	found := 0
 	for range trials {
-		if judge(samples(r, 5, 1000, 0.03), samples(r, 5, 800, 0.03), results.HigherIsBetter, 0.05, runSpread{}).verdict == Regressed {
+		if judge(samples(r, 5, 1000, 0.03), samples(r, 5, 800, 0.03), results.HigherIsBetter, runSpread{}).verdict == Regressed {
 			found++
 		}
 	}
@@ -153,10 +165,10 @@ func TestHistoryKeepsBetweenRunNoiseFromVerdicts(t *testing.T) {
 		_, v := logMeanVar(history)
 		spread := runSpread{sd: math.Sqrt(v), df: 9, runs: 10}
 		base, cur := runs(r, 1000, 0.15, 0.04), runs(r, 1000, 0.15, 0.04)
-		if v := judge(base, cur, results.HigherIsBetter, 0.05, spread).verdict; v == Regressed || v == Improved {
+		if v := judge(base, cur, results.HigherIsBetter, spread).verdict; v == Regressed || v == Improved {
 			alarms++
 		}
-		if v := judge(base, cur, results.HigherIsBetter, 0.05, runSpread{}).verdict; v == Regressed || v == Improved {
+		if v := judge(base, cur, results.HigherIsBetter, runSpread{}).verdict; v == Regressed || v == Improved {
 			without++
 		}
 	}
@@ -176,13 +188,13 @@ func TestMinimumDetectableEffectIsWhatGetsDetected(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	spread := runSpread{sd: math.Log1p(0.08), df: 9, runs: 10}
 	// The MDE of the setting, from one draw's standard error (the floor dominates here).
-	j := judge(runs(r, 1000, 0.08, 0.03), runs(r, 1000, 0.08, 0.03), results.HigherIsBetter, 0.05, spread)
+	j := judge(runs(r, 1000, 0.08, 0.03), runs(r, 1000, 0.08, 0.03), results.HigherIsBetter, spread)
 	mde := *j.minDetectable / 100
 	rate := func(change float64) float64 {
 		found := 0
 		for range trials {
 			base, cur := runs(r, 1000, 0.08, 0.03), runs(r, 1000/(1+change), 0.08, 0.03)
-			if judge(base, cur, results.HigherIsBetter, 0.05, spread).verdict == Regressed {
+			if judge(base, cur, results.HigherIsBetter, spread).verdict == Regressed {
 				found++
 			}
 		}
