@@ -30,6 +30,9 @@ const (
 	// ready (nodes.go); it appears when one is first lost, and keeps what the run saw last once
 	// it has ended.
 	conditionNodesReady = "NodesReady"
+	// conditionHistoryRecorded says whether a scheduled run that succeeded is in its schedule's
+	// history (history.go); False says what is wrong with the history, which held nothing up.
+	conditionHistoryRecorded = "HistoryRecorded"
 )
 
 // Condition and event reasons.
@@ -76,6 +79,11 @@ const (
 	reasonDatabasesDeleted      = "DatabasesDeleted"
 	reasonNodeLost              = "NodeLost"
 	reasonNodesReady            = "NodesReady"
+	reasonHistoryRecorded       = "Recorded"
+	reasonHistoryNotOwned       = "HistoryNotOwned"
+	reasonHistoryUnusable       = "HistoryUnusable"
+	reasonHistoryTooLarge       = "HistoryTooLarge"
+	reasonHistoryNotWritten     = "HistoryNotWritten"
 )
 
 // markStalled records that the run cannot start until the user fixes what message says.

@@ -3,17 +3,18 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/changepoint"
 	"github.com/couchbench/couchbench/internal/history"
 )
 
@@ -24,23 +25,34 @@ const (
 	reasonNoShift    = "NoShift"
 	reasonShift      = "ShiftDetected"
 	recentRuns       = 10
-	// maxShifts bounds the shifts status lists.
-	maxShifts = 20
+	// maxShifts bounds the shifts status lists, maxDetections its judged metrics'
+	// detectable shifts.
+	maxShifts     = 20
+	maxDetections = 20
 )
 
 // observeShifts finds the shifts in the schedule's history and shows them: in status (the
 // list, and the runs where they began), the Shifted condition, the metrics, and one event for
 // each shift the history has not announced before. Only judged shifts: in runs with a
 // reference arm, a shift in an arm's own numbers is the machine's as much as the arm's, and
-// stays on the history's page.
+// stays on the history's page. Status also says what the history can find: the false-alarm
+// budget and each judged metric's noise and detectable shift.
 func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule, now time.Time) error {
 	owner := metav1.NewControllerRef(s, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
 	h, cm, err := readHistory(ctx, r.APIReader, s.Namespace, *owner)
-	if err != nil {
-		return err
+	var found []history.Shift
+	if err == nil {
+		found = history.Judged(h.Shifts())
+		err = r.announceShifts(ctx, s, h, cm, found)
 	}
-	found := history.Judged(h.Shifts(changepoint.Options{}))
-	if err := r.announceShifts(ctx, s, h, cm, found); err != nil {
+	// A history the schedule cannot use says so in Shifted; the schedule goes on starting
+	// runs, which succeed without it.
+	var unusable *unusableHistoryError
+	if errors.As(err, &unusable) {
+		r.historyUnusable(s, now, unusable)
+		return nil
+	}
+	if err != nil {
 		return err
 	}
 	st := &s.Status
@@ -57,6 +69,7 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 		st.History[i].Shift = strings.Join(began[st.History[i].Name], "; ")
 	}
 	recordShiftMetrics(s, found)
+	st.Detection = detectionStatus(h)
 
 	recent := recentShifts(h, found)
 	if len(recent) == 0 {
@@ -74,6 +87,16 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 	}
 	setCondition(&st.Conditions, s.Generation, now, conditionShifted, metav1.ConditionTrue, string(reason), firstLines(lines, 3))
 	return nil
+}
+
+// historyUnusable sets Shifted to Unknown with what is wrong with the history and what to
+// do, and tells it in a Warning event when the condition did not say it already.
+func (r *CouchBenchmarkScheduleReconciler) historyUnusable(s *benchv1.CouchBenchmarkSchedule, now time.Time, unusable *unusableHistoryError) {
+	said := meta.FindStatusCondition(s.Status.Conditions, conditionShifted)
+	if said == nil || said.Reason != unusable.reason || said.Message != unusable.Error() {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, unusable.reason, "History", "%s", unusable.Error())
+	}
+	setCondition(&s.Status.Conditions, s.Generation, now, conditionShifted, metav1.ConditionUnknown, unusable.reason, unusable.Error())
 }
 
 // announceShifts sends one event for each shift the history has not announced, after the
@@ -96,7 +119,7 @@ func (r *CouchBenchmarkScheduleReconciler) announceShifts(ctx context.Context, s
 	}
 	cm.Data[builders.HistoryKey] = string(data)
 	if err := r.Update(ctx, cm); err != nil {
-		return fmt.Errorf("recording the announced shifts in the history: %w", err)
+		return historyRequestError(reasonHistoryNotWritten, "recording the announced shifts in", cm.Namespace, cm.Name, err)
 	}
 	for _, f := range fresh {
 		kind := corev1.EventTypeNormal
@@ -139,7 +162,22 @@ func shiftStatus(f history.Shift) benchv1.Shift {
 		v = benchv1.VerdictRegressed
 	}
 	return benchv1.Shift{Metric: f.Metric, Run: f.Run, Runs: int32(f.Runs), Change: fmt.Sprintf("%+.1f%%", f.ChangePercent),
-		Confidence: fmt.Sprintf("%.2f%%", f.Confidence), Verdict: v}
+		PValue: fmt.Sprintf("%.1e", f.PValue), Level: fmt.Sprintf("%.1e", f.Level), Verdict: v}
+}
+
+// detectionStatus is the history's budget and, for its first maxDetections judged metrics,
+// their noise and detectable shift; nil for an empty history.
+func detectionStatus(h history.History) *benchv1.Detection {
+	judged := h.Detections()
+	if len(judged) == 0 {
+		return nil
+	}
+	d := &benchv1.Detection{FalseAlarmsPerRun: history.Budget(len(judged))}
+	for _, j := range judged[:min(len(judged), maxDetections)] {
+		d.Metrics = append(d.Metrics, benchv1.DetectableShift{Metric: j.Metric, Runs: int32(j.Runs),
+			Noise: fmt.Sprintf("%.1f%%", j.NoisePercent), DetectableShift: j.Shift()})
+	}
+	return d
 }
 
 // firstLines joins the first n lines and says how many were left out.

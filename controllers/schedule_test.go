@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -61,6 +62,16 @@ func (h *scheduleHarness) reconciler() *CouchBenchmarkScheduleReconciler {
 		h.t.Fatal(err)
 	}
 	return &CouchBenchmarkScheduleReconciler{Client: operator, APIReader: operator, Recorder: h.recorder, Clock: h.clock}
+}
+
+// createHistory stores hist as the schedule's history ConfigMap.
+func (h *scheduleHarness) createHistory(hist history.History) {
+	h.t.Helper()
+	data, err := json.Marshal(hist)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	create(h.t, builders.HistoryConfigMap(h.schedule.Namespace, *scheduleRef(h.schedule), data, nil))
 }
 
 // at reconciles with the clock at the creation's minute plus d, and returns the schedule.
@@ -429,12 +440,7 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 		return hist.Runs
 	}
 	hist := history.History{Runs: series(true), Better: map[string]string{key: "higher"}}
-	data, err := json.Marshal(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	owner := metav1.NewControllerRef(h.schedule, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
-	create(t, builders.HistoryConfigMap(h.schedule.Namespace, *owner, data, nil))
+	h.createHistory(hist)
 
 	_, got := h.at(10 * time.Second)
 	if len(got.Status.Shifts) != 1 {
@@ -445,6 +451,12 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	if s.Metric != key || s.Run != "nightly-08" || s.Runs != 4 || s.Verdict != benchv1.VerdictRegressed || err != nil || change > -13 || change < -17 {
 		t.Errorf("shift %+v, want %s down about 15%% from nightly-08, 4 runs, Regressed", s, key)
 	}
+	// Its p-value and the level it was held against, as the history found them (one judged
+	// metric: the whole budget).
+	found := hist.Shifts()
+	if len(found) != 1 || s.PValue != fmt.Sprintf("%.1e", found[0].PValue) || s.Level != fmt.Sprintf("%.1e", found[0].Level) || found[0].PValue > found[0].Level {
+		t.Errorf("shift p = %s at %s, want the history's %+v", s.PValue, s.Level, found)
+	}
 	c := meta.FindStatusCondition(got.Status.Conditions, conditionShifted)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(benchv1.VerdictRegressed) || !strings.Contains(c.Message, "nightly-08") {
 		t.Errorf("Shifted %+v, want True, Regressed, naming nightly-08", c)
@@ -453,7 +465,7 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	// The detector loses the shift (the runs read level here), then finds it again: the
 	// history remembers it was told.
 	for i, shifted := range []bool{false, true} {
-		recorded, cm, err := readHistory(context.Background(), env.Client, h.schedule.Namespace, *owner)
+		recorded, cm, err := readHistory(context.Background(), env.Client, h.schedule.Namespace, *scheduleRef(h.schedule))
 		if err != nil || !slices.Contains(recorded.Announced, key+"@nightly-08") {
 			t.Fatalf("the history's announced shifts %v (%v), want %s@nightly-08", recorded.Announced, err, key)
 		}
@@ -476,6 +488,44 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	}
 	if evs := drainScheduleEvents(h); strings.Count(evs, "Warning ShiftDetected") != 1 {
 		t.Errorf("want one ShiftDetected event over four reconciles, the shift lost and found again, got:\n%s", evs)
+	}
+}
+
+// A schedule whose history (the ConfigMap its runs add to; written here as they would) has
+// enough runs says in status what it can find: the budget over its judged metrics, and each
+// one's noise and detectable shift; a metric of two runs says it has too few.
+func TestScheduleStatusSaysWhatItsHistoryCanFind(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	const steady, young = "js/small/indexing/builtin/changes_per_second", "js/small/seeding/bulk/docs_per_second"
+	var hist history.History
+	for i := range 20 {
+		values := map[string]float64{steady: 10000 * (1 + 0.01*float64(i%3-1))}
+		if i >= 18 {
+			values[young] = 5000
+		}
+		hist.Add(history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(20-i) * time.Hour), Values: values},
+			map[string]string{steady: "higher", young: "higher"})
+	}
+	h.createHistory(hist)
+
+	_, got := h.at(10 * time.Second)
+	d := got.Status.Detection
+	if d == nil || d.FalseAlarmsPerRun != "1 in 1000 runs over 2 judged metrics" || len(d.Metrics) != 2 {
+		t.Fatalf("detection %+v, want the budget over 2 judged metrics and both", d)
+	}
+	want := hist.Detections()
+	for i, m := range d.Metrics {
+		noise, err := strconv.ParseFloat(strings.TrimSuffix(m.Noise, "%"), 64)
+		if m.Metric != want[i].Metric || m.Runs != int32(want[i].Runs) || err != nil || math.Abs(noise-want[i].NoisePercent) > 0.05 ||
+			m.DetectableShift != want[i].Shift() {
+			t.Errorf("detection of %s: %+v, want %+v", want[i].Metric, m, want[i])
+		}
+	}
+	if s := d.Metrics[0]; s.Metric != steady || s.Runs != 20 || !strings.HasSuffix(s.DetectableShift, "%") {
+		t.Errorf("%+v: want 20 runs of %s and a detectable shift", s, steady)
+	}
+	if s := d.Metrics[1]; s.Metric != young || s.DetectableShift != "too few runs" {
+		t.Errorf("%+v: want %s, too few runs", s, young)
 	}
 }
 

@@ -192,6 +192,40 @@ type CouchBenchmarkScheduleStatus struct {
 	// +optional
 	// +listType=atomic
 	Shifts []Shift `json:"shifts,omitempty"`
+
+	// Detection is what the history can find: the false-alarm budget its judged metrics share,
+	// and each one's noise and smallest detectable shift.
+	// +optional
+	Detection *Detection `json:"detection,omitempty"`
+}
+
+// Detection is the schedule's false-alarm budget and what each judged metric of its history
+// would find.
+type Detection struct {
+	// FalseAlarmsPerRun is the budget all judged metrics share: with nothing changed, how
+	// often a run shows a false shift in any of them, e.g. "1 in 1000 runs over 3 judged
+	// metrics".
+	FalseAlarmsPerRun string `json:"falseAlarmsPerRun"`
+	// Metrics are the judged metrics (an arm's ratio to the first arm when the runs have a
+	// reference arm, else every metric), at most 20.
+	// +optional
+	// +listType=atomic
+	Metrics []DetectableShift `json:"metrics,omitempty"`
+}
+
+// DetectableShift is what one judged metric would find at its own noise.
+type DetectableShift struct {
+	Metric string `json:"metric"`
+	// Runs is how many runs the metric's current level has (since its newest shift), which
+	// Noise is measured over.
+	Runs int32 `json:"runs"`
+	// Noise is the metric's coefficient of variation from run to run within its current
+	// level, e.g. "3.4%".
+	Noise string `json:"noise"`
+	// DetectableShift is the smallest shift found 90% of the time within 3 runs (more while
+	// the level is short or has outliers) at that noise and the metric's share of the budget,
+	// e.g. "12.0%"; "too few runs" until the level has enough.
+	DetectableShift string `json:"detectableShift"`
 }
 
 // Shift is a persistent change in the level of one metric over a schedule's runs.
@@ -204,8 +238,13 @@ type Shift struct {
 	Runs int32  `json:"runs"`
 	// Change is the new level against the old, e.g. "-15.2%".
 	Change string `json:"change"`
-	// Confidence is how unlikely a shift this clear is in runs with none, e.g. "99.90%".
-	Confidence string `json:"confidence"`
+	// PValue is the p-value of the test of the shift's own split at the run that found it,
+	// e.g. "2.1e-06".
+	PValue string `json:"pValue"`
+	// Level is the level that test was held against, e.g. "6.2e-05": the metric's share of
+	// the schedule's false-alarm budget per run (status.detection), split over the tests of
+	// one run.
+	Level string `json:"level"`
 	// Verdict is Regressed when the new level is worse, Improved when better.
 	Verdict Verdict `json:"verdict"`
 }

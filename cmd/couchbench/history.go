@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"sort"
 
-	"github.com/couchbench/couchbench/internal/changepoint"
 	"github.com/couchbench/couchbench/internal/history"
 	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
@@ -73,15 +72,18 @@ func historyFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
 		if err != nil {
 			return err
 		}
-		shifts := h.Shifts(changepoint.Options{})
+		shifts := h.Shifts()
 		switch *format {
 		case "json":
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
+			judged := h.Detections()
 			return enc.Encode(struct {
 				history.History
-				Shifts []history.Shift `json:"shifts"`
-			}{h, shifts})
+				Shifts            []history.Shift     `json:"shifts"`
+				FalseAlarmsPerRun string              `json:"falseAlarmsPerRun"`
+				Detection         []history.Detection `json:"detection"`
+			}{h, shifts, history.Budget(len(judged)), judged})
 		case formatMarkdown:
 			return results.WriteMarkdown(stdout, h.Tables(shifts))
 		case formatHTML:

@@ -554,35 +554,6 @@ func TestReportLabelsEachRun(t *testing.T) {
 	}
 }
 
-// history over runs' files (made here) finds where seeding got 20% slower, names that run,
-// and draws the trend with the shift marked.
-func TestHistoryFindsTheShift(t *testing.T) {
-	dir := t.TempDir()
-	started := time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
-	var files []string
-	for i, ms := range []int{1000, 1010, 990, 1005, 995, 1000, 1250, 1262, 1240, 1255} {
-		name := fmt.Sprintf("night%02d.json", i+1)
-		files = append(files, seededRun(t, dir, name, "", started.Add(time.Duration(i)*24*time.Hour), time.Duration(ms)*time.Millisecond))
-	}
-	history := func(args ...string) string {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		if code := realMain(append([]string{"history"}, args...), &stdout, &stderr); code != 0 {
-			t.Fatalf("history %v: exit %d: %s", args, code, stderr.String())
-		}
-		return stdout.String()
-	}
-	md := history(files...)
-	if !regexp.MustCompile(`\| js/small/seeding/bulk/docs_per_second +\| night07\.json +\| -20\.\d% +\| 4 +\| (99\.\d+|100\.00)% +\| Regressed +\|`).MatchString(md) {
-		t.Errorf("no shift of -20%% from night07.json over 4 runs, worse:\n%s", md)
-	}
-	page := history(append([]string{"--format", "html"}, files...)...)
-	if !strings.Contains(page, "<h1>couchbench: history of cli</h1>") || strings.Count(page, "<svg") != 1 ||
-		!strings.Contains(page, ">shift, worse<") || !strings.Contains(page, "10 runs, 2026-11-01 02:00 to 2026-11-10 02:00 (UTC)") {
-		t.Errorf("the page lacks the trend with its shift:\n%.3000s", page)
-	}
-}
-
 // interruptBench builds a view over enough documents that Ctrl-C lands while it builds.
 const interruptBench = `apiVersion: bench.couchbench.io/v1alpha1
 kind: CouchBenchmark

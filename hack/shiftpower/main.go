@@ -1,106 +1,247 @@
-// Command shiftpower measures how the shift detector (internal/changepoint) does on synthetic
-// schedule histories, watched run by run as a schedule does, and prints the table in
-// docs/measurement.md ("What a shift needs"): how often a 15% drop is flagged within 3 runs
-// and named by its first run, how often a drop later undone is found with both ends, and how
-// often a history without a change is flagged at all, over 20 runs and over 100.
+// Command shiftpower measures the shift detector (internal/changepoint) on synthetic schedule
+// histories, looked at run by run as a schedule does, against the detector it replaced and
+// against Apache Otava's method, on every noise model of docs/measurement.md ("A schedule's
+// history and its shifts"), and prints the two tables there:
 //
-//	go run ./hack/shiftpower
+//   - false shifts with nothing changed: per 1,000 runs, each look at the newest runs a
+//     schedule's history keeps (history.MaxRuns for the online detector; 100, what the history
+//     kept before, for the others) and, for the online detector, also over the whole series
+//     replayed; the share of histories flagged somewhere in their first 100 looks, and in a
+//     year of nightly looks;
+//
+//   - power: a 15% drop flagged within 3 runs and a 10% drop within 5, and how often the
+//     first report names the drop's first run.
+//
+//     go run ./hack/shiftpower [-histories 200] [-runs 1000] [-power 2000] [-before 20]
+//
+// The recorded model resamples the residuals of testdata/recorded.json ({"series": [values,
+// oldest first], ...}; -recorded to read another file).
 package main
 
 import (
+	"flag"
 	"fmt"
-	"math"
 	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/couchbench/couchbench/internal/changepoint"
+	"github.com/couchbench/couchbench/internal/history"
 )
 
-const (
-	histories = 1000
-	runs      = 20
-	shiftAt   = 12 // the first run at the new level
-	drop      = 0.85
-)
+// keptBefore is how many runs a schedule's history kept with the detector before, which each
+// of its looks saw.
+const keptBefore = 100
 
-// noise is one run's factor: lognormal of the given CV and, with stalls, one run in ten 30%
-// slow.
-func noise(rng *rand.Rand, cv float64, stalls bool) float64 {
-	v := math.Exp(rng.NormFloat64() * math.Log1p(cv))
-	if stalls && rng.Float64() < 0.1 {
-		v *= 0.7
-	}
-	return v
+// nightsInAYear is how many nightly looks make a year.
+const nightsInAYear = 365
+
+// detector is a method under test: the change points it shows at a look at x, by index.
+type detector struct {
+	name string
+	// kept is how many of the newest runs each look sees: what the history keeps.
+	kept    int
+	changes func(x []float64) []int
 }
 
-// dropped is a run's level: drop while it is down, else 1.
-func dropped(down bool) float64 {
-	if down {
-		return drop
-	}
-	return 1
+var detectors = []detector{
+	{"online (this package)", history.MaxRuns, func(x []float64) []int {
+		cps := changepoint.Detect(x, changepoint.Options{})
+		out := make([]int, len(cps))
+		for i, cp := range cps {
+			out[i] = cp.Index
+		}
+		return out
+	}},
+	{"segmentation (before)", keptBefore, func(x []float64) []int {
+		cps := segmentationDetect(x, segOptions{})
+		out := make([]int, len(cps))
+		for i, cp := range cps {
+			out[i] = cp.Index
+		}
+		return out
+	}},
+	{"Otava", keptBefore, otavaDetect},
 }
 
-func series(rng *rand.Rand, n int, cv float64, stalls bool, level func(i int) float64) []float64 {
-	x := make([]float64, n)
-	for i := range x {
-		x[i] = 1000 * level(i) * noise(rng, cv, stalls)
-	}
-	return x
+// calibration is what a detector shows on histories without a change.
+type calibration struct {
+	perThousand     float64 // false shifts per 1,000 runs, each look at the newest kept runs
+	first100, aYear float64 // share of histories flagged within the first 100 looks, 365 looks
 }
 
-// firstFlag is the length of the history at which the detector first shows a change point,
-// and the newest one then; 0 when it never does.
-func firstFlag(x []float64, from int) (int, changepoint.ChangePoint) {
-	for n := from; n <= len(x); n++ {
-		if cps := changepoint.Detect(x[:n], changepoint.Options{}); len(cps) > 0 {
-			return n, cps[len(cps)-1]
+// newAlarms counts the change points shown now that were not shown, within 3 runs, at the
+// look before: one false shift moved by a run between looks is still one.
+func newAlarms(now, before []int) int {
+	count := 0
+	for _, cp := range now {
+		if !slices.ContainsFunc(before, func(b int) bool { return b >= cp-3 && b <= cp+3 }) {
+			count++
 		}
 	}
-	return 0, changepoint.ChangePoint{}
+	return count
 }
 
-func percent(k int) string { return fmt.Sprintf("%.1f%%", 100*float64(k)/histories) }
-
-func main() {
-	fmt.Println("| noise (CV) | 15% drop flagged within 3 runs | named by its first run " +
-		"| drop undone after 6 runs: both ends found | no change, flagged somewhere in 15 looks | in 95 looks |")
-	fmt.Println("|---|---|---|---|---|---|")
-	for _, stalls := range []bool{false, true} {
-		for _, cv := range []float64{0.03, 0.035, 0.04, 0.05, 0.07, 0.10, 0.15} {
-			rng := rand.New(rand.NewPCG(1, 2))
-			falseAlarms, longFalseAlarms := 0, 0
-			for range histories {
-				if n, _ := firstFlag(series(rng, runs, cv, stalls, func(int) float64 { return 1 }), 6); n > 0 {
-					falseAlarms++
-				}
-				if n, _ := firstFlag(series(rng, 100, cv, stalls, func(int) float64 { return 1 }), 6); n > 0 {
-					longFalseAlarms++
+func calibrate(d detector, m noiseModel, seed uint64, histories, runs int) calibration {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	var alarms, first100, aYear int
+	for range histories {
+		x := m.draw(rng, runs)
+		var shown []int
+		flagged := 0 // the first look that showed a change point
+		for n := 3; n <= runs; n++ {
+			lo := max(0, n-d.kept)
+			now := d.changes(x[lo:n])
+			for i := range now {
+				now[i] += lo
+			}
+			if k := newAlarms(now, shown); k > 0 {
+				alarms += k
+				if flagged == 0 {
+					flagged = n
 				}
 			}
-			inTime, named := 0, 0
-			for range histories {
-				x := series(rng, runs, cv, stalls, func(i int) float64 { return dropped(i >= shiftAt) })
-				n, cp := firstFlag(x, shiftAt+1)
-				if n > 0 && n-shiftAt <= 3 {
-					inTime++
+			shown = now
+		}
+		if flagged > 0 && flagged <= 100 {
+			first100++
+		}
+		if flagged > 0 && flagged <= nightsInAYear {
+			aYear++
+		}
+	}
+	return calibration{perThousand: 1000 * float64(alarms) / float64(histories*runs),
+		first100: float64(first100) / float64(histories), aYear: float64(aYear) / float64(histories)}
+}
+
+// replayed is the false shifts per 1,000 runs of the online detector over whole series: each
+// change point it returns was found at one look and never withdrawn.
+func replayed(m noiseModel, seed uint64, histories, runs int) float64 {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	found := 0
+	for range histories {
+		found += len(changepoint.Detect(m.draw(rng, runs), changepoint.Options{}))
+	}
+	return 1000 * float64(found) / float64(histories*runs)
+}
+
+// power is how often a drop is flagged within the runs given, and how often the first report
+// names its first run.
+type power struct{ flagged, named float64 }
+
+func measurePower(d detector, m noiseModel, seed uint64, histories, before int, drop float64, within int) power {
+	rng := rand.New(rand.NewPCG(seed, 2))
+	var flagged, named int
+	for range histories {
+		x := m.draw(rng, before+within)
+		for i := range x {
+			x[i] *= 1000
+			if i >= before {
+				x[i] *= 1 - drop
+			}
+		}
+		for n := before + 1; n <= before+within; n++ {
+			lo := max(0, n-d.kept)
+			var near []int
+			for _, cp := range d.changes(x[lo:n]) {
+				if cp+lo >= before-3 {
+					near = append(near, cp+lo)
 				}
-				if n > 0 && cp.Index == shiftAt {
+			}
+			if len(near) > 0 {
+				flagged++
+				if slices.Contains(near, before) {
 					named++
 				}
+				break
 			}
-			undone := 0
-			for range histories {
-				x := series(rng, 24, cv, stalls, func(i int) float64 { return dropped(i >= 10 && i < 16) })
-				if cps := changepoint.Detect(x, changepoint.Options{}); len(cps) == 2 && cps[0].Index == 10 && cps[1].Index == 16 {
-					undone++
+		}
+	}
+	h := float64(histories)
+	return power{float64(flagged) / h, float64(named) / h}
+}
+
+func percent(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
+
+func main() {
+	histories := flag.Int("histories", 100, "unchanged histories per model and detector, looked at run by run")
+	looks := flag.Int("looks", 500, "looks at each of them (at least 365 for the year's figure)")
+	long := flag.Int("long", 200, "unchanged series per model replayed whole by the online detector")
+	runs := flag.Int("runs", 1000, "runs of each of those")
+	powerHistories := flag.Int("power", 2000, "histories per power figure")
+	befores := flag.String("before", "20,50", "runs before the drop in the power histories (a list)")
+	recordedPath := flag.String("recorded", "hack/shiftpower/testdata/recorded.json", "recorded series to resample")
+	only := flag.String("models", "", "only the models whose name contains this")
+	workers := flag.Int("workers", 2, "models measured at once")
+	flag.Parse()
+
+	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
+		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035)}
+	if rec, err := recorded(*recordedPath); err != nil {
+		fmt.Fprintln(os.Stderr, "recorded model left out:", err)
+	} else {
+		models = append(models, rec)
+	}
+	list := strings.Split(*befores, ",")
+	beforeRuns := make([]int, 0, len(list))
+	for _, b := range list {
+		n, err := strconv.Atoi(strings.TrimSpace(b))
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "-before: want a list of run counts, got", *befores)
+			os.Exit(2)
+		}
+		beforeRuns = append(beforeRuns, n)
+	}
+	models = slices.DeleteFunc(models, func(m noiseModel) bool { return !strings.Contains(m.name, *only) })
+
+	calibrationRows := make([][]string, len(models))
+	powerRows := make([][]string, len(models))
+	var wg sync.WaitGroup
+	jobs := make(chan int)
+	for range *workers {
+		wg.Go(func() {
+			for i := range jobs {
+				m := models[i]
+				seed := uint64(i + 1)
+				for j, d := range detectors {
+					c := calibrate(d, m, seed, *histories, *looks)
+					replay := "–"
+					if j == 0 {
+						replay = fmt.Sprintf("%.2f", replayed(m, seed, *long, *runs))
+					}
+					calibrationRows[i] = append(calibrationRows[i], fmt.Sprintf("| %s | %s | %.2f | %s | %s | %s |",
+						m.name, d.name, c.perThousand, replay, percent(c.first100), percent(c.aYear)))
+					for _, before := range beforeRuns {
+						p15 := measurePower(d, m, seed, *powerHistories, before, 0.15, 3)
+						p10 := measurePower(d, m, seed, *powerHistories, before, 0.10, 5)
+						powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s |",
+							m.name, d.name, before, percent(p15.flagged), percent(p15.named), percent(p10.flagged), percent(p10.named)))
+					}
 				}
 			}
-			label := fmt.Sprintf("%.3g%%", 100*cv)
-			if stalls {
-				label += ", one run in ten 30% slow"
-			}
-			fmt.Printf("| %s | %s | %s | %s | %s | %s |\n", label, percent(inTime), percent(named), percent(undone),
-				percent(falseAlarms), percent(longFalseAlarms))
-		}
+		})
+	}
+	for i := range models {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+
+	fmt.Printf("Unchanged histories: %d per model looked at %d times, run by run (the newest %d runs at each look, %d for "+
+		"the detectors before); whole series replayed: %d of %d runs.\n\n", *histories, *looks, history.MaxRuns, keptBefore, *long, *runs)
+	fmt.Println("| noise | detector | false shifts per 1,000 runs | the same, whole series replayed " +
+		"| flagged in the first 100 looks | in a year of nightly looks |")
+	fmt.Println("|---|---|---|---|---|---|")
+	for _, rows := range calibrationRows {
+		fmt.Println(strings.Join(rows, "\n"))
+	}
+	fmt.Printf("\nDrops after the given unchanged runs, %d histories per figure.\n\n", *powerHistories)
+	fmt.Println("| noise | detector | runs before | 15% drop flagged within 3 runs | named by its first run | 10% drop within 5 runs | named by its first run |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for _, rows := range powerRows {
+		fmt.Println(strings.Join(rows, "\n"))
 	}
 }

@@ -82,11 +82,18 @@ const HistoryHTMLKey = "history.html"
 // HistoryConfigMapName is a schedule's history: "<schedule>-history".
 func HistoryConfigMapName(schedule string) string { return name(maxObjectName, schedule, "history") }
 
+// MaxHistoryBytes bounds the history ConfigMap's data (the JSON and the page together). The API
+// server refuses a ConfigMap whose data exceeds 1 MiB (validation counts the values only, the
+// metadata has etcd's larger request limit to itself); the rest of the MiB is for what the
+// schedule adds to the JSON between two of its runs (the shifts it announces), which is not
+// trimmed.
+const MaxHistoryBytes = 900 << 10
+
 // HistoryConfigMap keeps the headline numbers of a schedule's successful runs, the newest
-// hundred, after the runs themselves are pruned: what its verdicts take the spread between
-// runs from, and where it looks for shifts. Owned by the schedule (owner, its controller
-// reference as a run carries it), so that it goes with it. page, when there is one, is the
-// history's HTML page.
+// hundred or as many as fit MaxHistoryBytes, after the runs themselves are pruned: what its
+// verdicts take the spread between runs from, and where it looks for shifts. Owned by the
+// schedule (owner, its controller reference as a run carries it), so that it goes with it.
+// page, when there is one, is the history's HTML page.
 func HistoryConfigMap(namespace string, owner metav1.OwnerReference, data, page []byte) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{

@@ -1,52 +1,51 @@
 // Package changepoint finds persistent shifts in a series of runs' results: the history of a
 // schedule's nightly runs, one value per run and metric.
 //
-// # Why not compare each run with the one before
+// # Why a shift, and why online
 //
-// On shared machines runs minutes apart differ by 12–21% (CV) with nothing changed, so a
-// verdict on two runs either flags noise or, widened for it, misses real changes; Mozilla's
-// Perfherder still sees 12.5% false alerts with windowed t-tests. Looking at the whole history
-// for the point where its level changed (MongoDB's E-Divisive means, Apache Otava's t-test
-// variant) tells a persistent shift from a noisy run, and names the run where it began.
+// On shared machines runs minutes apart differ a lot with nothing changed, so a verdict on two
+// runs either flags noise or, widened for it, misses real changes. A level that changed and
+// stayed so tells a persistent shift from a noisy run, and names the run where it began.
 //
-// # The method
+// A schedule looks at its history after every run, for months. A method that re-searches the
+// whole history at every look (binary segmentation, E-Divisive, Apache Otava) holds its level
+// per look, not per schedule: each look is a fresh chance of a false shift, and nothing bounds
+// their sum. So the detector is online: Detect replays the series run by run, as the schedule
+// saw it, and at each look asks one question only, whether the newest runs left the current
+// level. A shift once found is never tested again; the level it started is the one later runs
+// are judged against. Each look then spends a fixed share of the budget, and the chance of a
+// false shift per run is bounded by that share, however long the schedule runs. The replay is
+// deterministic, so nothing needs to be kept between looks.
 //
-// Binary segmentation with Student's t test. For a series x (logarithms of the values, so that
-// a shift is a ratio), every split into a "before" of at least MinBefore runs and an "after"
-// of at least MinAfter runs is scored by Student's pooled t statistic of the two means; the
-// largest |t| is the candidate. Its p-value is the two-sided t test's at n - 2 degrees of
-// freedom, multiplied by the number of splits tried (Bonferroni: the chance that any split of
-// a history without a change looks this clear is at most that). A split with a p-value at
-// most 0.9 Alpha is a change point; the two sides are then searched again, each on its own.
+// # The test at one look
 //
-// A schedule sees every shift first at the end of its history, and Bonferroni's factor grows
-// with the history while the evidence of a new shift does not. So in the newest segment (the
-// one that ends with the newest run) the split before the newest MinAfter runs is tested on
-// its own, with half of the splits' level: its p-value is the t test's divided by that half,
-// and the other splits' Bonferroni p-values are divided by the other half (a weighted
-// Bonferroni test: the level still holds). It is only taken when those runs look like one
-// new level: each of them nearer the new mean than the old, and no higher |t| for the split
-// one run later (that shift would not yet be MinAfter runs old, and waiting for its
-// MinAfter-th run names it by its first run rather than by the run before).
+// On logarithms (a shift is a ratio), the newest m runs are set against the runs of the
+// current level before them (at least MinBefore): the difference of their means over its
+// standard error, two-sided, its p-value held against the per-look level. Half of that level
+// goes to m = MinAfter, which finds a shift soonest; the rest is split over the few larger m
+// also tried, which find a shift too small to show in MinAfter runs a run or two later,
+// still named by its first run.
 //
-// A shift that was undone (a regression fixed some runs later) defeats single splits: the
-// runs after the fix look like those before it, so both sides of every split are mixed.
-// Failing a split, each stretch of at least MinAfter runs, with MinBefore runs before it and
-// MinAfter after, is set against the rest in the same way, Bonferroni over the stretches
-// tried, at the other tenth of Alpha: its two ends are change points, and the three parts are
-// searched again. E-Divisive means asks the same of its segments for the same reason.
+// Runs of a schedule are not independent: a node's mood lasts from one night to the next,
+// which makes neighbouring runs alike and a run of them look like a new level. So the
+// standard error is that of the difference under first-order autoregressive noise, with the
+// autocorrelation the level's own runs show (corrected for the sample estimate's known bias
+// towards zero, never below zero), the level's variance corrected for the same correlation,
+// and the t distribution's degrees of freedom shrunk as that correlation makes the variance
+// less certain. With no correlation this is Student's pooled t test.
 //
-// Why not a permutation test, which needs no assumption about the noise: its p-values are
-// limited by how many reorderings a short history has. With 12 runs, 4 of them shifted, no
-// reordering test can go below 0.004 (4 of 12 values can sit at the end in 495 ways, and at
-// the start as well), so it cannot flag a shift a few runs old at a level that keeps a
-// schedule free of false alarms. On logarithms, and with MinAfter runs at the new level, the
-// t test holds its level on the noise these machines show (the package's tests draw stalls
-// and outliers).
+// The newest runs must look like one new level, not outliers: each of them on the new side
+// of halfway between the two means, and the split one run later no clearer (a shift fewer
+// than m runs old would be, and waiting for it names it by its first run). Stalls (a slow
+// run now and then) make a few slow runs in a row common enough on a long history to pass
+// any test of means. So the level's own runs that lie, alone, as far from its median as the
+// new runs' mean must, are counted; their share (with a half added to what was seen, so that
+// a short level is not taken for clean) raised to the m-th power, the chance that m of them
+// come in a row, must be within the test's level. A series with stalls is thus judged on more
+// new runs than one without.
 //
-// A single noisy run, or two, cannot be a change point: MinAfter runs must share the new
-// level. A shift shows once MinAfter runs after it share the new level clearly enough, and is
-// named by its first run.
+// A shift later undone (a regression fixed) is two change points: the second is found against
+// the level the first started.
 package changepoint
 
 import (
@@ -58,28 +57,23 @@ import (
 
 // Options tune the detector; the zero value takes the defaults.
 type Options struct {
-	// MinBefore is the fewest runs before a change point (default 4): the level it changed
-	// from must be known.
+	// MinBefore is the fewest runs of the level a new one is judged against (default 4).
 	MinBefore int
-	// MinAfter is the fewest runs at the new level (default 3): one run is an outlier, and
-	// two slow runs in a row are not rare on a shared machine.
+	// MinAfter is the fewest runs at a new level (default 3): one run is an outlier, and two
+	// slow runs in a row are not rare on a shared machine.
 	MinAfter int
-	// Alpha is the largest p-value of a change point (default 0.001): at most the chance
-	// that a history with no change shows one.
-	Alpha float64
+	// FalseAlarmsPerRun is this series' share of the false-alarm budget: the chance per run,
+	// with nothing changed, that a false shift is found (default 0.001).
+	FalseAlarmsPerRun float64
 }
 
-// splitShare is the part of Alpha the single splits get, the rest going to the stretches: a
-// segment without a change then shows one in either at most Alpha of the time. The splits get
-// most because they are what flags a shift while it is new, at the end of the history; by the
-// time a shift is undone it has been flagged.
-var splitShare = 0.9
+// extraAfter is how many runs beyond MinAfter a new level may have at the look that finds it:
+// a shift too small to show in MinAfter runs gets that many more looks, and a series with
+// outliers can ask for more runs at a new level than MinAfter.
+const extraAfter = 3
 
-// newestShare is the part of the splits' level that the newest split of the newest segment
-// gets on its own. On synthetic histories (hack/shiftpower, 4% run-to-run noise) half of it
-// finds a 15% shift within 3 runs in 88% of histories where Bonferroni over all splits found
-// 75%, and flags 3.3% of 100-run histories without a change instead of 1.7%.
-const newestShare = 0.5
+// detectProbability is the chance with which Detectable's shift is found.
+const detectProbability = 0.9
 
 func (o Options) withDefaults() Options {
 	if o.MinBefore <= 0 {
@@ -88,8 +82,8 @@ func (o Options) withDefaults() Options {
 	if o.MinAfter <= 0 {
 		o.MinAfter = 3
 	}
-	if o.Alpha <= 0 {
-		o.Alpha = 0.001
+	if o.FalseAlarmsPerRun <= 0 {
+		o.FalseAlarmsPerRun = 0.001
 	}
 	return o
 }
@@ -98,237 +92,308 @@ func (o Options) withDefaults() Options {
 type ChangePoint struct {
 	// Index is the first run at the new level.
 	Index int
-	// Ratio is the new level over the old one: the geometric means of the runs after and
-	// before the change point, within its segment (0.85: 15% lower).
+	// Ratio is the new level over the old one: the geometric means of the two levels, each
+	// over its runs up to the next change point or the end (0.85: 15% lower).
 	Ratio float64
-	// PValue bounds the chance of a shift this clear in a history with none. Confidence is
-	// 1 - PValue.
+	// PValue is the two-sided p-value of the test of its own split, at the look that found it.
 	PValue float64
+	// Level is the per-look level PValue was held against: FalseAlarmsPerRun over the number
+	// of new levels' lengths tried at a look.
+	Level float64
+	// FoundAt is how many runs the series had at the look that found it.
+	FoundAt int
 }
 
-// Detect finds the change points of a series of positive values, in order. Values that are
-// not positive (no ratio can be taken) make no change point and are left out.
+// Detect replays the series look by look, as a schedule sees it, and returns its change points
+// in order. Values that are not positive (no ratio can be taken) are left out: no look is
+// taken at them and no change point names them.
 func Detect(values []float64, opts Options) []ChangePoint {
-	opts = opts.withDefaults()
-	var logs []float64
-	var at []int
-	for i, v := range values {
-		if v > 0 && !math.IsInf(v, 1) {
-			logs = append(logs, math.Log(v))
-			at = append(at, i)
-		}
+	s := newSeries(values, opts)
+	found := s.replay()
+	out := make([]ChangePoint, len(found))
+	// Each level's size from all its runs, not only those seen when it was found.
+	bounds := make([]int, 1, len(found)+2)
+	for _, t := range found {
+		bounds = append(bounds, t.split)
 	}
-	// Change points by their place in logs, with their p-values. Each pass tests every
-	// segment between the change points found so far once, then moves each change point to
-	// the best split between its neighbours: the first split of a segment with two shifts
-	// can fall between them, and its neighbours' segments are only right once it has moved.
-	found := map[int]float64{}
-	for {
-		bounds := boundsOf(found, len(logs))
-		added := false
-		for i := 0; i+1 < len(bounds); i++ {
-			lo, hi := bounds[i], bounds[i+1]
-			for k, p := range changesIn(logs[lo:hi], segmentOptions(opts, lo), hi == len(logs)) {
-				found[lo+k], added = p, true
-			}
-		}
-		if !added {
-			break
-		}
-		refine(logs, found, opts)
-	}
-	bounds := boundsOf(found, len(logs))
-	var out []ChangePoint
-	for i := 1; i+1 < len(bounds); i++ {
-		k := bounds[i]
-		out = append(out, ChangePoint{Index: at[k], PValue: found[k],
-			Ratio: math.Exp(mean(logs[k:bounds[i+1]]) - mean(logs[bounds[i-1]:k]))})
+	bounds = append(bounds, len(s.logs))
+	for i, t := range found {
+		out[i] = ChangePoint{Index: s.at[t.split], PValue: t.pValue, Level: s.level(t.n - t.split), FoundAt: s.at[t.n-1] + 1,
+			Ratio: math.Exp(mean(s.logs[bounds[i+1]:bounds[i+2]]) - mean(s.logs[bounds[i]:bounds[i+1]]))}
 	}
 	return out
 }
 
-// boundsOf is 0, the change points in order, and n.
-func boundsOf(found map[int]float64, n int) []int {
-	bounds := make([]int, 0, len(found)+2)
-	bounds = append(bounds, 0, n)
-	for k := range found {
-		bounds = append(bounds, k)
-	}
-	slices.Sort(bounds)
-	return bounds
-}
-
-// changesIn are the change points of a segment of a series with none found in it yet, by
-// their place in it, with their p-values: in the newest segment the newest split if it is
-// clear enough, else the best split if that is, else the ends of the best stretch if that is.
-func changesIn(seg []float64, opts Options, newest bool) map[int]float64 {
-	n := len(seg)
-	share := 1.0 // of the splits' level, for the best split
-	if newest {
-		if k, p := newestSplit(seg, opts); k >= 0 && p <= splitShare*opts.Alpha {
-			return map[int]float64{k: p}
-		}
-		share = 1 - newestShare
-	}
-	if k, stat, tried := bestSplit(seg, opts); k >= 0 {
-		if p := pValue(stat, n, tried) / share; p <= splitShare*opts.Alpha {
-			return map[int]float64{k: p}
+// replay takes a look at every run in turn, and returns the tests that found a new level.
+func (s *series) replay() []test {
+	var found []test
+	level := 0 // the first run of the current level, in logs
+	for n := 1; n <= len(s.logs); n++ {
+		if t, ok := s.look(level, n); ok {
+			found = append(found, t)
+			level = t.split
 		}
 	}
-	if k, e, stat, tried := bestEpisode(seg, opts); k >= 0 {
-		if p := pValue(stat, n, tried); p <= (1-splitShare)*opts.Alpha {
-			return map[int]float64{k: p, e: p}
-		}
-	}
-	return nil
+	return found
 }
 
-// segmentOptions are the options for the segment from lo: one after a change point is a
-// level of its own once it has MinAfter runs, so MinBefore only holds from the first run.
-func segmentOptions(opts Options, lo int) Options {
-	if lo > 0 {
-		opts.MinBefore = opts.MinAfter
-	}
-	return opts
-}
-
-// refine moves each change point to the split with the largest |t| between its neighbours,
-// keeping MinBefore runs before the first and MinAfter runs in every other segment, until
-// none moves.
-func refine(logs []float64, found map[int]float64, opts Options) {
-	for range len(logs) {
-		bounds := boundsOf(found, len(logs))
-		moved := false
-		for i := 1; i+1 < len(bounds); i++ {
-			lo, k, hi := bounds[i-1], bounds[i], bounds[i+1]
-			best, _, _ := bestSplit(logs[lo:hi], segmentOptions(opts, lo))
-			if best >= 0 && lo+best != k {
-				found[lo+best] = found[k]
-				delete(found, k)
-				bounds[i], moved = lo+best, true
-			}
-		}
-		if !moved {
-			return
-		}
-	}
-}
-
-// pValue is the chance that the largest of tried |t| statistics of a series of n values
-// without a change is at least stat: the two-sided t test's p-value at n - 2 degrees of
-// freedom, times the number tried (Bonferroni).
-func pValue(stat float64, n, tried int) float64 {
-	return min(1, float64(tried)*2*(1-tdist.CDF(stat, float64(n-2))))
-}
-
-// newestSplit is the split of x before its newest MinAfter values and its p-value, tested on
-// its own with newestShare of the splits' level; -1 when x is too short, or when the newest
-// values do not look like one new level: when the split one value later has the larger |t|
-// (a shift there is not yet MinAfter values old), or when one of them lies on the old level's
-// side of halfway between the two (two outliers and a normal run are not a level, though
-// their mean may be far off).
-func newestSplit(x []float64, opts Options) (k int, p float64) {
-	n := len(x)
-	k = n - opts.MinAfter
-	if k < opts.MinBefore {
-		return -1, 1
-	}
-	sum, sq := prefixSums(x)
-	stat := math.Abs(pooledT(sum, sq, k, n))
-	if k+1 < n && math.Abs(pooledT(sum, sq, k+1, n)) > stat {
-		return -1, 1
-	}
-	before, after := sum[k]/float64(k), (sum[n]-sum[k])/float64(n-k)
-	for _, v := range x[k:] {
-		if (v-(before+after)/2)*(after-before) < 0 {
-			return -1, 1
-		}
-	}
-	return k, pValue(stat, n, 1) / newestShare
-}
-
-// bestSplit is the split of x (the index of the first value after it) with the largest |t|
-// between the means before and after it, that |t| and how many splits it was chosen from;
-// -1 when x is too short to split.
-func bestSplit(x []float64, opts Options) (k int, stat float64, tried int) {
-	n := len(x)
-	if n < opts.MinBefore+opts.MinAfter {
-		return -1, 0, 0
-	}
-	sum, sq := prefixSums(x)
-	best, bestT := -1, -1.0
-	for k := opts.MinBefore; k <= n-opts.MinAfter; k++ {
-		tried++
-		if t := math.Abs(pooledT(sum, sq, k, n)); t > bestT {
-			best, bestT = k, t
-		}
-	}
-	return best, bestT, tried
-}
-
-// bestEpisode is the stretch x[k:e] that differs most from the rest of x by |t| of the two
-// means, that |t| and how many stretches it was chosen from; -1 when x is too short. It
-// finds a shift that was later undone — a regression fixed a few runs on — which no single
-// split tells apart: the runs after the fix look like the runs before it, and both halves
-// of any split are mixed.
-func bestEpisode(x []float64, opts Options) (k, e int, stat float64, tried int) {
-	n := len(x)
-	if n < opts.MinBefore+2*opts.MinAfter {
-		return -1, -1, 0, 0
-	}
-	sum, sq := prefixSums(x)
-	bestK, bestE, bestT := -1, -1, -1.0
-	for k := opts.MinBefore; k <= n-2*opts.MinAfter; k++ {
-		for e := k + opts.MinAfter; e <= n-opts.MinAfter; e++ {
-			tried++
-			if t := math.Abs(episodeT(sum, sq, k, e, n)); t > bestT {
-				bestK, bestE, bestT = k, e, t
-			}
-		}
-	}
-	return bestK, bestE, bestT, tried
-}
-
-// prefixSums are the running sums of x and of its squares, from 0.
-func prefixSums(x []float64) (sum, sq []float64) {
-	sum, sq = make([]float64, len(x)+1), make([]float64, len(x)+1)
-	for i, v := range x {
-		sum[i+1], sq[i+1] = sum[i]+v, sq[i]+v*v
-	}
-	return sum, sq
-}
-
-// pooledT is Student's t of the means of x[:k] and x[k:n] with their pooled variance.
-func pooledT(sum, sq []float64, k, n int) float64 {
-	return twoSampleT(sum[k], sq[k], float64(k), sum[n]-sum[k], sq[n]-sq[k], float64(n-k))
-}
-
-// episodeT is Student's t of the means of x[k:e] and of the rest of x[:n].
-func episodeT(sum, sq []float64, k, e, n int) float64 {
-	in, inSq := sum[e]-sum[k], sq[e]-sq[k]
-	return twoSampleT(sum[n]-in, sq[n]-inSq, float64(n-(e-k)), in, inSq, float64(e-k))
-}
-
-// twoSampleT is Student's t of two samples' means with their pooled variance, from their sums,
-// sums of squares and sizes. Two flat samples (no variance) score by the size of the step
-// alone.
-func twoSampleT(s1, q1, n1, s2, q2, n2 float64) float64 {
-	m1, m2 := s1/n1, s2/n2
-	ss := (q1 - n1*m1*m1) + (q2 - n2*m2*m2)
-	df := n1 + n2 - 2
-	if df <= 0 {
+// levelStart is the first run of the current level, in logs.
+func (s *series) levelStart() int {
+	found := s.replay()
+	if len(found) == 0 {
 		return 0
 	}
-	v := max(ss/df, 0)
-	se := math.Sqrt(v * (1/n1 + 1/n2))
-	if se == 0 {
-		if m1 == m2 {
-			return 0
-		}
-		return math.Inf(1)
-	}
-	return (m2 - m1) / se
+	return found[len(found)-1].split
 }
+
+// LevelStart is the index of the first run of the series' current level (0 without a change
+// point): the between-run spread is measured from there, not across shifts.
+func LevelStart(values []float64, opts Options) int {
+	s := newSeries(values, opts)
+	if len(s.logs) == 0 {
+		return 0
+	}
+	return s.at[s.levelStart()]
+}
+
+// Detectable is the smallest shift (0.12 = 12%, either way) that the detector would find 90%
+// of the time in the fewest runs the series allows at a new level (MinAfter, more when its
+// outliers ask for it), at the noise of the series' current level; ok is false with too few
+// runs at that level to say. It takes the test's statistic as normal, with the standard
+// error the test would use, and the new runs as independent around their level.
+func Detectable(values []float64, opts Options) (shift float64, ok bool) {
+	s := newSeries(values, opts)
+	start := s.levelStart()
+	if len(s.logs)-start < s.opts.MinBefore {
+		return 0, false
+	}
+	ref := s.logs[start:]
+	k := len(ref)
+	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
+		sigma, phi, df := s.noise(start, start+k)
+		se := sigma * math.Sqrt(differenceVariance(k, m, phi))
+		crit := s.quantile(m, df)
+		if !s.fewOutliers(ref, crit*se, 1, m) || !s.fewOutliers(ref, crit*se, -1, m) {
+			continue
+		}
+		// The chance of finding a shift d: the test fires and each new run is past halfway.
+		found := func(d float64) float64 {
+			return normalCDF((d-crit*se)/se) * math.Pow(normalCDF(d/2/sigma), float64(m))
+		}
+		lo, hi := 0.0, 1.0
+		for found(hi) < detectProbability {
+			hi *= 2
+		}
+		for range 60 {
+			mid := (lo + hi) / 2
+			if found(mid) < detectProbability {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return math.Expm1(hi), true
+	}
+	return 0, false
+}
+
+// series is a series' logarithms with what a look needs of them.
+type series struct {
+	opts Options
+	logs []float64
+	at   []int // the index in the values given of each of logs
+	// sum, sq and lag are the running sums of logs, of their squares, and of the products of
+	// neighbours (lag[i] = logs[0]logs[1] + ... + logs[i-2]logs[i-1]), from 0.
+	sum, sq, lag []float64
+	quantiles    map[[2]float64]float64 // the t quantile a test is held against, by new runs and degrees of freedom
+}
+
+func newSeries(values []float64, opts Options) *series {
+	s := &series{opts: opts.withDefaults(), quantiles: map[[2]float64]float64{}}
+	for i, v := range values {
+		if v > 0 && !math.IsInf(v, 1) {
+			s.logs = append(s.logs, math.Log(v))
+			s.at = append(s.at, i)
+		}
+	}
+	n := len(s.logs)
+	s.sum, s.sq, s.lag = make([]float64, n+1), make([]float64, n+1), make([]float64, n+1)
+	for i, v := range s.logs {
+		s.sum[i+1], s.sq[i+1], s.lag[i+1] = s.sum[i]+v, s.sq[i]+v*v, s.lag[i]
+		if i > 0 {
+			s.lag[i+1] += s.logs[i-1] * v
+		}
+	}
+	return s
+}
+
+// level is the two-sided level of one test: the per-run budget over the lengths tried.
+func (s *series) level(m int) float64 {
+	if m == s.opts.MinAfter {
+		return s.opts.FalseAlarmsPerRun * firstShare
+	}
+	return s.opts.FalseAlarmsPerRun * (1 - firstShare) / extraAfter
+}
+
+// firstShare is the part of a look's level that the test of the newest MinAfter runs gets.
+const firstShare = 0.5
+
+// quantile is the t quantile a test at df degrees of freedom is held against.
+func (s *series) quantile(m int, df float64) float64 {
+	key := [2]float64{float64(m), df}
+	q, ok := s.quantiles[key]
+	if !ok {
+		q = tdist.Quantile(1-s.level(m)/2, df)
+		s.quantiles[key] = q
+	}
+	return q
+}
+
+// test is the outcome of one split's test.
+type test struct {
+	split  int // the first run of the new level, in logs
+	n      int // how many runs (of logs) the look saw
+	t      float64
+	pValue float64
+}
+
+// look is what the look at the first n runs finds against the level that starts at run
+// level: the split of the newest runs with the clearest test that fires, if any.
+func (s *series) look(level, n int) (test, bool) {
+	best, found := test{}, false
+	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
+		k := n - m - level
+		if k < s.opts.MinBefore {
+			break
+		}
+		t, ok := s.test(level, n-m, n)
+		if ok && (!found || math.Abs(t.t) > math.Abs(best.t)) {
+			best, found = t, true
+		}
+	}
+	return best, found
+}
+
+// statistic is the test's t of logs[split:n] against logs[level:split].
+func (s *series) statistic(level, split, n int) float64 {
+	k, m := split-level, n-split
+	sigma, phi, _ := s.noise(level, split)
+	before := (s.sum[split] - s.sum[level]) / float64(k)
+	after := (s.sum[n] - s.sum[split]) / float64(m)
+	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
+	switch {
+	case se > 0:
+		return (after - before) / se
+	case after != before:
+		return math.Copysign(math.Inf(1), after-before)
+	}
+	return 0
+}
+
+// test sets logs[split:n] against logs[level:split] and says whether they form a new level.
+func (s *series) test(level, split, n int) (test, bool) {
+	k, m := split-level, n-split
+	sigma, phi, df := s.noise(level, split)
+	before := (s.sum[split] - s.sum[level]) / float64(k)
+	after := (s.sum[n] - s.sum[split]) / float64(m)
+	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
+	out := test{split: split, n: n, t: s.statistic(level, split, n)}
+	// Student's t quantile is beyond the normal one: a |t| short of that needs no p-value.
+	if math.Abs(out.t) < math.Sqrt2*math.Erfcinv(s.level(m)) {
+		return out, false
+	}
+	out.pValue = 2 * (1 - tdist.CDF(math.Abs(out.t), df))
+	// A shift fewer than m runs old shows a larger |t| one run later: waiting names it by
+	// its first run.
+	if out.pValue > s.level(m) || math.Abs(s.statistic(level, split+1, n)) > math.Abs(out.t) {
+		return out, false
+	}
+	side := math.Copysign(1, after-before)
+	for _, v := range s.logs[split:n] {
+		if (v-(before+after)/2)*side <= 0 {
+			return out, false
+		}
+	}
+	return out, s.fewOutliers(s.logs[level:split], s.quantile(m, df)*se, side, m)
+}
+
+// fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
+// are rare enough that m of them in a row are within the per-test level, one direction's half.
+func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
+	sorted := slices.Sorted(slices.Values(ref))
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (median + sorted[len(sorted)/2-1]) / 2
+	}
+	beyond := 0
+	for _, v := range ref {
+		if (v-median)*side > dist {
+			beyond++
+		}
+	}
+	share := (float64(beyond) + 0.5) / float64(len(ref)+1)
+	return math.Pow(share, float64(m)) <= s.level(m)
+}
+
+// noise is the spread of logs[lo:hi] (one level's runs): the standard deviation of one run,
+// the lag-1 autocorrelation the test allows for, and the degrees of freedom of the spread.
+func (s *series) noise(lo, hi int) (sigma, phi, df float64) {
+	k := float64(hi - lo)
+	mu := (s.sum[hi] - s.sum[lo]) / k
+	ss := max(s.sq[hi]-s.sq[lo]-k*mu*mu, 0)
+	phi = autocorrelation(s, lo, hi, mu, ss)
+	// E[ss] = sigma² (k - 1'R1/k) under AR(1).
+	sigma = math.Sqrt(ss / (k - blockSum(hi-lo, phi)/k))
+	// The spread of an AR(1) series varies more than that of independent runs (Bartlett):
+	// its degrees of freedom shrink by (1 - phi²) / (1 + phi²).
+	return sigma, phi, max(1, (k-1)*(1-phi*phi)/(1+phi*phi))
+}
+
+// autocorrelation is the lag-1 autocorrelation of logs[lo:hi], whose mean is mu and sum of
+// squared deviations ss, corrected for the sample autocorrelation's bias (it is low by about
+// (1 + 4 phi) / k over k runs, and taking it too low makes false shifts), in [0, maxPhi].
+func autocorrelation(s *series, lo, hi int, mu, ss float64) float64 {
+	k := hi - lo
+	if k < 3 || ss <= 0 {
+		return 0
+	}
+	// sum over neighbours (x_i - mu)(x_{i+1} - mu).
+	cross := s.lag[hi] - s.lag[lo+1] - mu*(s.sum[hi-1]-s.sum[lo]+s.sum[hi]-s.sum[lo+1]) + float64(k-1)*mu*mu
+	r := cross / ss
+	kf := float64(k)
+	return min(max(r+(1+4*max(r, 0))/kf, 0), maxPhi)
+}
+
+// maxPhi caps the autocorrelation allowed for: beyond it a level is a drift, not noise.
+const maxPhi = 0.9
+
+// blockSum is the sum of phi^|i-j| over i, j < k: the variance of the sum of k neighbouring
+// runs of AR(1) noise, in units of one run's variance.
+func blockSum(k int, phi float64) float64 {
+	out, p := float64(k), 1.0
+	for d := 1; d < k; d++ {
+		p *= phi
+		if p < 1e-12 {
+			break
+		}
+		out += 2 * float64(k-d) * p
+	}
+	return out
+}
+
+// differenceVariance is the variance of the mean of m runs less the mean of the k runs just
+// before them, under AR(1) noise of autocorrelation phi, in units of one run's variance.
+func differenceVariance(k, m int, phi float64) float64 {
+	fk, fm := float64(k), float64(m)
+	// The sum over the k runs before and the m after of phi^(distance).
+	cross := 0.0
+	if phi > 0 {
+		cross = phi * (1 - math.Pow(phi, fk)) * (1 - math.Pow(phi, fm)) / ((1 - phi) * (1 - phi))
+	}
+	return blockSum(k, phi)/(fk*fk) + blockSum(m, phi)/(fm*fm) - 2*cross/(fk*fm)
+}
+
+func normalCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
 
 func mean(x []float64) float64 {
 	var s float64

@@ -1,5 +1,7 @@
 package changepoint
 
+// Every test here draws its series in process (fixed seeds); none talks to a server.
+
 import (
 	"math"
 	"math/rand/v2"
@@ -7,132 +9,211 @@ import (
 	"testing"
 )
 
-// run draws one run's value around level: lognormal noise of the given spread and, with
-// stalls, one run in ten 30% slow — the outliers a shared machine throws in.
-func run(rng *rand.Rand, level, sigma float64, stalls bool) float64 {
-	v := level * math.Exp(rng.NormFloat64()*sigma)
-	if stalls && rng.Float64() < 0.1 {
-		v *= 0.7
-	}
-	return v
+// noise draws n run-to-run factors around 1: log-noise of standard deviation sigma (the
+// marginal one), AR(1) with autocorrelation phi, Student's t with 4 degrees of freedom
+// (scaled to the same standard deviation) when heavy, and one run in ten 30% slow with stalls.
+type noise struct {
+	name          string
+	sigma, phi    float64
+	heavy, stalls bool
 }
 
-// history draws n runs of a schedule at level 1000 with run's noise, those from slowFrom on
-// 15% slower (slowFrom n: none).
-func history(rng *rand.Rand, n, slowFrom int, sigma float64, stalls bool) []float64 {
+func (nz noise) draw(rng *rand.Rand, n int) []float64 {
 	x := make([]float64, n)
+	e := nz.sigma * rng.NormFloat64()
 	for i := range x {
-		level := 1000.0
-		if i >= slowFrom {
-			level = 850
+		if i > 0 {
+			e = nz.phi*e + nz.sigma*math.Sqrt(1-nz.phi*nz.phi)*rng.NormFloat64()
 		}
-		x[i] = run(rng, level, sigma, stalls)
+		v := e
+		if nz.heavy {
+			chi := 0.0
+			for range 4 {
+				z := rng.NormFloat64()
+				chi += z * z
+			}
+			v = nz.sigma / math.Sqrt2 * rng.NormFloat64() / math.Sqrt(chi/4)
+		}
+		x[i] = 1000 * math.Exp(v)
+		if nz.stalls && rng.Float64() < 0.1 {
+			x[i] *= 0.7
+		}
 	}
 	return x
 }
 
-// watch feeds a history to Detect run by run, as a schedule does, and returns the first
-// length at which a change point shows and what it was; 0 when none ever does.
-func watch(x []float64) (int, ChangePoint) {
-	for n := 1; n <= len(x); n++ {
-		if cps := Detect(x[:n], Options{}); len(cps) > 0 {
-			return n, cps[len(cps)-1]
-		}
-	}
-	return 0, ChangePoint{}
+var noiseModels = []noise{
+	{name: "lognormal 3.5%", sigma: 0.035},
+	{name: "lognormal 15%", sigma: 0.15},
+	{name: "AR(1) phi 0.3", sigma: 0.035, phi: 0.3},
+	{name: "AR(1) phi 0.5", sigma: 0.035, phi: 0.5},
+	{name: "t, 4 df", sigma: 0.035, heavy: true},
+	{name: "stalls", sigma: 0.035, stalls: true},
 }
 
-// With nothing changed, a schedule watched night by night must almost never be told of a
-// shift, even with the noise and stalls seen on these machines.
-func TestNoShiftInNoise(t *testing.T) {
-	for _, tc := range []struct {
-		sigma  float64
-		stalls bool
-	}{{0.04, false}, {0.15, false}, {0.05, true}, {0.15, true}} {
-		rng := rand.New(rand.NewPCG(1, uint64(1000*tc.sigma)))
-		const histories = 500
-		alarms := 0
-		for range histories {
-			if n, _ := watch(history(rng, 20, 20, tc.sigma, tc.stalls)); n > 0 {
-				alarms++
-			}
+// With nothing changed, a series replayed run by run finds at most FalseAlarmsPerRun false
+// shifts per run, on every noise model, with room to spare: the test asks for half the budget,
+// and draws enough runs that its own error is a fraction of that half (about 0.05 per 1,000
+// runs at the rates seen).
+func TestFalseShiftsWithinTheBudget(t *testing.T) {
+	const series, runs = 150, 1000
+	for i, nz := range noiseModels {
+		rng := rand.New(rand.NewPCG(uint64(i)+1, 25))
+		found := 0
+		for range series {
+			found += len(Detect(nz.draw(rng, runs), Options{}))
 		}
-		// Alpha is 0.001 per look and a history is looked at 15 times: at most 1.5% of
-		// histories on normal noise; the stalls' long tail is allowed a little more.
-		if alarms > histories*3/100 {
-			t.Errorf("noise %.0f%% stalls %v: %d of %d histories without a change flagged one", 100*tc.sigma, tc.stalls, alarms, histories)
+		perRun := float64(found) / (series * runs)
+		if perRun > 0.0005 {
+			t.Errorf("%s: %d false shifts in %d runs (%.2f per 1,000), want at most half the budget of 1 per 1,000",
+				nz.name, found, series*runs, 1000*perRun)
 		}
 	}
 }
 
-// A 15% drop shows within three runs of it, named by its first run: in quiet noise nearly
-// always, and at 4% noise, what the nightly sample's ratio shows on a busy 2-core node, in
-// most histories (Bonferroni over every split managed 75% there; the newest split, tested
-// on its own, 88%: hack/shiftpower).
-func TestShiftFoundWithinThreeRuns(t *testing.T) {
+// A smaller share of the budget is held too: a schedule with ten judged series gives each a
+// tenth.
+func TestFalseShiftsWithinASmallerShare(t *testing.T) {
+	const series, runs = 150, 1000
+	rng := rand.New(rand.NewPCG(9, 9))
+	found := 0
+	for range series {
+		found += len(Detect(noise{sigma: 0.035, phi: 0.3}.draw(rng, runs), Options{FalseAlarmsPerRun: 0.0001}))
+	}
+	if found > 8 { // half the budget would be 7.5
+		t.Errorf("%d false shifts in %d runs of AR(1) noise at a budget of 1 per 10,000 runs", found, series*runs)
+	}
+}
+
+// firstFound is the first change point at or after from-3 and the look that found it.
+func firstFound(cps []ChangePoint, from int) (ChangePoint, bool) {
+	for _, cp := range cps {
+		if cp.Index >= from-3 {
+			return cp, true
+		}
+	}
+	return ChangePoint{}, false
+}
+
+// At the nightly sample's ratio noise (3.5%, independent), after 50 unchanged runs, a 15%
+// drop is flagged within 3 runs in at least 95% of histories and a 10% drop within 5 runs in
+// at least 80%, nearly always named by its first run.
+func TestPowerAtTheNightlyNoise(t *testing.T) {
+	const before, histories = 50, 1000
 	for _, tc := range []struct {
-		sigma        float64
-		found, named int     // percent of histories at least
-		ratioOff     float64 // how far the shift's size may be from 0.85
-	}{{0.03, 90, 90, 0.05}, {0.04, 80, 80, 0.08}} {
-		rng := rand.New(rand.NewPCG(7, 7))
-		const histories = 300
-		found, named := 0, 0
+		drop          float64
+		within        int
+		flagged, name int // percent of histories at least
+	}{{0.15, 3, 95, 90}, {0.10, 5, 80, 70}} {
+		rng := rand.New(rand.NewPCG(7, uint64(100*tc.drop)))
+		flagged, named := 0, 0
 		for range histories {
-			n, cp := watch(history(rng, 20, 12, tc.sigma, false))
-			if n > 0 && n <= 15 {
-				found++
+			x := noise{sigma: 0.035}.draw(rng, before+tc.within)
+			for i := before; i < len(x); i++ {
+				x[i] *= 1 - tc.drop
 			}
-			if n > 0 && cp.Index == 12 {
-				named++
-				if math.Abs(cp.Ratio-0.85) > tc.ratioOff {
-					t.Errorf("noise %.0f%%: change point at 12 with ratio %.3f, want about 0.85", 100*tc.sigma, cp.Ratio)
+			if cp, ok := firstFound(Detect(x, Options{}), before); ok {
+				flagged++
+				if cp.Index == before {
+					named++
+				}
+				if cp.Index == before && math.Abs(cp.Ratio-(1-tc.drop)) > 0.06 {
+					t.Errorf("%.0f%% drop found with ratio %.3f", 100*tc.drop, cp.Ratio)
 				}
 			}
 		}
-		if found < histories*tc.found/100 {
-			t.Errorf("15%% shift at %.0f%% noise found within 3 runs in %d of %d histories", 100*tc.sigma, found, histories)
-		}
-		if named < histories*tc.named/100 {
-			t.Errorf("15%% shift at %.0f%% noise named by its first run in %d of %d histories", 100*tc.sigma, named, histories)
+		if flagged < histories*tc.flagged/100 || named < histories*tc.name/100 {
+			t.Errorf("%.0f%% drop: flagged within %d runs in %d of %d histories, named by its first run in %d",
+				100*tc.drop, tc.within, flagged, histories, named)
 		}
 	}
 }
 
-// A shift two runs old makes the newest split, whose newest runs are one old and two new,
-// look clear already; taken then, it would name the run before the shift. The newest split
-// waits while the split one run later scores higher, so the first report names the first
-// slow run.
-func TestNewestSplitWaitsForTheShiftsThirdRun(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 5))
-	const histories = 300
-	named, early := 0, 0
-	for range histories {
-		n, cp := watch(history(rng, 20, 12, 0.035, false))
-		if n > 0 && cp.Index == 12 {
-			named++
-		}
-		if n > 0 && cp.Index < 12 {
-			early++
+// levels draws a series of runs at the given levels, n runs each, with 2% noise.
+func levels(seed uint64, segs ...[2]float64) []float64 {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var x []float64
+	for _, seg := range segs {
+		for range int(seg[1]) {
+			x = append(x, seg[0]*math.Exp(0.02*rng.NormFloat64()))
 		}
 	}
-	// Measured: 97.6% named by run 12; without the wait, 91.4%, most of the rest one early.
-	if named < histories*95/100 {
-		t.Errorf("first report named run 12 in %d of %d histories (%d named an earlier run)", named, histories, early)
+	return x
+}
+
+// A regression fixed eight runs later is two change points: the fix is found against the level
+// the regression started. A level of eight runs says little about its own noise (its runs may
+// drift by chance, which the test must take for correlation), so not every history finds the
+// second end.
+func TestShiftUndone(t *testing.T) {
+	const histories = 50
+	both := 0
+	for seed := range uint64(histories) {
+		cps := Detect(levels(seed, [2]float64{1000, 20}, [2]float64{800, 8}, [2]float64{1000, 8}), Options{})
+		if len(cps) == 0 || cps[0].Index != 20 {
+			t.Fatalf("seed %d: change points %+v, want the first at 20", seed, cps)
+		}
+		if len(cps) == 2 && cps[1].Index == 28 && cps[0].Ratio < 0.85 && cps[1].Ratio > 1.15 {
+			both++
+		} else if len(cps) > 1 {
+			t.Errorf("seed %d: change points %+v, want 0.8 at 20 then 1.25 at 28", seed, cps)
+		}
+	}
+	if both < histories*9/10 {
+		t.Errorf("both ends found in %d of %d histories", both, histories)
+	}
+}
+
+// Two shifts ten runs apart, the same way, are two change points.
+func TestTwoShifts(t *testing.T) {
+	const histories = 50
+	both := 0
+	for seed := range uint64(histories) {
+		cps := Detect(levels(seed, [2]float64{1000, 20}, [2]float64{850, 10}, [2]float64{700, 8}), Options{})
+		if len(cps) == 0 || cps[0].Index != 20 {
+			t.Fatalf("seed %d: change points %+v, want the first at 20", seed, cps)
+		}
+		if len(cps) == 2 && cps[1].Index == 30 && math.Abs(cps[0].Ratio-0.85) < 0.04 && math.Abs(cps[1].Ratio-700.0/850) < 0.04 {
+			both++
+		}
+	}
+	if both < histories*9/10 {
+		t.Errorf("both shifts found in %d of %d histories", both, histories)
+	}
+}
+
+// A change point says what found it: the look (the history's length then), the p-value of
+// its own split and the level it was held against, which is the budget's share for MinAfter
+// new runs.
+func TestChangePointSaysWhatFoundIt(t *testing.T) {
+	x := levels(3, [2]float64{1000, 30}, [2]float64{700, 10})
+	cps := Detect(x, Options{})
+	if len(cps) != 1 || cps[0].Index != 30 {
+		t.Fatalf("change points %+v, want one at 30", cps)
+	}
+	cp := cps[0]
+	if cp.FoundAt != 33 || cp.Level != 0.0005 || cp.PValue > cp.Level {
+		t.Errorf("change point %+v, want found at 33 with a p-value within the level 0.0005", cp)
+	}
+	// The replay is the same at every look: the history as it was then finds what it found.
+	if again := Detect(x[:cp.FoundAt], Options{}); len(again) != 1 || again[0].Index != 30 || again[0].PValue != cp.PValue {
+		t.Errorf("the history at the look that found it: %+v", again)
+	}
+	if again := Detect(x[:cp.FoundAt-1], Options{}); len(again) != 0 {
+		t.Errorf("the history one run before: %+v", again)
 	}
 }
 
 // One bad run is an outlier, not a shift, however far off it is; two in a row are not rare
-// on a shared machine either, nor two among the newest three, which the newest split must
-// not take for a level (its runs must all sit on the new level's side).
+// on a shared machine either, nor two among the newest three.
 func TestOutliersAreNotShifts(t *testing.T) {
-	flat := []float64{100, 101, 99, 100, 102, 98, 100, 101, 99, 100, 99, 101}
+	flat := levels(5, [2]float64{100, 30})
 	for _, tc := range []struct {
 		name string
 		slow []int
-	}{{"one run in the middle", []int{6}}, {"the newest run", []int{11}},
-		{"the two newest runs", []int{10, 11}}, {"two runs in the middle", []int{5, 6}},
-		{"two of the three newest runs", []int{9, 11}}} {
+	}{{"one run in the middle", []int{15}}, {"the newest run", []int{29}},
+		{"the two newest runs", []int{28, 29}}, {"two runs in the middle", []int{14, 15}},
+		{"two of the three newest runs", []int{27, 29}}} {
 		x := slices.Clone(flat)
 		for _, i := range tc.slow {
 			x[i] = 40
@@ -143,93 +224,58 @@ func TestOutliersAreNotShifts(t *testing.T) {
 	}
 }
 
-// Two slow runs among the newest three have a mean far below the level, and a long history
-// meets that often: with one run in ten 30% slow, 100 unchanged runs hold it somewhere in
-// most histories. The newest split must not take them for a level (measured with hack/
-// shiftpower's draws: 16.8% of such histories flagged somewhere, as many as with Bonferroni
-// over all splits alone, 16.6%; 28.9% when the newest split ignored the runs' sides).
-func TestStallsAreNotANewLevel(t *testing.T) {
-	rng := rand.New(rand.NewPCG(11, 13))
-	const histories = 300
-	alarms := 0
+// LevelStart is the first run of the newest level, 0 without a change point.
+func TestLevelStart(t *testing.T) {
+	if got := LevelStart(levels(1, [2]float64{1000, 30}), Options{}); got != 0 {
+		t.Errorf("unchanged series: level starts at %d, want 0", got)
+	}
+	if got := LevelStart(levels(1, [2]float64{1000, 20}, [2]float64{800, 10}), Options{}); got != 20 {
+		t.Errorf("a drop at run 20: level starts at %d", got)
+	}
+	if got := LevelStart(nil, Options{}); got != 0 {
+		t.Errorf("no runs: level starts at %d", got)
+	}
+}
+
+// Detectable says what simulation shows: a shift of that size, at that noise, is found within
+// MinAfter runs about 90% of the time.
+func TestDetectableMatchesSimulation(t *testing.T) {
+	const before, histories = 50, 1000
+	rng := rand.New(rand.NewPCG(11, 11))
+	nz := noise{sigma: 0.035}
+	shift, ok := Detectable(nz.draw(rng, before), Options{})
+	if !ok || shift < 0.05 || shift > 0.3 {
+		t.Fatalf("Detectable at 3.5%% noise after %d runs: %.3f, %v", before, shift, ok)
+	}
+	found := 0
 	for range histories {
-		if n, _ := watch(history(rng, 100, 100, 0.04, true)); n > 0 {
-			alarms++
+		x := nz.draw(rng, before+3)
+		for i := before; i < len(x); i++ {
+			x[i] *= 1 + shift
+		}
+		if cp, ok := firstFound(Detect(x, Options{}), before); ok && cp.FoundAt <= before+3 {
+			found++
 		}
 	}
-	if alarms > histories*22/100 {
-		t.Errorf("%d of %d histories of 100 unchanged runs with stalls flagged a shift", alarms, histories)
+	if found < histories*80/100 || found > histories*97/100 {
+		t.Errorf("a %.1f%% shift found within 3 runs in %d of %d histories, want about 90%%", 100*shift, found, histories)
 	}
-}
-
-// levels draws a series of runs at the given levels, n runs each, with 2% noise.
-func levels(seed uint64, segs ...[2]float64) []float64 {
-	rng := rand.New(rand.NewPCG(seed, seed))
-	var x []float64
-	for _, seg := range segs {
-		for range int(seg[1]) {
-			x = append(x, run(rng, seg[0], 0.02, false))
-		}
-	}
-	return x
-}
-
-// Two shifts four runs apart, the same way, are two change points.
-func TestTwoNearbyShifts(t *testing.T) {
-	for seed := range uint64(20) {
-		cps := Detect(levels(seed, [2]float64{1000, 10}, [2]float64{850, 4}, [2]float64{700, 8}), Options{})
-		if len(cps) != 2 || cps[0].Index != 10 || cps[1].Index != 14 {
-			t.Fatalf("seed %d: change points %+v, want at 10 and 14", seed, cps)
-		}
-		if math.Abs(cps[0].Ratio-0.85) > 0.04 || math.Abs(cps[1].Ratio-700.0/850) > 0.04 {
-			t.Errorf("seed %d: ratios %.3f then %.3f, want about 0.85 then 0.82", seed, cps[0].Ratio, cps[1].Ratio)
-		}
-	}
-}
-
-// A regression fixed six runs later is found with its fix, though no single split of the
-// history tells the levels apart.
-func TestShiftUndone(t *testing.T) {
-	for seed := range uint64(20) {
-		x := levels(seed, [2]float64{1000, 10}, [2]float64{800, 6}, [2]float64{1000, 8})
-		cps := Detect(x, Options{})
-		if len(cps) != 2 || cps[0].Index != 10 || cps[1].Index != 16 {
-			t.Fatalf("seed %d: change points %+v, want at 10 and 16", seed, cps)
-		}
-		if cps[0].Ratio > 0.85 || cps[1].Ratio < 1.15 {
-			t.Errorf("seed %d: ratios %.3f then %.3f, want about 0.8 then 1.25", seed, cps[0].Ratio, cps[1].Ratio)
-		}
-		if _, stat, tried := bestSplit(logsOf(x), Options{}.withDefaults()); pValue(stat, len(x), tried) <= 0.001 {
-			t.Errorf("seed %d: a single split finds it alone; the series no longer needs stretches", seed)
-		}
-	}
-}
-
-func logsOf(x []float64) []float64 {
-	out := make([]float64, len(x))
-	for i, v := range x {
-		out[i] = math.Log(v)
-	}
-	return out
-}
-
-func TestFlatSeries(t *testing.T) {
-	if cps := Detect([]float64{5, 5, 5, 5, 5, 5, 5}, Options{}); len(cps) != 0 {
-		t.Errorf("flat series: %+v", cps)
-	}
-	cps := Detect([]float64{5, 5, 5, 5, 5, 4, 4, 4}, Options{})
-	if len(cps) != 1 || cps[0].Index != 5 || cps[0].PValue != 0 || math.Abs(cps[0].Ratio-0.8) > 1e-12 {
-		t.Errorf("step in a flat series: %+v, want one at 5, ratio 0.8, p 0", cps)
+	if _, ok := Detectable(levels(1, [2]float64{1000, 3}), Options{}); ok {
+		t.Error("Detectable with 3 runs: want not ok")
 	}
 }
 
 // Runs without a usable value are left out, and change points still name runs by their
 // place in the series given.
 func TestMissingValuesKeepTheRunIndex(t *testing.T) {
-	x := []float64{10, 0, 10, 10, math.Inf(1), 10, 10, 5, -1, 5, 5}
+	x := levels(2, [2]float64{1000, 25}, [2]float64{700, 6})
+	x[3], x[10], x[27] = 0, math.Inf(1), -1
 	cps := Detect(x, Options{})
-	if len(cps) != 1 || cps[0].Index != 7 {
-		t.Errorf("change points %+v, want one at run 7", cps)
+	if len(cps) != 1 || cps[0].Index != 25 {
+		t.Errorf("change points %+v, want one at run 25", cps)
+	}
+	if got := LevelStart(x, Options{}); got != 25 {
+		t.Errorf("level starts at %d, want 25", got)
 	}
 }
 
@@ -242,25 +288,14 @@ func TestTooShort(t *testing.T) {
 	}
 }
 
-// The p-value carries the Bonferroni factor: the same split, found among three splits, is
-// three times less sure than when it is the only split tried. In the newest segment the
-// newest split is tested on its own with newestShare of the level: its p-value is its t
-// test's over that share.
-func TestPValueCountsTheSplits(t *testing.T) {
-	x := logsOf([]float64{100, 104, 97, 101, 99, 103, 90, 88, 91})
-	all := changesIn(x, Options{Alpha: 0.5}.withDefaults(), false)
-	only := changesIn(x, Options{MinBefore: 6, MinAfter: 3, Alpha: 1}.withDefaults(), false)
-	newest := changesIn(x, Options{Alpha: 0.5}.withDefaults(), true)
-	pAll, okAll := all[6]
-	pOnly, okOnly := only[6]
-	pNewest, okNewest := newest[6]
-	if !okAll || !okOnly || !okNewest || len(all)+len(only)+len(newest) != 3 {
-		t.Fatalf("change points %v, %v and %v, want the split at 6 in each", all, only, newest)
+// A flat series has no change point; a step in it is one, named by its first run.
+func TestFlatSeries(t *testing.T) {
+	if cps := Detect(slices.Repeat([]float64{5}, 30), Options{}); len(cps) != 0 {
+		t.Errorf("flat series: %+v", cps)
 	}
-	if got := pAll / pOnly; math.Abs(got-3) > 1e-9 {
-		t.Errorf("p-value of 3 splits / of 1 split = %.6f, want 3 (p %.3g, %.3g)", got, pAll, pOnly)
-	}
-	if got := pNewest / pOnly; math.Abs(got-1/newestShare) > 1e-9 {
-		t.Errorf("p-value of the newest split / of the t test alone = %.6f, want %v", got, 1/newestShare)
+	x := append(slices.Repeat([]float64{5}, 20), 4, 4, 4)
+	cps := Detect(x, Options{})
+	if len(cps) != 1 || cps[0].Index != 20 || cps[0].PValue != 0 || math.Abs(cps[0].Ratio-0.8) > 1e-12 {
+		t.Errorf("step in a flat series: %+v, want one at 20, ratio 0.8, p 0", cps)
 	}
 }

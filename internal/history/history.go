@@ -9,6 +9,16 @@
 // of ratios leaves out much of the machine's drift from run to run, which moves arms that
 // took turns alike, and so shows a shift of one arm (a CouchDB build, a setting) long before
 // the arm's own numbers can.
+//
+// # The false-alarm budget
+//
+// Every run is a new look at every series, and a schedule is left on for months: a level per
+// look says nothing of a schedule's life. So the judged series of a history (the ratios when
+// its runs have a reference arm, else every metric) share one budget, FalseAlarmsPerRun: each
+// is searched for shifts (changepoint.Detect, run by run as the schedule saw them) at an
+// equal share of it, and all of them together show a false shift at most that often per run
+// with nothing changed. The arms' own numbers beside a reference arm (machine) are searched at
+// the same per-series level and shown, not judged: they are not in the budget.
 package history
 
 import (
@@ -24,9 +34,29 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// MaxRuns is how many runs a history keeps, the newest: enough for shifts months back in a
-// nightly schedule, little enough to keep in one ConfigMap.
-const MaxRuns = 100
+// FalseAlarmsPerRun is a schedule's false-alarm budget: with nothing changed, the chance per
+// run that any of its judged series shows a shift, which is one false shift per 1,000 unchanged
+// runs over all of them (nightly, about one in three years). Each judged series gets an equal
+// share of it (changepoint.Options.FalseAlarmsPerRun).
+const FalseAlarmsPerRun = 0.001
+
+// Budget says the budget in words, over that many judged series: "1 in 1000 runs over 3
+// judged metrics".
+func Budget(judged int) string {
+	metrics := "metrics"
+	if judged == 1 {
+		metrics = "metric"
+	}
+	return fmt.Sprintf("1 in %.0f runs over %d judged %s", 1/FalseAlarmsPerRun, judged, metrics)
+}
+
+// MaxRuns is how many runs a history keeps, the newest: nearly three years of a nightly
+// schedule. The detector replays a series look by look from its first kept run, so its
+// false-alarm budget holds only while the history still holds the current level from its
+// start: a history cut shorter re-takes its first looks on a shorter level, which is a fresh
+// chance of a false shift each time it is cut. The ConfigMap's size may cut it sooner
+// (controllers' fitHistory), for schedules of many metrics.
+const MaxRuns = 1000
 
 // History is the runs of one spec, oldest first.
 type History struct {
@@ -45,6 +75,11 @@ type Run struct {
 	Name        string             `json:"name"`
 	ScheduledAt time.Time          `json:"scheduledAt"`
 	Values      map[string]float64 `json:"values"`
+	// OncePerArm are the ratios of this run that are not paired round by round: the workload
+	// gave one figure per arm (seeding without dataset.seedRepetitions, k6's latency
+	// percentiles over all its repetitions) or fewer than compare.MinSamples, so the ratio is
+	// of the arms' medians, not of measurements taken back to back.
+	OncePerArm []string `json:"oncePerArm,omitempty"`
 }
 
 // RatioKey names the series of an arm's ratio to the reference arm in one metric:
@@ -62,7 +97,8 @@ func isRatio(key string) bool {
 }
 
 // RunOf is a run's entry: its metrics' medians and, with several arms, each arm's ratio to
-// the first.
+// the first in every metric both measured: the paired estimate where the rounds pair, else the
+// ratio of the medians, marked OncePerArm.
 func RunOf(name string, at time.Time, docs []*results.Document) (Run, map[string]string, error) {
 	run := Run{Name: name, ScheduledAt: at.UTC(), Values: map[string]float64{}}
 	better := map[string]string{}
@@ -77,9 +113,14 @@ func RunOf(name string, at time.Time, docs []*results.Document) (Run, map[string
 	}
 	if arms != nil {
 		for _, r := range arms.Rows {
-			if r.EstimatePercent != nil {
-				key := RatioKey(r, arms.Reference)
-				run.Values[key], better[key] = 1+*r.EstimatePercent/100, r.Better
+			change := r.Change()
+			if change == nil || !finite(1+*change/100) {
+				continue
+			}
+			key := RatioKey(r, arms.Reference)
+			run.Values[key], better[key] = 1+*change/100, r.Better
+			if r.EstimatePercent == nil || min(r.NBaseline, r.NCurrent) < compare.MinSamples {
+				run.OncePerArm = append(run.OncePerArm, key)
 			}
 		}
 	}
@@ -99,7 +140,8 @@ func finite(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v
 // times, and keeps the newest MaxRuns. It reports whether the history changed.
 func (h *History) Add(run Run, better map[string]string) bool {
 	i := slices.IndexFunc(h.Runs, func(r Run) bool { return r.Name == run.Name })
-	if i >= 0 && h.Runs[i].ScheduledAt.Equal(run.ScheduledAt) && mapsEqual(h.Runs[i].Values, run.Values) {
+	if i >= 0 && h.Runs[i].ScheduledAt.Equal(run.ScheduledAt) && mapsEqual(h.Runs[i].Values, run.Values) &&
+		slices.Equal(h.Runs[i].OncePerArm, run.OncePerArm) {
 		return false
 	}
 	if i >= 0 {
@@ -134,17 +176,17 @@ func mapsEqual(a, b map[string]float64) bool {
 	return true
 }
 
-// Before is, by metric key, the values of the runs scheduled before t, oldest first: the
-// history a verdict on the run at t takes the run-to-run spread from (compare.Options.History).
+// Before is, by metric key, the values of the current level as of t (the runs scheduled
+// before t, since the newest shift they show), oldest first: the history a verdict on the run
+// at t takes the run-to-run spread from (compare.Options.History). A shift before t would
+// widen it otherwise: the spread across two levels is their distance as much as the noise.
 func (h History) Before(t time.Time) map[string][]float64 {
+	past := History{Runs: slices.DeleteFunc(slices.Clone(h.Runs), func(r Run) bool { return !r.ScheduledAt.Before(t) })}
+	opts := past.options()
 	out := map[string][]float64{}
-	for _, r := range h.Runs {
-		if !r.ScheduledAt.Before(t) {
-			continue
-		}
-		for k, v := range r.Values {
-			out[k] = append(out[k], v)
-		}
+	for _, key := range past.Keys() {
+		_, values := past.Series(key)
+		out[key] = values[changepoint.LevelStart(values, opts):]
 	}
 	return out
 }
@@ -176,11 +218,12 @@ func (h History) Series(key string) (runs []string, values []float64) {
 	return runs, values
 }
 
-// Spread is how much a metric differs from run to run: the coefficient of variation of its
-// values (from the standard deviation of their logarithms), in percent, over n runs; 0 with
-// fewer than 2.
+// Spread is how much a metric differs from run to run within its current level (since its
+// newest shift): the coefficient of variation of those values (from the standard deviation of
+// their logarithms), in percent, over n runs; 0 with fewer than 2.
 func (h History) Spread(key string) (percent float64, n int) {
 	_, values := h.Series(key)
+	values = values[changepoint.LevelStart(values, h.options()):]
 	if len(values) < 2 {
 		return 0, len(values)
 	}
@@ -197,6 +240,105 @@ func (h History) Spread(key string) (percent float64, n int) {
 	return 100 * (math.Exp(math.Sqrt(ss/float64(len(values)-1))) - 1), len(values)
 }
 
+// referenced says whether the history's runs set their arms against a reference arm: then
+// only the ratios are judged.
+func (h History) referenced() bool { return slices.ContainsFunc(h.Keys(), isRatio) }
+
+// JudgedKeys are the series the history judges, sorted: the ratios when its runs have a
+// reference arm, else every metric.
+func (h History) JudgedKeys() []string {
+	keys := h.Keys()
+	if h.referenced() {
+		return slices.DeleteFunc(keys, func(k string) bool { return !isRatio(k) })
+	}
+	return keys
+}
+
+// options are every series' detector options: an equal share of FalseAlarmsPerRun for each
+// judged series. The machine's series get the same, though they are not in the budget, so
+// that they are shown as a judged series would be.
+func (h History) options() changepoint.Options {
+	return changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun / float64(max(len(h.JudgedKeys()), 1))}
+}
+
+// OncePerArm says whether a ratio series is of arms measured once each (Run.OncePerArm) in
+// its newest run.
+func (h History) OncePerArm(key string) bool {
+	for i := len(h.Runs) - 1; i >= 0; i-- {
+		if _, ok := h.Runs[i].Values[key]; ok {
+			return slices.Contains(h.Runs[i].OncePerArm, key)
+		}
+	}
+	return false
+}
+
+// How the history treats a series (Role).
+const (
+	RoleJudged     = "judged"
+	RoleOncePerArm = "judged, once per arm" // a ratio of arms measured once each (OncePerArm)
+	RoleMachine    = "machine, not judged"  // an arm's own numbers beside a reference arm
+)
+
+// Role says how the history treats a series: RoleJudged, RoleOncePerArm or RoleMachine.
+func (h History) Role(key string) string {
+	switch {
+	case h.referenced() && !isRatio(key):
+		return RoleMachine
+	case h.OncePerArm(key):
+		return RoleOncePerArm
+	}
+	return RoleJudged
+}
+
+// Detection is what the history can find in one judged series at its current noise.
+type Detection struct {
+	Metric string `json:"metric"`
+	// Runs is how many runs the current level has, which NoisePercent is measured over.
+	Runs int `json:"runs"`
+	// NoisePercent is the series' spread from run to run within its current level (Spread).
+	NoisePercent float64 `json:"noisePercent"`
+	// ShiftPercent is the smallest shift found 90% of the time within MinAfter runs (more
+	// while the level is short or has outliers) at that noise and the series' share of the
+	// budget (changepoint.Detectable); 0 when Unmeasurable says why there is none.
+	ShiftPercent float64 `json:"shiftPercent,omitempty"`
+	Unmeasurable string  `json:"unmeasurable,omitempty"`
+}
+
+// maxDetectablePercent is the largest detectable shift stated as a number: a series that
+// would not show a shift short of doubling sees nothing a schedule is for, and a short level
+// with few degrees of freedom gives figures far beyond it.
+const maxDetectablePercent = 100
+
+// Shift says the detectable shift: "12.0%", or why there is none.
+func (d Detection) Shift() string {
+	if d.Unmeasurable != "" {
+		return d.Unmeasurable
+	}
+	return fmt.Sprintf("%.1f%%", d.ShiftPercent)
+}
+
+// Detections are the judged series' detectable shifts, by metric key.
+func (h History) Detections() []Detection {
+	opts := h.options()
+	keys := h.JudgedKeys()
+	out := make([]Detection, 0, len(keys))
+	for _, key := range keys {
+		_, values := h.Series(key)
+		d := Detection{Metric: key}
+		d.NoisePercent, d.Runs = h.Spread(key)
+		switch shift, ok := changepoint.Detectable(values, opts); {
+		case !ok:
+			d.Unmeasurable = "too few runs"
+		case !(100*shift <= maxDetectablePercent):
+			d.Unmeasurable = fmt.Sprintf("over %d%%: too few runs at this noise", maxDetectablePercent)
+		default:
+			d.ShiftPercent = 100 * shift
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
 // Shift is a persistent change in the level of a metric.
 type Shift struct {
 	Metric string `json:"metric"`
@@ -206,8 +348,11 @@ type Shift struct {
 	// ChangePercent is the new level against the old (geometric means of the runs after and
 	// before), e.g. -15.2.
 	ChangePercent float64 `json:"changePercent"`
-	// Confidence is 1 - the change point's p-value, in percent.
-	Confidence float64 `json:"confidence"`
+	// PValue is the p-value of the test of the shift's own split, at the run that found it;
+	// Level is the level that test was held against: the series' share of the schedule's
+	// false-alarm budget per run, split over the tests of one run (changepoint.ChangePoint).
+	PValue float64 `json:"pValue"`
+	Level  float64 `json:"level"`
 	// Worse says whether the new level is worse: lower for a rate, higher for a time.
 	Worse bool `json:"worse"`
 	// Machine marks a shift in an arm's own numbers in a history whose runs set their arms
@@ -229,9 +374,11 @@ func (h *History) Announce(s Shift) bool {
 	return true
 }
 
-// String says it in one line: "indexing ... -15.2% from run X (3 runs, 99.9%)".
+// String says it in one line: "indexing ... -15.2% from run X (3 runs, p = 2.1e-06 at a
+// test level of 6.2e-05)".
 func (s Shift) String() string {
-	return fmt.Sprintf("%s %+.1f%% from run %s (%d runs, %.2f%% confidence)", s.Metric, s.ChangePercent, s.Run, s.Runs, s.Confidence)
+	return fmt.Sprintf("%s %+.1f%% from run %s (%d runs, p = %.1e at a test level of %.1e)", s.Metric, s.ChangePercent,
+		s.Run, s.Runs, s.PValue, s.Level)
 }
 
 // Verdict is what the shift says: "Regressed", "Improved", or "machine" (not judged).
@@ -257,17 +404,17 @@ func Judged(shifts []Shift) []Shift {
 	return out
 }
 
-// Shifts are the change points of every metric of the history, newest first.
-func (h History) Shifts(opts changepoint.Options) []Shift {
+// Shifts are the change points of every metric of the history, newest first, each judged
+// series searched at its share of FalseAlarmsPerRun.
+func (h History) Shifts() []Shift {
 	var out []Shift
-	keys := h.Keys()
-	referenced := slices.ContainsFunc(keys, isRatio)
-	for _, key := range keys {
+	opts, referenced := h.options(), h.referenced()
+	for _, key := range h.Keys() {
 		runs, values := h.Series(key)
 		for _, cp := range changepoint.Detect(values, opts) {
 			lower := cp.Ratio < 1
 			out = append(out, Shift{Metric: key, Run: runs[cp.Index], Runs: len(runs) - cp.Index,
-				ChangePercent: 100 * (cp.Ratio - 1), Confidence: 100 * (1 - cp.PValue), Worse: lower == (h.Better[key] != "lower"),
+				ChangePercent: 100 * (cp.Ratio - 1), PValue: cp.PValue, Level: cp.Level, Worse: lower == (h.Better[key] != "lower"),
 				Machine: referenced && !isRatio(key)})
 		}
 	}
@@ -279,19 +426,30 @@ func (h History) Shifts(opts changepoint.Options) []Shift {
 	return out
 }
 
-// Tables are the history's metrics with their spread from run to run, and its shifts: what
-// `couchbench history` prints and the history's page shows.
+// Tables are the history's metrics with their spread from run to run within their current
+// level, what each judged one would find, and its shifts: what `couchbench history` prints and
+// the history's page shows.
 func (h History) Tables(shifts []Shift) []results.Table {
 	if len(h.Runs) == 0 {
 		return nil
+	}
+	detectable := map[string]string{}
+	judged := h.Detections()
+	for _, d := range judged {
+		detectable[d.Metric] = d.Shift()
 	}
 	first, last := h.Runs[0], h.Runs[len(h.Runs)-1]
 	metrics := results.Table{
 		Title: fmt.Sprintf("%d runs, %s (%s) to %s (%s)", len(h.Runs), first.Name, first.ScheduledAt.Format("2006-01-02 15:04"),
 			last.Name, last.ScheduledAt.Format("2006-01-02 15:04")),
-		Note: "Between runs: the coefficient of variation of a metric over the runs, which a verdict on two runs must allow " +
-			"for (spec.baseline.betweenRunsPercent). Rows named arm:reference are an arm's ratio to the first arm, run by run.",
-		Header: []string{"Metric", "Runs", "Between runs", "First", "Last", "Shifts"},
+		Note: "Between runs: the coefficient of variation of a metric over the runs of its current level (since its newest " +
+			"shift), which a verdict on two runs must allow for (spec.baseline.betweenRunsPercent). Detectable shift: the " +
+			"smallest shift of a judged metric found 90% of the time within 3 runs (more while its level is short or has " +
+			"outliers) at that spread. Rows named arm:reference are " +
+			"an arm's ratio to the first arm, run by run, paired round by round; once per arm: the workload gave one figure per " +
+			"arm, the ratio is of those, not of measurements back to back, judged like the others at its own series' spread. " +
+			"Machine: an arm's own numbers beside a reference arm, shown, not judged.",
+		Header: []string{"Metric", "Judged", "Runs", "At its level", "Between runs", "Detectable shift", "First", "Last", "Shifts"},
 	}
 	count := map[string]int{}
 	for _, s := range shifts {
@@ -300,26 +458,34 @@ func (h History) Tables(shifts []Shift) []results.Table {
 	for _, key := range h.Keys() {
 		_, values := h.Series(key)
 		cv, n := h.Spread(key)
-		metrics.Rows = append(metrics.Rows, []string{key, fmt.Sprint(n), fmt.Sprintf("%.1f%%", cv),
-			fmt.Sprintf("%.4g", values[0]), fmt.Sprintf("%.4g", values[len(values)-1]), fmt.Sprint(count[key])})
+		shift, ok := detectable[key]
+		if !ok {
+			shift = "-"
+		}
+		metrics.Rows = append(metrics.Rows, []string{key, h.Role(key), fmt.Sprint(len(values)), fmt.Sprint(n),
+			fmt.Sprintf("%.1f%%", cv), shift, fmt.Sprintf("%.4g", values[0]), fmt.Sprintf("%.4g", values[len(values)-1]),
+			fmt.Sprint(count[key])})
 	}
 	tables := make([]results.Table, 0, 2)
 	tables = append(tables, metrics)
 	t := results.Table{
 		Title: "Shifts",
-		Note: "A shift: the level of a metric changed and stayed so for at least 3 runs, found over the whole series " +
-			"(binary segmentation with Student's t test, Bonferroni over the splits tried, p ≤ 0.001), named by its first run; " +
-			"Change: the geometric means of the runs after it and before it. Verdict: Regressed or Improved; machine: an arm's own " +
-			"numbers in runs with a reference arm, which the machine's level moves as much as the arm (its ratio to the reference " +
-			"says whether the arm changed), shown, not judged.",
-		Header: []string{"Metric", "From run", "Change", "Runs since", "Confidence", "Verdict"},
+		Note: fmt.Sprintf("A shift: the level of a metric changed and stayed so for at least 3 runs, found online, run by run, "+
+			"against a per-run false-alarm level; budget one false shift per %.0f runs over the judged metrics (%d here, "+
+			"%.1e per run each), named by its first run. Change: the geometric means of the runs after it and before it. "+
+			"p: the p-value of the test of its own split at the run that found it; Level: the level that test was held "+
+			"against, the metric's share per run split over the tests of a run. Verdict: Regressed or "+
+			"Improved; machine: an arm's own numbers in runs with a reference arm, which the machine's level moves as much as "+
+			"the arm (its ratio to the reference says whether the arm changed), shown, not judged.",
+			1/FalseAlarmsPerRun, len(judged), h.options().FalseAlarmsPerRun),
+		Header: []string{"Metric", "From run", "Change", "Runs since", "p", "Level", "Verdict"},
 	}
 	for _, s := range shifts {
 		t.Rows = append(t.Rows, []string{s.Metric, s.Run, fmt.Sprintf("%+.1f%%", s.ChangePercent), fmt.Sprint(s.Runs),
-			fmt.Sprintf("%.2f%%", s.Confidence), s.Verdict()})
+			fmt.Sprintf("%.1e", s.PValue), fmt.Sprintf("%.1e", s.Level), s.Verdict()})
 	}
 	if len(t.Rows) == 0 {
-		t.Rows = append(t.Rows, []string{"none", "-", "-", "-", "-", "-"})
+		t.Rows = append(t.Rows, []string{"none", "-", "-", "-", "-", "-", "-"})
 	}
 	return append(tables, t)
 }

@@ -4,13 +4,21 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/couchbench/couchbench/internal/changepoint"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/seeding"
 )
+
+// valuesOf is a series' values alone.
+func valuesOf(h History, key string) []float64 {
+	_, values := h.Series(key)
+	return values
+}
 
 var t0 = time.Date(2026, 11, 1, 2, 0, 0, 0, time.UTC)
 
@@ -19,14 +27,19 @@ func runAt(i int, values map[string]float64) Run {
 }
 
 // twoArms is a run's document of arms a and b that took turns for their builds: rates[i] is
-// the i-th round's docs/s of each.
-func twoArms(a, b []float64) []*results.Document {
+// the i-th round's docs/s of each. Each arm seeded once, in seedSeconds[arm]: a workload run
+// once per arm.
+func twoArms(a, b []float64, seedSeconds map[string]time.Duration) []*results.Document {
 	arm := func(name string, rates []float64) results.Arm {
 		s := results.IndexingSeries{Reducer: "builtin"}
 		for _, r := range rates {
 			s.Runs = append(s.Runs, indexing.Run{Documents: 10000, DocsPerSecond: r})
 		}
-		return results.Arm{QueryServer: name, Profiles: []results.Profile{{Profile: "small", Indexing: []results.IndexingSeries{s}}}}
+		p := results.Profile{Profile: "small", Indexing: []results.IndexingSeries{s}}
+		if d, ok := seedSeconds[name]; ok {
+			p.Seeding = &seeding.Result{Stored: 10000, Elapsed: d}
+		}
+		return results.Arm{QueryServer: name, Profiles: []results.Profile{p}}
 	}
 	return []*results.Document{{
 		Steps: []results.StepRecord{{QueryServer: "a", Step: "index", Rounds: [][]string{{"a", "b"}, {"b", "a"}}}},
@@ -37,7 +50,7 @@ func twoArms(a, b []float64) []*results.Document {
 // A run's entry holds each arm's median and the second arm's ratio to the first, paired
 // round by round, each with the way it improves.
 func TestRunOfTakesMediansAndRatios(t *testing.T) {
-	docs := twoArms([]float64{1000, 1100, 900, 1000, 1050}, []float64{800, 880, 720, 800, 840})
+	docs := twoArms([]float64{1000, 1100, 900, 1000, 1050}, []float64{800, 880, 720, 800, 840}, nil)
 	run, better, err := RunOf("nightly-01", t0, docs)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +73,43 @@ func TestRunOfTakesMediansAndRatios(t *testing.T) {
 	}
 	if got := run.Values[ratioKey]; math.Abs(got-0.8) > 1e-9 {
 		t.Errorf("%s = %v, want 0.8 (b is 20%% slower in every round); values %v", ratioKey, got, run.Values)
+	}
+	if len(run.OncePerArm) != 0 {
+		t.Errorf("once per arm %v, want none: every round was paired", run.OncePerArm)
+	}
+}
+
+// A workload run once per arm (seeding here) has no rounds to pair: its ratio is recorded all
+// the same, from the two measurements, and marked once per arm; the paired ratio is not.
+func TestRunOfRecordsOncePerArmRatios(t *testing.T) {
+	const seedRatio, buildRatio = "b:a/small/seeding/bulk/docs_per_second", "b:a/small/indexing/builtin/changes_per_second"
+	docs := twoArms([]float64{1000, 1100, 900}, []float64{800, 880, 720}, map[string]time.Duration{"a": time.Second, "b": 1250 * time.Millisecond})
+	run, better, err := RunOf("nightly-01", t0, docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := run.Values[seedRatio]; math.Abs(got-0.8) > 1e-9 || better[seedRatio] != "higher" {
+		t.Errorf("%s = %v improving %q, want 0.8 (b seeded in 1.25 s, a in 1 s), higher; values %v", seedRatio, got, better[seedRatio], run.Values)
+	}
+	if !slices.Equal(run.OncePerArm, []string{seedRatio}) {
+		t.Errorf("once per arm %v, want only %s", run.OncePerArm, seedRatio)
+	}
+	var h History
+	h.Add(run, better)
+	if !h.OncePerArm(seedRatio) || h.OncePerArm(buildRatio) {
+		t.Errorf("history: seeding once per arm %v, builds %v; want true, false", h.OncePerArm(seedRatio), h.OncePerArm(buildRatio))
+	}
+	if h.Role(seedRatio) != RoleOncePerArm || h.Role(buildRatio) != RoleJudged || h.Role("a/small/seeding/bulk/docs_per_second") != RoleMachine {
+		t.Errorf("roles %q, %q, %q", h.Role(seedRatio), h.Role(buildRatio), h.Role("a/small/seeding/bulk/docs_per_second"))
+	}
+	var seen bool
+	for _, row := range h.Tables(nil)[0].Rows {
+		if row[0] == seedRatio {
+			seen = row[1] == RoleOncePerArm
+		}
+	}
+	if !seen {
+		t.Errorf("the metrics table does not mark %s once per arm: %v", seedRatio, h.Tables(nil)[0].Rows)
 	}
 }
 
@@ -136,6 +186,37 @@ func TestBeforeAndSpread(t *testing.T) {
 	}
 }
 
+// The spread is measured within the current level: a shift 30% down does not widen it, and a
+// verdict on a run takes the level as its runs before it showed it.
+func TestSpreadIsWithinTheCurrentLevel(t *testing.T) {
+	jitter := []float64{1, 1.02, 0.98, 1.01, 0.99, 1, 1.02, 0.98, 1.01, 0.99, 1, 1.02, 0.98, 1.01, 0.99, 1}
+	var h History
+	for i, j := range jitter {
+		v := 1000 * j
+		if i >= 8 {
+			v *= 0.7
+		}
+		h.Add(runAt(i, map[string]float64{"m": v}), map[string]string{"m": "higher"})
+	}
+	shifts := h.Shifts()
+	if len(shifts) != 1 || shifts[0].Run != "nightly-08" {
+		t.Fatalf("shifts %v, want one from nightly-08", shifts)
+	}
+	// The 8 runs of the new level: jitter 1, 1.02, 0.98, 1.01, 0.99, 1, 1.02, 0.98, a CV of 1.5%.
+	got, n := h.Spread("m")
+	if n != 8 || got > 2 {
+		t.Errorf("spread %.2f%% over %d runs, want about 1.5%% over the 8 runs since the shift, not across it", got, n)
+	}
+	// Before nightly-09 the new level is one run old: no shift yet, every earlier run counts.
+	if before := h.Before(h.Runs[9].ScheduledAt)["m"]; len(before) != 9 {
+		t.Errorf("before nightly-09: %v, want all 9 runs (the shift was not seen yet)", before)
+	}
+	// Before nightly-15 the shift has shown: only the new level's runs count.
+	if before := h.Before(h.Runs[15].ScheduledAt)["m"]; len(before) != 7 || before[0] != h.Runs[8].Values["m"] {
+		t.Errorf("before nightly-15: %v, want the 7 runs from nightly-08", before)
+	}
+}
+
 // Shifts say which run a change began with and whether it is worse, by the way each metric
 // improves, newest first.
 func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
@@ -145,7 +226,7 @@ func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
 	for i := range rate {
 		h.Add(runAt(i, map[string]float64{"rate": rate[i], "time": duration[i]}), map[string]string{"rate": "higher", "time": "lower"})
 	}
-	shifts := h.Shifts(changepoint.Options{})
+	shifts := h.Shifts()
 	if len(shifts) != 2 {
 		t.Fatalf("shifts %v, want one per metric", shifts)
 	}
@@ -157,8 +238,56 @@ func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
 	if got.Metric != "time" || got.Run != "nightly-06" || got.Worse || math.Abs(got.ChangePercent+20) > 0.5 {
 		t.Errorf("older shift %+v, want time about -20%% from nightly-06, better", got)
 	}
-	if got.Confidence < 99.9 {
-		t.Errorf("confidence %.3f%%", got.Confidence)
+	// Two judged metrics: each is searched at half the budget, and says so.
+	want := changepoint.Detect(duration, changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun / 2})
+	if len(want) != 1 || got.Level != want[0].Level || got.PValue != want[0].PValue || got.PValue > got.Level {
+		t.Errorf("older shift p = %g at a level of %g, want the detector's at half the budget: %+v", got.PValue, got.Level, want)
+	}
+	if s := got.String(); !strings.Contains(s, fmt.Sprintf("p = %.1e at a test level of %.1e", got.PValue, got.Level)) {
+		t.Errorf("%q does not say its p-value and level", s)
+	}
+}
+
+// Every judged metric has its noise and detectable shift, from the runs of its current level;
+// a metric with too few runs says so.
+func TestDetectionsOfTheJudgedMetrics(t *testing.T) {
+	var h History
+	for i := range 20 {
+		values := map[string]float64{"steady": 1000 * (1 + 0.03*float64(i%3-1))}
+		if i >= 18 {
+			values["new"] = 5
+		}
+		h.Add(runAt(i, values), nil)
+	}
+	got := h.Detections()
+	if len(got) != 2 || got[0].Metric != "new" || got[1].Metric != "steady" {
+		t.Fatalf("detections %+v, want new and steady", got)
+	}
+	if got[0].Unmeasurable == "" || got[0].Shift() != "too few runs" {
+		t.Errorf("a metric of 2 runs: %+v, %q; want too few runs", got[0], got[0].Shift())
+	}
+	steady := got[1]
+	if shift, ok := changepoint.Detectable(valuesOf(h, "steady"), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun / 2}); steady.Unmeasurable != "" ||
+		!ok || steady.ShiftPercent != 100*shift || steady.Runs != 20 || math.Abs(steady.NoisePercent-2.5) > 0.1 || steady.ShiftPercent <= steady.NoisePercent {
+		t.Errorf("steady: %+v, want 20 runs, 2.5%% noise (ln 0.97, 1, 1.03), the detector's shift at half the budget (%v, %v)", steady, shift, ok)
+	}
+	if Budget(len(got)) != "1 in 1000 runs over 2 judged metrics" {
+		t.Errorf("budget %q", Budget(len(got)))
+	}
+}
+
+// A level too short for its noise gives the detector a shift beyond doubling: it is not
+// stated as a number.
+func TestDetectionsBeyondDoublingAreNotNumbers(t *testing.T) {
+	var h History
+	for i, v := range []float64{1000, 1050, 950, 1030} {
+		h.Add(runAt(i, map[string]float64{"short": v}), nil)
+	}
+	if shift, ok := changepoint.Detectable(valuesOf(h, "short"), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun}); !ok || shift <= 1 {
+		t.Fatalf("the detector's shift %v (%v): this test wants one over 100%%", shift, ok)
+	}
+	if got := h.Detections(); len(got) != 1 || got[0].ShiftPercent != 0 || got[0].Shift() != "over 100%: too few runs at this noise" {
+		t.Errorf("detections %+v, want no number, over 100%%", got)
 	}
 }
 
@@ -166,11 +295,12 @@ func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
 // slows both arms alike is a shift of their own numbers (shown, marked machine) and none of
 // their ratio; an arm that slows alone shifts its ratio, which is judged. The shape is the
 // local cluster's schedule of docs/benchmarks.md: both arms 20% down from the 8th run, the
-// candidate 37% down alone from the 15th.
+// candidate 37% down alone from the 15th, seen for 4 runs (with 14 runs at the old level, the
+// detector asks for a fourth: changepoint's outliers rule).
 func TestShiftsOfOwnNumbersBesideAReferenceAreTheMachines(t *testing.T) {
 	const own, ref, ratio = "cand/small/indexing/builtin/changes_per_second",
 		"ref/small/indexing/builtin/changes_per_second", "cand:ref/small/indexing/builtin/changes_per_second"
-	jitter := []float64{1, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.003, 0.997, 1.001, 0.999, 1.004, 0.996, 1, 1.002, 0.998, 1.001}
+	jitter := []float64{1, 1.01, 0.99, 1.005, 0.995, 1.002, 0.998, 1.003, 0.997, 1.001, 0.999, 1.004, 0.996, 1, 1.002, 0.998, 1.001, 0.999}
 	var h History
 	better := map[string]string{own: "higher", ref: "higher", ratio: "higher"}
 	for i, j := range jitter {
@@ -183,7 +313,7 @@ func TestShiftsOfOwnNumbersBesideAReferenceAreTheMachines(t *testing.T) {
 		}
 		h.Add(runAt(i, map[string]float64{ref: 10000 * machine * j, own: 10000 * machine * arm / j, ratio: arm / j / j}), better)
 	}
-	shifts := h.Shifts(changepoint.Options{})
+	shifts := h.Shifts()
 	judged := Judged(shifts)
 	if len(judged) != 1 || judged[0].Metric != ratio || judged[0].Run != "nightly-14" || !judged[0].Worse || judged[0].Machine {
 		t.Fatalf("judged %+v; want only the ratio's shift from nightly-14, worse", judged)
@@ -200,6 +330,17 @@ func TestShiftsOfOwnNumbersBesideAReferenceAreTheMachines(t *testing.T) {
 	if !slices.Equal(machine, want) {
 		t.Errorf("machine shifts %q, want %q", machine, want)
 	}
+	// One judged series, the ratio: it holds the whole budget, and the machine's series are
+	// searched at the same level, outside it.
+	if keys := h.JudgedKeys(); !slices.Equal(keys, []string{ratio}) {
+		t.Errorf("judged %v, want only the ratio", keys)
+	}
+	level := changepoint.Detect(valuesOf(h, ratio), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun})[0].Level
+	for _, s := range shifts {
+		if s.Level != level {
+			t.Errorf("%s at a level of %g, want %g (the whole budget, one judged series)", s.ID(), s.Level, level)
+		}
+	}
 
 	// Without a reference arm there is no ratio to tell the machine by: every shift is judged.
 	var single History
@@ -210,7 +351,7 @@ func TestShiftsOfOwnNumbersBesideAReferenceAreTheMachines(t *testing.T) {
 		}
 		single.Add(runAt(i, map[string]float64{own: v}), better)
 	}
-	if s := single.Shifts(changepoint.Options{}); len(s) != 1 || s[0].Machine || s[0].Verdict() != "Regressed" {
+	if s := single.Shifts(); len(s) != 1 || s[0].Machine || s[0].Verdict() != "Regressed" {
 		t.Errorf("one arm's shifts %+v, want one, Regressed", s)
 	}
 }

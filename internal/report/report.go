@@ -72,7 +72,8 @@ func write(w io.Writer, comparison []results.Table, runs [][]*results.Document) 
 
 // HistoryHTML writes the page of a series of runs of one spec (a schedule's history, or the
 // runs given to `couchbench history`), named name: every metric's trend over the runs with
-// the shifts found in it marked, then the history's tables.
+// the shifts found in it marked (and, titled so, whether it is judged once per arm or shown
+// only, the machine's), then the history's tables.
 func HistoryHTML(w io.Writer, name string, h history.History, shifts []history.Shift) error {
 	at := map[string]time.Time{}
 	for _, r := range h.Runs {
@@ -86,6 +87,9 @@ func HistoryHTML(w io.Writer, name string, h history.History, shifts []history.S
 	series := make([]plot.TrendSeries, 0, len(keys))
 	for _, key := range keys {
 		s := plot.TrendSeries{Title: key, Unit: unitOf(key)}
+		if role := h.Role(key); role != history.RoleJudged {
+			s.Title += " (" + role + ")"
+		}
 		runs, values := h.Series(key)
 		for i, name := range runs {
 			pt := plot.TrendPoint{At: at[name], Value: values[i]}

@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+
+	"github.com/couchbench/couchbench/internal/changepoint"
+)
+
+// noiseModel draws the run-to-run factors of one history: n values around 1.
+type noiseModel struct {
+	name string
+	draw func(rng *rand.Rand, n int) []float64
+}
+
+// sigmaOf is the standard deviation of the logarithm of a lognormal value of the given CV.
+func sigmaOf(cv float64) float64 { return math.Sqrt(math.Log1p(cv * cv)) }
+
+func lognormal(cv float64) noiseModel {
+	s := sigmaOf(cv)
+	return noiseModel{fmt.Sprintf("lognormal, CV %.3g%%", 100*cv), func(rng *rand.Rand, n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			x[i] = math.Exp(s * rng.NormFloat64())
+		}
+		return x
+	}}
+}
+
+// autoregressive is AR(1) noise on the logarithm, started from its stationary distribution:
+// cv is the CV of one run on its own (the marginal one), not of the innovations.
+func autoregressive(cv, phi float64) noiseModel {
+	s := sigmaOf(cv)
+	innovation := s * math.Sqrt(1-phi*phi)
+	return noiseModel{fmt.Sprintf("AR(1) phi %.1f, marginal CV %.3g%%", phi, 100*cv), func(rng *rand.Rand, n int) []float64 {
+		x := make([]float64, n)
+		e := s * rng.NormFloat64()
+		for i := range x {
+			if i > 0 {
+				e = phi*e + innovation*rng.NormFloat64()
+			}
+			x[i] = math.Exp(e)
+		}
+		return x
+	}}
+}
+
+// studentT is Student's t noise with 4 degrees of freedom on the logarithm, scaled so that its
+// standard deviation is that of the lognormal of the given CV.
+func studentT(cv float64) noiseModel {
+	s := sigmaOf(cv) / math.Sqrt2 // t with 4 df has variance 2
+	return noiseModel{fmt.Sprintf("t, 4 df, CV %.3g%%", 100*cv), func(rng *rand.Rand, n int) []float64 {
+		x := make([]float64, n)
+		for i := range x {
+			chi := 0.0
+			for range 4 {
+				z := rng.NormFloat64()
+				chi += z * z
+			}
+			x[i] = math.Exp(s * rng.NormFloat64() / math.Sqrt(chi/4))
+		}
+		return x
+	}}
+}
+
+// stalls is lognormal noise with, independently, one run in ten 30% slow.
+func stalls(cv float64) noiseModel {
+	base := lognormal(cv)
+	return noiseModel{fmt.Sprintf("lognormal CV %.3g%%, one run in ten 30%% slow", 100*cv), func(rng *rand.Rand, n int) []float64 {
+		x := base.draw(rng, n)
+		for i := range x {
+			if rng.Float64() < 0.1 {
+				x[i] *= 0.7
+			}
+		}
+		return x
+	}}
+}
+
+// recordedBlock is the length of the blocks the recorded residuals are resampled in: long
+// enough to keep the correlation of neighbouring runs.
+const recordedBlock = 5
+
+// recorded resamples the between-run residuals of recorded series: each series' logarithms less
+// the mean of their level (the levels the detector finds in it, so that a real shift in a
+// recorded series is not resampled as noise). A history takes one series at random and
+// stitches blocks of its residuals, each from a random place.
+func recorded(path string) (noiseModel, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return noiseModel{}, err
+	}
+	var series map[string][]float64
+	if err := json.Unmarshal(raw, &series); err != nil {
+		return noiseModel{}, fmt.Errorf("%s: %w", path, err)
+	}
+	var residuals [][]float64
+	for _, name := range slices.Sorted(func(yield func(string) bool) {
+		for k := range series {
+			if !yield(k) {
+				return
+			}
+		}
+	}) {
+		if r := levelResiduals(series[name]); len(r) >= 10 {
+			residuals = append(residuals, r)
+		}
+	}
+	if len(residuals) == 0 {
+		return noiseModel{}, fmt.Errorf("%s: no series with 10 positive values or more", path)
+	}
+	return noiseModel{fmt.Sprintf("recorded residuals (%d series, blocks of %d)", len(residuals), recordedBlock),
+		func(rng *rand.Rand, n int) []float64 {
+			r := residuals[rng.IntN(len(residuals))]
+			block := min(recordedBlock, len(r))
+			x := make([]float64, 0, n+block)
+			for len(x) < n {
+				at := rng.IntN(len(r) - block + 1)
+				for _, v := range r[at : at+block] {
+					x = append(x, math.Exp(v))
+				}
+			}
+			return x[:n]
+		}}, nil
+}
+
+// levelResiduals are the logarithms of the positive values less the mean of their level.
+func levelResiduals(values []float64) []float64 {
+	var positive []float64
+	for _, v := range values {
+		if v > 0 && !math.IsInf(v, 1) {
+			positive = append(positive, v)
+		}
+	}
+	cps := changepoint.Detect(positive, changepoint.Options{})
+	bounds := make([]int, 1, len(cps)+2)
+	for _, cp := range cps {
+		bounds = append(bounds, cp.Index)
+	}
+	bounds = append(bounds, len(positive))
+	var out []float64
+	for i := 0; i+1 < len(bounds); i++ {
+		level := positive[bounds[i]:bounds[i+1]]
+		logs := make([]float64, len(level))
+		mean := 0.0
+		for j, v := range level {
+			logs[j] = math.Log(v)
+			mean += logs[j] / float64(len(level))
+		}
+		for _, l := range logs {
+			out = append(out, l-mean)
+		}
+	}
+	return out
+}
