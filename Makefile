@@ -17,6 +17,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOTESTSUM_VERSION ?= v1.13.0
 KIND_VERSION ?= v0.33.0
 HELM_VERSION ?= v3.21.4
+# promtool, for the alert rules: from Debian's prometheus package (hack/promtool.sh).
+PROMTOOL_VERSION ?= 2.42.0+ds-5+deb12u1
 # setup-envtest of the controller-runtime release in go.mod.
 SETUP_ENVTEST_VERSION ?= v0.24.1
 
@@ -26,6 +28,7 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+PROMTOOL ?= $(LOCALBIN)/promtool-$(firstword $(subst +, ,$(PROMTOOL_VERSION)))
 SETUP_ENVTEST ?= $(LOCALBIN)/setup-envtest-$(SETUP_ENVTEST_VERSION)
 
 # envtest's kube-apiserver and etcd, by hack/envtest.sh: downloaded by setup-envtest where it
@@ -71,6 +74,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and
 		$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml charts/couchbench-operator/crds/
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
+	cp config/prometheus/couchbench-rules.yaml charts/couchbench-operator/files/couchbench-rules.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the API's DeepCopy methods.
@@ -95,9 +99,15 @@ envtest: $(SETUP_ENVTEST) ## Provide envtest's kube-apiserver and etcd in bin/k8
 # gotestsum runs go test ./... and ends with the counts ("DONE N tests, K skipped, F failures
 # in Ts"); a failed test's output is printed when its package ends and again in the summary.
 .PHONY: test
-test: verify-generated vet $(GOTESTSUM) $(SETUP_ENVTEST) ## Run unit tests, envtest suites (real kube-apiserver), k6, and the suites on real Apache CouchDB (COUCHDB_KIT).
+test: verify-generated vet test-alerts $(GOTESTSUM) $(SETUP_ENVTEST) ## Run unit tests, envtest suites (real kube-apiserver), k6, the suites on real Apache CouchDB (COUCHDB_KIT), and the alert rules' tests.
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" \
 		hack/with-couchdb.sh $(GOTESTSUM) --format pkgname-and-test-fails -- ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
+
+# The chart's copy of the rules is checked by charts/prometheusrule_test.go (go test).
+.PHONY: test-alerts
+test-alerts: $(PROMTOOL) ## Check the alert rules (config/prometheus) and run their promtool unit tests.
+	$(PROMTOOL) check rules config/prometheus/couchbench-rules.yaml
+	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: bench
 bench: $(SETUP_ENVTEST) ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
@@ -172,7 +182,7 @@ undeploy: $(KUSTOMIZE) ## Remove the operator.
 
 # The pinned tools by name (make helm, make kind, ...): each is built into bin/ with its
 # version in the file name, and bin/NAME links to it.
-TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm setup-envtest
+TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm setup-envtest promtool
 .PHONY: $(TOOLS)
 controller-gen: $(CONTROLLER_GEN)
 kustomize: $(KUSTOMIZE)
@@ -181,6 +191,7 @@ gotestsum: $(GOTESTSUM)
 kind: $(KIND)
 helm: $(HELM)
 setup-envtest: $(SETUP_ENVTEST)
+promtool: $(PROMTOOL)
 $(TOOLS):
 	@ln -sf $(notdir $<) $(LOCALBIN)/$@ && echo "$(LOCALBIN)/$@ -> $(notdir $<)"
 
@@ -201,6 +212,9 @@ $(SETUP_ENVTEST): | $(LOCALBIN)
 
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	$(call go-install-tool,$@,github.com/golangci/golangci-lint/v2/cmd/golangci-lint,$(GOLANGCI_LINT_VERSION))
+
+$(PROMTOOL): | $(LOCALBIN)
+	hack/promtool.sh $@ $(PROMTOOL_VERSION)
 
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$@,gotest.tools/gotestsum,$(GOTESTSUM_VERSION))

@@ -134,6 +134,7 @@ func (r *CouchBenchmarkReconciler) reconcile(ctx context.Context, req ctrl.Reque
 	if runErr != nil && !apierrors.IsConflict(runErr) {
 		r.recordError(&bench, runErr)
 	}
+	recordStatusMetrics(&bench)
 	if !equality.Semantic.DeepEqual(before, &bench.Status) {
 		// A conflict means the benchmark changed since it was read; the next reconcile starts
 		// from the new version.

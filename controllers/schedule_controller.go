@@ -50,6 +50,9 @@ func (r *CouchBenchmarkScheduleReconciler) Reconcile(ctx context.Context, req ct
 func (r *CouchBenchmarkScheduleReconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var s benchv1.CouchBenchmarkSchedule
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			forgetScheduleMetrics(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	before := s.Status.DeepCopy()
@@ -77,6 +80,7 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	}
 	runs = classify(runs.kept())
 	runs.observe(s, now)
+	recordScheduleMetrics(s, runs, now)
 	if err := r.observeShifts(ctx, s, now); err != nil {
 		return ctrl.Result{}, err
 	}
