@@ -181,9 +181,9 @@ func main() {
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
 		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035)}
 	if rec, err := recorded(*recordedPath); err != nil {
-		fmt.Fprintln(os.Stderr, "recorded model left out:", err)
+		fmt.Fprintln(os.Stderr, "recorded models left out:", err)
 	} else {
-		models = append(models, rec)
+		models = append(models, rec...)
 	}
 	list := strings.Split(*befores, ",")
 	beforeRuns := make([]int, 0, len(list))

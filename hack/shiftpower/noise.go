@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -85,47 +86,42 @@ func stalls(cv float64) noiseModel {
 // enough to keep the correlation of neighbouring runs.
 const recordedBlock = 5
 
-// recorded resamples the between-run residuals of recorded series: each series' logarithms less
-// the mean of their level (the levels the detector finds in it, so that a real shift in a
-// recorded series is not resampled as noise). A history takes one series at random and
-// stitches blocks of its residuals, each from a random place.
-func recorded(path string) (noiseModel, error) {
+// recorded resamples the between-run residuals of recorded series, a model per series: its
+// logarithms less the mean of their level (the levels the detector finds in it, so that a real
+// shift in a recorded series is not resampled as noise), stitched in blocks, each from a random
+// place.
+func recorded(path string) ([]noiseModel, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
-		return noiseModel{}, err
+		return nil, err
 	}
 	var series map[string][]float64
 	if err := json.Unmarshal(raw, &series); err != nil {
-		return noiseModel{}, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var residuals [][]float64
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range series {
-			if !yield(k) {
-				return
-			}
+	var models []noiseModel
+	for _, name := range slices.Sorted(maps.Keys(series)) {
+		r := levelResiduals(series[name])
+		if len(r) < 10 {
+			continue
 		}
-	}) {
-		if r := levelResiduals(series[name]); len(r) >= 10 {
-			residuals = append(residuals, r)
-		}
-	}
-	if len(residuals) == 0 {
-		return noiseModel{}, fmt.Errorf("%s: no series with 10 positive values or more", path)
-	}
-	return noiseModel{fmt.Sprintf("recorded residuals (%d series, blocks of %d)", len(residuals), recordedBlock),
-		func(rng *rand.Rand, n int) []float64 {
-			r := residuals[rng.IntN(len(residuals))]
-			block := min(recordedBlock, len(r))
-			x := make([]float64, 0, n+block)
-			for len(x) < n {
-				at := rng.IntN(len(r) - block + 1)
-				for _, v := range r[at : at+block] {
-					x = append(x, math.Exp(v))
+		models = append(models, noiseModel{fmt.Sprintf("recorded, %s (%d runs, blocks of %d)", name, len(r), recordedBlock),
+			func(rng *rand.Rand, n int) []float64 {
+				block := min(recordedBlock, len(r))
+				x := make([]float64, 0, n+block)
+				for len(x) < n {
+					at := rng.IntN(len(r) - block + 1)
+					for _, v := range r[at : at+block] {
+						x = append(x, math.Exp(v))
+					}
 				}
-			}
-			return x[:n]
-		}}, nil
+				return x[:n]
+			}})
+	}
+	if len(models) == 0 {
+		return nil, fmt.Errorf("%s: no series with 10 positive values or more", path)
+	}
+	return models, nil
 }
 
 // levelResiduals are the logarithms of the positive values less the mean of their level.

@@ -109,7 +109,7 @@ type ChangePoint struct {
 // taken at them and no change point names them.
 func Detect(values []float64, opts Options) []ChangePoint {
 	s := newSeries(values, opts)
-	found := s.replay()
+	found, _ := s.replay()
 	out := make([]ChangePoint, len(found))
 	// Each level's size from all its runs, not only those seen when it was found.
 	bounds := make([]int, 1, len(found)+2)
@@ -124,26 +124,49 @@ func Detect(values []float64, opts Options) []ChangePoint {
 	return out
 }
 
-// replay takes a look at every run in turn, and returns the tests that found a new level.
-func (s *series) replay() []test {
+// segment is the current level of a replay: its first run and, after a change point, the
+// runs of the newest earlier level that reached youngLevel runs (noiseLo to noiseHi, in logs;
+// noiseHi 0 for the series' first level).
+type segment struct{ start, noiseLo, noiseHi int }
+
+// after is the level that starts at split, where this one ends: it keeps this level's runs
+// for its noise if it had youngLevel of them, else the noise this one was judged with.
+func (g segment) after(split int) segment {
+	next := segment{start: split, noiseLo: g.noiseLo, noiseHi: g.noiseHi}
+	if split-g.start >= youngLevel || g.noiseHi == 0 {
+		next.noiseLo, next.noiseHi = g.start, split
+	}
+	return next
+}
+
+// youngLevel is how many runs a level after a change point needs before its own runs give the
+// noise it is judged with; until then it is judged with the noise of the newest earlier level
+// that had that many. A shift moves a series' level, not its noise, and a few runs cannot
+// estimate the noise: a regression undone after 3 runs would otherwise be judged against 3
+// runs' spread and go unseen.
+const youngLevel = 10
+
+// noiseRuns are the runs whose spread a test of the level with its newest runs from split
+// takes as the noise: the level's own before split, or while it is young an earlier level's.
+func (g segment) noiseRuns(split int) (lo, hi int) {
+	if g.noiseHi > 0 && split-g.start < youngLevel {
+		return g.noiseLo, g.noiseHi
+	}
+	return g.start, split
+}
+
+// replay takes a look at every run in turn, and returns the tests that found a new level and
+// the level the series ends in.
+func (s *series) replay() ([]test, segment) {
 	var found []test
-	level := 0 // the first run of the current level, in logs
+	var level segment
 	for n := 1; n <= len(s.logs); n++ {
 		if t, ok := s.look(level, n); ok {
 			found = append(found, t)
-			level = t.split
+			level = level.after(t.split)
 		}
 	}
-	return found
-}
-
-// levelStart is the first run of the current level, in logs.
-func (s *series) levelStart() int {
-	found := s.replay()
-	if len(found) == 0 {
-		return 0
-	}
-	return found[len(found)-1].split
+	return found, level
 }
 
 // LevelStart is the index of the first run of the series' current level (0 without a change
@@ -153,7 +176,8 @@ func LevelStart(values []float64, opts Options) int {
 	if len(s.logs) == 0 {
 		return 0
 	}
-	return s.at[s.levelStart()]
+	_, level := s.replay()
+	return s.at[level.start]
 }
 
 // Detectable is the smallest shift (0.12 = 12%, either way) that the detector would find 90%
@@ -163,14 +187,15 @@ func LevelStart(values []float64, opts Options) int {
 // error the test would use, and the new runs as independent around their level.
 func Detectable(values []float64, opts Options) (shift float64, ok bool) {
 	s := newSeries(values, opts)
-	start := s.levelStart()
-	if len(s.logs)-start < s.opts.MinBefore {
+	_, level := s.replay()
+	k := len(s.logs) - level.start
+	if k < level.fewest(s.opts) {
 		return 0, false
 	}
-	ref := s.logs[start:]
-	k := len(ref)
+	lo, hi := level.noiseRuns(len(s.logs))
+	ref := s.logs[lo:hi]
 	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
-		sigma, phi, df := s.noise(start, start+k)
+		sigma, phi, df := s.noise(lo, hi)
 		se := sigma * math.Sqrt(differenceVariance(k, m, phi))
 		crit := s.quantile(m, df)
 		if !s.fewOutliers(ref, crit*se, 1, m) || !s.fewOutliers(ref, crit*se, -1, m) {
@@ -257,13 +282,23 @@ type test struct {
 	pValue float64
 }
 
-// look is what the look at the first n runs finds against the level that starts at run
-// level: the split of the newest runs with the clearest test that fires, if any.
-func (s *series) look(level, n int) (test, bool) {
+// fewest is how many runs of the level a new one is judged against: MinBefore for the series'
+// first level, whose noise is its own; MinAfter for a later one, judged while young with the
+// noise of the level before it.
+func (g segment) fewest(opts Options) int {
+	if g.noiseHi == 0 {
+		return opts.MinBefore
+	}
+	return opts.MinAfter
+}
+
+// look is what the look at the first n runs finds against the current level: the split of
+// the newest runs with the clearest test that fires, if any.
+func (s *series) look(level segment, n int) (test, bool) {
 	best, found := test{}, false
 	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
-		k := n - m - level
-		if k < s.opts.MinBefore {
+		k := n - m - level.start
+		if k < level.fewest(s.opts) {
 			break
 		}
 		t, ok := s.test(level, n-m, n)
@@ -274,11 +309,11 @@ func (s *series) look(level, n int) (test, bool) {
 	return best, found
 }
 
-// statistic is the test's t of logs[split:n] against logs[level:split].
-func (s *series) statistic(level, split, n int) float64 {
-	k, m := split-level, n-split
-	sigma, phi, _ := s.noise(level, split)
-	before := (s.sum[split] - s.sum[level]) / float64(k)
+// statistic is the test's t of logs[split:n] against the level's runs before split.
+func (s *series) statistic(level segment, split, n int) float64 {
+	k, m := split-level.start, n-split
+	sigma, phi, _ := s.noise(level.noiseRuns(split))
+	before := (s.sum[split] - s.sum[level.start]) / float64(k)
 	after := (s.sum[n] - s.sum[split]) / float64(m)
 	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
 	switch {
@@ -290,11 +325,13 @@ func (s *series) statistic(level, split, n int) float64 {
 	return 0
 }
 
-// test sets logs[split:n] against logs[level:split] and says whether they form a new level.
-func (s *series) test(level, split, n int) (test, bool) {
-	k, m := split-level, n-split
-	sigma, phi, df := s.noise(level, split)
-	before := (s.sum[split] - s.sum[level]) / float64(k)
+// test sets logs[split:n] against the level's runs before split and says whether they form a
+// new level.
+func (s *series) test(level segment, split, n int) (test, bool) {
+	k, m := split-level.start, n-split
+	lo, hi := level.noiseRuns(split)
+	sigma, phi, df := s.noise(lo, hi)
+	before := (s.sum[split] - s.sum[level.start]) / float64(k)
 	after := (s.sum[n] - s.sum[split]) / float64(m)
 	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
 	out := test{split: split, n: n, t: s.statistic(level, split, n)}
@@ -314,7 +351,7 @@ func (s *series) test(level, split, n int) (test, bool) {
 			return out, false
 		}
 	}
-	return out, s.fewOutliers(s.logs[level:split], s.quantile(m, df)*se, side, m)
+	return out, s.fewOutliers(s.logs[lo:hi], s.quantile(m, df)*se, side, m)
 }
 
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
