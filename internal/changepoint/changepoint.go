@@ -312,7 +312,7 @@ func (s *series) look(level segment, n int) (test, bool) {
 // statistic is the test's t of logs[split:n] against the level's runs before split.
 func (s *series) statistic(level segment, split, n int) float64 {
 	k, m := split-level.start, n-split
-	sigma, phi, _ := s.noise(level.noiseRuns(split))
+	sigma, phi, _ := s.levelNoise(level, split)
 	before := (s.sum[split] - s.sum[level.start]) / float64(k)
 	after := (s.sum[n] - s.sum[split]) / float64(m)
 	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
@@ -330,7 +330,7 @@ func (s *series) statistic(level segment, split, n int) float64 {
 func (s *series) test(level segment, split, n int) (test, bool) {
 	k, m := split-level.start, n-split
 	lo, hi := level.noiseRuns(split)
-	sigma, phi, df := s.noise(lo, hi)
+	sigma, phi, df := s.levelNoise(level, split)
 	before := (s.sum[split] - s.sum[level.start]) / float64(k)
 	after := (s.sum[n] - s.sum[split]) / float64(m)
 	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
@@ -352,6 +352,19 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 		}
 	}
 	return out, s.fewOutliers(s.logs[lo:hi], s.quantile(m, df)*se, side, m)
+}
+
+// levelNoise is the noise a test of the level's runs before split against the newest runs
+// takes: that of its noiseRuns, but never below the spread of the level's own runs, so that a
+// young level that scatters more than the one it borrows from is not judged as calm.
+func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
+	lo, hi := level.noiseRuns(split)
+	sigma, phi, df = s.noise(lo, hi)
+	if lo != level.start && split-level.start >= 2 {
+		own, _, _ := s.noise(level.start, split)
+		sigma = max(sigma, own)
+	}
+	return sigma, phi, df
 }
 
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
