@@ -229,3 +229,35 @@ func TestABrokenHistoryHoldsNoScheduleUp(t *testing.T) {
 		t.Errorf("want one %s event over three reconciles, got:\n%s", reasonHistoryUnusable, evs)
 	}
 }
+
+// A history that shifted and then became unreadable, against envtest's kube-apiserver with a
+// fake clock: the schedule no longer shows (nor alerts on) the shift it can no longer read.
+func TestAnUnreadableHistoryShowsNoShift(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	const key = "js/small/indexing/builtin/changes_per_second"
+	var hist history.History
+	for i := range 12 {
+		level := 10000.0
+		if i >= 8 {
+			level = 8500
+		}
+		hist.Add(history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(12-i) * time.Hour),
+			Values: map[string]float64{key: level * (1 + 0.01*float64(i%3-1))}}, map[string]string{key: "higher"})
+	}
+	h.createHistory(hist)
+	if _, got := h.at(5 * time.Second); len(got.Status.Shifts) != 1 || got.Status.Detection == nil {
+		t.Fatalf("shifts %+v, detection %+v: want the shift and what the history can find", got.Status.Shifts, got.Status.Detection)
+	}
+	cm := historyConfigMap(t, h.schedule.Namespace, h.schedule.Name)
+	cm.Data[builders.HistoryKey] = `{"runs":[`
+	if err := env.Client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	_, got := h.at(10 * time.Second)
+	if len(got.Status.Shifts) != 0 || got.Status.Detection != nil {
+		t.Errorf("shifts %+v, detection %+v after the history became unreadable, want none", got.Status.Shifts, got.Status.Detection)
+	}
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionShifted); c == nil || c.Status != metav1.ConditionUnknown {
+		t.Errorf("Shifted %+v, want Unknown", c)
+	}
+}

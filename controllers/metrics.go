@@ -58,7 +58,7 @@ var (
 	}, []string{labelNamespace, labelSchedule, labelMetric, "run", "verdict"})
 	shiftRuns = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_shift_runs",
-		Help: "How many runs of a schedule's history are at a shift's new level, counting the run where it began.",
+		Help: "How many runs of a schedule's history have the shift's metric since the run where the shift began, counting that run.",
 	}, []string{labelNamespace, labelSchedule, labelMetric, "run"})
 	benchmarkFailed = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "couchbench_benchmark_failed",

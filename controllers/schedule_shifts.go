@@ -39,20 +39,24 @@ const (
 // budget and each judged metric's noise and detectable shift.
 func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule, now time.Time) error {
 	owner := metav1.NewControllerRef(s, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
-	h, cm, err := readHistory(ctx, r.APIReader, s.Namespace, *owner)
-	var found []history.Shift
-	if err == nil {
-		found = history.Judged(h.Shifts())
-		err = r.announceShifts(ctx, s, h, cm, found)
-	}
 	// A history the schedule cannot use says so in Shifted; the schedule goes on starting
-	// runs, which succeed without it.
+	// runs, which succeed without it. One it cannot read says nothing of shifts, so none are
+	// shown (nor alerted on); one it cannot write still shows what it holds.
+	h, cm, err := readHistory(ctx, r.APIReader, s.Namespace, *owner)
 	var unusable *unusableHistoryError
 	if errors.As(err, &unusable) {
+		s.Status.Shifts, s.Status.Detection = nil, nil
+		recordShiftMetrics(s, nil)
 		r.historyUnusable(s, now, unusable)
 		return nil
 	}
 	if err != nil {
+		return err
+	}
+	found := history.Judged(h.Shifts())
+	err = r.announceShifts(ctx, s, h, cm, found)
+	notWritten := errors.As(err, &unusable)
+	if err != nil && !notWritten {
 		return err
 	}
 	st := &s.Status
@@ -71,6 +75,10 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 	recordShiftMetrics(s, found)
 	st.Detection = detectionStatus(h)
 
+	if notWritten {
+		r.historyUnusable(s, now, unusable)
+		return nil
+	}
 	recent := recentShifts(h, found)
 	if len(recent) == 0 {
 		setCondition(&st.Conditions, s.Generation, now, conditionShifted, metav1.ConditionFalse, reasonNoShift,

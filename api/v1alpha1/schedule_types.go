@@ -187,7 +187,7 @@ type CouchBenchmarkScheduleStatus struct {
 	History []ScheduledRun `json:"history,omitempty"`
 
 	// Shifts are the persistent changes in the level of a metric that the schedule's history
-	// (its last 100 successful runs, ConfigMap <schedule>-history) shows, newest first, at
+	// (its last 1,000 successful runs, fewer when they would not fit the ConfigMap <schedule>-history) shows, newest first, at
 	// most 20: each named by the first run at the new level.
 	// +optional
 	// +listType=atomic

@@ -12,7 +12,7 @@
 //   - power: a 15% drop flagged within 3 runs and a 10% drop within 5, and how often the
 //     first report names the drop's first run.
 //
-//     go run ./hack/shiftpower [-histories 200] [-runs 1000] [-power 2000] [-before 20]
+//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME]
 //
 // The recorded model resamples the residuals of testdata/recorded.json ({"series": [values,
 // oldest first], ...}; -recorded to read another file).

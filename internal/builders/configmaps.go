@@ -90,7 +90,7 @@ func HistoryConfigMapName(schedule string) string { return name(maxObjectName, s
 const MaxHistoryBytes = 900 << 10
 
 // HistoryConfigMap keeps the headline numbers of a schedule's successful runs, the newest
-// hundred or as many as fit MaxHistoryBytes, after the runs themselves are pruned: what its
+// history.MaxRuns or as many as fit MaxHistoryBytes, after the runs themselves are pruned: what its
 // verdicts take the spread between runs from, and where it looks for shifts. Owned by the
 // schedule (owner, its controller reference as a run carries it), so that it goes with it.
 // page, when there is one, is the history's HTML page.

@@ -97,8 +97,8 @@ type ChangePoint struct {
 	Ratio float64
 	// PValue is the two-sided p-value of the test of its own split, at the look that found it.
 	PValue float64
-	// Level is the per-look level PValue was held against: FalseAlarmsPerRun over the number
-	// of new levels' lengths tried at a look.
+	// Level is the level of the one test PValue was held against: half of FalseAlarmsPerRun for
+	// MinAfter new runs, the other half shared by the longer new levels tried at a look.
 	Level float64
 	// FoundAt is how many runs the series had at the look that found it.
 	FoundAt int
@@ -125,8 +125,9 @@ func Detect(values []float64, opts Options) []ChangePoint {
 }
 
 // segment is the current level of a replay: its first run and, after a change point, the
-// runs of the newest earlier level that reached youngLevel runs (noiseLo to noiseHi, in logs;
-// noiseHi 0 for the series' first level).
+// runs whose noise it borrows while young (noiseLo to noiseHi, in logs; noiseHi 0 for the
+// series' first level): the newest earlier level that reached youngLevel runs, or the series'
+// first level, however short, when none did.
 type segment struct{ start, noiseLo, noiseHi int }
 
 // after is the level that starts at split, where this one ends: it keeps this level's runs
@@ -140,10 +141,10 @@ func (g segment) after(split int) segment {
 }
 
 // youngLevel is how many runs a level after a change point needs before its own runs give the
-// noise it is judged with; until then it is judged with the noise of the newest earlier level
-// that had that many. A shift moves a series' level, not its noise, and a few runs cannot
-// estimate the noise: a regression undone after 3 runs would otherwise be judged against 3
-// runs' spread and go unseen.
+// noise it is judged with; until then it borrows an earlier level's (segment), never below its
+// own spread. A shift moves a series' level, not its noise, and a few runs cannot estimate the
+// noise: a regression undone after 3 runs would otherwise be judged against 3 runs' spread and
+// go unseen.
 const youngLevel = 10
 
 // noiseRuns are the runs whose spread a test of the level with its newest runs from split
@@ -194,8 +195,8 @@ func Detectable(values []float64, opts Options) (shift float64, ok bool) {
 	}
 	lo, hi := level.noiseRuns(len(s.logs))
 	ref := s.logs[lo:hi]
+	sigma, phi, df := s.levelNoise(level, len(s.logs))
 	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
-		sigma, phi, df := s.noise(lo, hi)
 		se := sigma * math.Sqrt(differenceVariance(k, m, phi))
 		crit := s.quantile(m, df)
 		if !s.fewOutliers(ref, crit*se, 1, m) || !s.fewOutliers(ref, crit*se, -1, m) {
@@ -360,7 +361,7 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
 	lo, hi := level.noiseRuns(split)
 	sigma, phi, df = s.noise(lo, hi)
-	if lo != level.start && split-level.start >= 2 {
+	if lo != level.start {
 		own, _, _ := s.noise(level.start, split)
 		sigma = max(sigma, own)
 	}
