@@ -310,13 +310,26 @@ func (s *series) look(level segment, n int) (test, bool) {
 	return best, found
 }
 
+// difference is the mean of the level's runs before split, that of logs[split:n], the
+// standard error of their difference under the level's noise, and that noise's degrees of
+// freedom.
+func (s *series) difference(level segment, split, n int) (before, after, se, df float64) {
+	k, m := split-level.start, n-split
+	sigma, phi, df := s.levelNoise(level, split)
+	before = (s.sum[split] - s.sum[level.start]) / float64(k)
+	after = (s.sum[n] - s.sum[split]) / float64(m)
+	return before, after, sigma * math.Sqrt(differenceVariance(k, m, phi)), df
+}
+
 // statistic is the test's t of logs[split:n] against the level's runs before split.
 func (s *series) statistic(level segment, split, n int) float64 {
-	k, m := split-level.start, n-split
-	sigma, phi, _ := s.levelNoise(level, split)
-	before := (s.sum[split] - s.sum[level.start]) / float64(k)
-	after := (s.sum[n] - s.sum[split]) / float64(m)
-	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
+	before, after, se, _ := s.difference(level, split, n)
+	return tOf(before, after, se)
+}
+
+// tOf is the t of a difference of means with standard error se; infinite for a difference
+// without noise.
+func tOf(before, after, se float64) float64 {
 	switch {
 	case se > 0:
 		return (after - before) / se
@@ -329,13 +342,10 @@ func (s *series) statistic(level segment, split, n int) float64 {
 // test sets logs[split:n] against the level's runs before split and says whether they form a
 // new level.
 func (s *series) test(level segment, split, n int) (test, bool) {
-	k, m := split-level.start, n-split
+	m := n - split
 	lo, hi := level.noiseRuns(split)
-	sigma, phi, df := s.levelNoise(level, split)
-	before := (s.sum[split] - s.sum[level.start]) / float64(k)
-	after := (s.sum[n] - s.sum[split]) / float64(m)
-	se := sigma * math.Sqrt(differenceVariance(k, m, phi))
-	out := test{split: split, n: n, t: s.statistic(level, split, n)}
+	before, after, se, df := s.difference(level, split, n)
+	out := test{split: split, n: n, t: tOf(before, after, se)}
 	// Student's t quantile is beyond the normal one: a |t| short of that needs no p-value.
 	if math.Abs(out.t) < math.Sqrt2*math.Erfcinv(s.level(m)) {
 		return out, false
