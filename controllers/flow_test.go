@@ -25,9 +25,8 @@ import (
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/writes"
 )
 
 func existingBenchmark(namespace string) *benchv1.CouchBenchmark {
@@ -679,10 +678,10 @@ func TestSharedStepsAreOneJobPerPartJoinedIntoOneResult(t *testing.T) {
 		begin := t0.Add(time.Duration(parts[step]%3) * 10 * time.Millisecond)
 		switch step {
 		case benchv1.StepSeed:
-			d.Arms[0].Profiles[0].Seeding = &seeding.Result{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second,
+			d.Arms[0].Profiles[0].Seeding = &measured.Seeding{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second,
 				StartedAt: begin, FinishedAt: begin.Add(time.Second)}
 		case benchv1.StepWrites:
-			d.Arms[0].Profiles[0].Writes = []writes.Result{{Mode: "serial", Created: 9000, Elapsed: 10 * time.Second,
+			d.Arms[0].Profiles[0].Writes = []measured.Write{{Mode: "serial", Created: 9000, Elapsed: 10 * time.Second,
 				StartedAt: begin, FinishedAt: begin.Add(10 * time.Second)}}
 			if parts[step] == 0 {
 				d.Arms[0].Profiles[0].Writes[0].Stored = 27000

@@ -44,12 +44,9 @@ import (
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
 	"github.com/couchbench/couchbench/internal/testenv"
-	"github.com/couchbench/couchbench/internal/viewreads"
-	"github.com/couchbench/couchbench/internal/writes"
 )
 
 var env *testenv.Env
@@ -380,16 +377,16 @@ func okDocument(arm string, step benchv1.Step) *results.Document {
 	p := results.Profile{Profile: "small", DB: "cb-bench-" + arm + "-small", Shards: 2, Replicas: 3}
 	switch step {
 	case benchv1.StepSeed:
-		p.Seeding = &seeding.Result{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second / 9}
+		p.Seeding = &measured.Seeding{Stored: 1000, Created: 1000, Bytes: 110000, Elapsed: time.Second / 9}
 	case benchv1.StepIndex:
 		rate := float64(10393 + len(arm))
 		p.Indexing = []results.IndexingSeries{{Reducer: "builtin", ViewCompaction: "paused", PollInterval: 250 * time.Millisecond,
-			Runs: []indexing.Run{{Documents: 1000, Built: time.Duration(1000 / rate * float64(time.Second)), DocsPerSecond: rate,
-				Series: []indexing.Point{{AtMs: 0, ChangesDone: 0, LiveTasks: 2}, {AtMs: 250, ChangesDone: 3000, LiveTasks: 0}}}}}}
+			Runs: []measured.IndexBuild{{Documents: 1000, Built: time.Duration(1000 / rate * float64(time.Second)), DocsPerSecond: rate,
+				Series: []measured.BuildPoint{{AtMs: 0, ChangesDone: 0, LiveTasks: 2}, {AtMs: 250, ChangesDone: 3000, LiveTasks: 0}}}}}}
 	case benchv1.StepViews:
-		p.ViewReads = []viewreads.Result{{View: benchv1.ViewEmitNull, Reads: []viewreads.Read{{Rows: 1000, Elapsed: 45 * time.Millisecond}}}}
+		p.ViewReads = []measured.ViewReads{{View: benchv1.ViewEmitNull, Reads: []measured.ViewRead{{Rows: 1000, Elapsed: 45 * time.Millisecond}}}}
 	case benchv1.StepWrites:
-		p.Writes = []writes.Result{{Mode: "bulk-1000", Created: 27000, Stored: 27000, Elapsed: 10 * time.Second}}
+		p.Writes = []measured.Write{{Mode: "bulk-1000", Created: 27000, Stored: 27000, Elapsed: 10 * time.Second}}
 	}
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	return &results.Document{

@@ -18,7 +18,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/loadtest"
+	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
 
@@ -95,7 +95,7 @@ func TestReadsRunParallelK6JobsAndMergeThem(t *testing.T) {
 	}
 	var script corev1.ConfigMap
 	if err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.K6ConfigMapName(got)}, &script); err != nil ||
-		script.Data[loadtest.ScriptName] != loadtest.Script {
+		script.Data[k6plan.ScriptName] != k6plan.Script {
 		t.Errorf("k6 script ConfigMap: %v", err)
 	}
 

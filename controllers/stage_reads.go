@@ -9,10 +9,9 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/barrier"
-	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/dataset"
-	"github.com/couchbench/couchbench/internal/loadtest"
+	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/turns"
@@ -112,7 +111,7 @@ func readsRounds(bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer) [][]
 func (r *CouchBenchmarkReconciler) storeReads(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer,
 	ended map[string][]jobSet) (stepOutcome, error) {
 	doc := &results.Document{
-		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: benchspec.Hash(bench.Spec), Spec: bench.Spec,
+		SchemaVersion: results.SchemaVersion, Benchmark: bench.Name, SpecHash: results.SpecHash(bench.Spec), Spec: bench.Spec,
 		RunID: builders.RunID(bench), Seed: bench.Spec.Dataset.Seed,
 	}
 	var failure stepOutcome
@@ -154,7 +153,7 @@ func (r *CouchBenchmarkReconciler) armReads(ctx context.Context, bench *benchv1.
 		return nil, record, stepOutcome{}, err
 	}
 	n := int(bench.Spec.K6.Parallelism)
-	segments, _ := loadtest.Segments(n)
+	segments, _ := k6plan.Segments(n)
 	reads := &results.Reads{Scenario: cfg.Scenario}
 	var all jobSet
 	var failure stepOutcome
@@ -168,7 +167,7 @@ func (r *CouchBenchmarkReconciler) armReads(ctx context.Context, bench *benchv1.
 		var runners []results.ReadsRunner
 		for i, job := range jobs {
 			if failure.failure == nil {
-				if failure, err = r.readsRunner(ctx, qs, job, rep, i, n, loadtest.SegmentName(segments[i]), cfg.UserThresholds, &runners); err != nil {
+				if failure, err = r.readsRunner(ctx, qs, job, rep, i, n, k6plan.SegmentName(segments[i]), cfg.UserThresholds, &runners); err != nil {
 					return nil, record, stepOutcome{}, err
 				}
 			}
@@ -241,17 +240,17 @@ func spanOf(from, to time.Time, o observedJob) (time.Time, time.Time) {
 
 // readsConfig is the k6 script's configuration for an arm: what its Jobs run and what their
 // summaries are read against.
-func (r *CouchBenchmarkReconciler) readsConfig(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (loadtest.Config, error) {
+func (r *CouchBenchmarkReconciler) readsConfig(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (k6plan.Config, error) {
 	url, _ := r.target(bench, qs)
 	db := names.Database(bench.Name, builders.RunID(bench), qs.Name, dataset.ProfileName(bench.Spec.Dataset.Profiles[0]))
-	return loadtest.NewConfig(&bench.Spec, qs, url, db)
+	return k6plan.NewConfig(&bench.Spec, qs, url, db)
 }
 
 // startReads creates the script's ConfigMap (once) and every runner's Job of a repetition
 // that does not exist yet, in one pass, so that the runners start together.
 func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer,
 	rep, n int) (stepOutcome, error) {
-	if out, ok, err := r.createOwned(ctx, bench, builders.K6ConfigMap(bench, loadtest.ScriptName, loadtest.Script)); !ok {
+	if out, ok, err := r.createOwned(ctx, bench, builders.K6ConfigMap(bench, k6plan.ScriptName, k6plan.Script)); !ok {
 		return out, err
 	}
 	cfg, err := r.readsConfig(bench, qs)
@@ -263,13 +262,13 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 		return stepOutcome{}, err
 	}
 	_, creds := r.target(bench, qs)
-	segments, sequence := loadtest.Segments(n)
+	segments, sequence := k6plan.Segments(n)
 	for i := range n {
 		job := builders.K6Job{
 			Bench: bench, Arm: qs.Name, Repetition: rep, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
 			Image:   cmp.Or(bench.Spec.K6.Image, r.K6Image),
 			Barrier: barrier.Spec(fmt.Sprintf("%s-%d", benchv1.StepReads, rep), i, n),
-			Script:  loadtest.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
+			Script:  k6plan.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
 		}.Job()
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
 			return out, err

@@ -20,7 +20,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
@@ -33,10 +33,10 @@ func indexingRuns(rate float64) func(arm string, step benchv1.Step) *results.Doc
 		if step != benchv1.StepIndex {
 			return d
 		}
-		var runs []indexing.Run
+		var runs []measured.IndexBuild
 		for i, f := range []float64{1, 1.01, 0.99, 1.005, 0.995} {
 			r := rate * f
-			runs = append(runs, indexing.Run{DesignDoc: "_design/cb-idx-" + string(rune('a'+i)), Documents: 1000, DocsPerSecond: r,
+			runs = append(runs, measured.IndexBuild{DesignDoc: "_design/cb-idx-" + string(rune('a'+i)), Documents: 1000, DocsPerSecond: r,
 				Built: time.Duration(1000 / r * float64(time.Second))})
 		}
 		d.Arms[0].Profiles[0].Indexing[0].Runs = runs

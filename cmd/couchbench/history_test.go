@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
 )
 
 // historyOf runs `couchbench history` with args (no server: it reads files) and returns what
@@ -55,7 +55,7 @@ func twoArmSeeding(t *testing.T, dir, name string, started time.Time, candElapse
 	t.Helper()
 	arm := func(name string, elapsed time.Duration) results.Arm {
 		return results.Arm{QueryServer: name, Language: "javascript", Profiles: []results.Profile{{Profile: "small",
-			Seeding: &seeding.Result{Stored: 300, Created: 300, Elapsed: elapsed}}}}
+			Seeding: &measured.Seeding{Stored: 300, Created: 300, Elapsed: elapsed}}}}
 	}
 	doc := &results.Document{SchemaVersion: results.SchemaVersion, Benchmark: "aa", StartedAt: started,
 		Server: results.Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"n1"}},

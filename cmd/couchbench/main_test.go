@@ -23,9 +23,9 @@ import (
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
 	"github.com/couchbench/couchbench/internal/turns"
 	"github.com/couchbench/couchbench/internal/version"
 )
@@ -510,7 +510,7 @@ func seededRun(t *testing.T, dir, name, runID string, started time.Time, elapsed
 	doc := &results.Document{SchemaVersion: results.SchemaVersion, Benchmark: "cli", RunID: runID, StartedAt: started,
 		Server: results.Provenance{Vendor: "The Apache Software Foundation", Version: "3.4.3", Nodes: []string{"n1"}},
 		Arms: []results.Arm{{QueryServer: "js", Language: "javascript", Profiles: []results.Profile{{Profile: "small",
-			Seeding: &seeding.Result{Stored: 300, Created: 300, Elapsed: elapsed}}}}}}
+			Seeding: &measured.Seeding{Stored: 300, Created: 300, Elapsed: elapsed}}}}}}
 	data, err := json.Marshal(doc)
 	if err != nil {
 		t.Fatal(err)

@@ -7,8 +7,6 @@ package benchspec
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -159,11 +157,4 @@ func describe(what string, errs field.ErrorList) error {
 		lines[i] = "  " + e.Error()
 	}
 	return fmt.Errorf("CouchBenchmark %s:\n%s", what, strings.Join(lines, "\n"))
-}
-
-// Hash is the SHA-256 of the spec as JSON: runs with the same hash ran the same benchmark.
-func Hash(spec benchv1.CouchBenchmarkSpec) string {
-	data, _ := json.Marshal(spec)
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:])
 }

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -18,7 +18,7 @@ func interleavedRun(r *rand.Rand, rounds int, b, drift, noise float64) []*result
 	for range rounds {
 		machine := samples(r, 1, 1, drift)[0]
 		for i, speed := range []float64{1, b} {
-			series[i].Runs = append(series[i].Runs, indexing.Run{Documents: 10000, DocsPerSecond: 5000 * speed * machine * samples(r, 1, 1, noise)[0]})
+			series[i].Runs = append(series[i].Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: 5000 * speed * machine * samples(r, 1, 1, noise)[0]})
 		}
 	}
 	return twoArms(series, [][]string{{"a", "b"}})
@@ -32,7 +32,7 @@ func sequentialRun(r *rand.Rand, builds int, b, machine, noise float64) []*resul
 	series := make([]results.IndexingSeries, 2)
 	for i, speed := range []float64{1, b * machine} {
 		for _, n := range samples(r, builds, 1, noise) {
-			series[i].Runs = append(series[i].Runs, indexing.Run{Documents: 10000, DocsPerSecond: 5000 * speed * n})
+			series[i].Runs = append(series[i].Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: 5000 * speed * n})
 		}
 	}
 	return twoArms(series, nil)
@@ -170,8 +170,8 @@ func TestSequentialArmsAreJudgedAsTwoRuns(t *testing.T) {
 func TestArmsSummaryGivesTheChangeTheIntervalIsAround(t *testing.T) {
 	series := make([]results.IndexingSeries, 2)
 	for _, arm := range []float64{60, 70, 70, 70, 75} {
-		series[0].Runs = append(series[0].Runs, indexing.Run{Documents: 10000, DocsPerSecond: 100})
-		series[1].Runs = append(series[1].Runs, indexing.Run{Documents: 10000, DocsPerSecond: arm})
+		series[0].Runs = append(series[0].Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: 100})
+		series[1].Runs = append(series[1].Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: arm})
 	}
 	c, err := Arms(twoArms(series, [][]string{{"a", "b"}}), Options{})
 	if err != nil {

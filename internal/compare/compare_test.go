@@ -12,10 +12,8 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/viewreads"
-	"github.com/couchbench/couchbench/internal/writes"
 )
 
 // testSpec is a benchmark as the API server stores it, defaults applied.
@@ -39,15 +37,15 @@ func testSpec() benchv1.CouchBenchmarkSpec {
 	}
 }
 
-// measured is what one arm measured: indexing docs/s per run of each reducer, the
+// armMeasures is what one arm measured: indexing docs/s per run of each reducer, the
 // emitNull view's full-read seconds per read, and one writes mode's docs/s (one sample).
-type measured struct {
+type armMeasures struct {
 	builtin, custom, readSeconds []float64
 	writes                       float64
 }
 
 // run is a run's documents as the operator stores them, one per arm, on CouchDB version.
-func run(name string, spec benchv1.CouchBenchmarkSpec, version string, arms map[string]measured) []*results.Document {
+func run(name string, spec benchv1.CouchBenchmarkSpec, version string, arms map[string]armMeasures) []*results.Document {
 	var docs []*results.Document
 	for _, qs := range spec.QueryServers {
 		m, ok := arms[qs.Name]
@@ -61,16 +59,16 @@ func run(name string, spec benchv1.CouchBenchmarkSpec, version string, arms map[
 		}{{"builtin", m.builtin}, {"custom", m.custom}} {
 			s := results.IndexingSeries{Reducer: red.name, ViewCompaction: "paused"}
 			for _, r := range red.rates {
-				s.Runs = append(s.Runs, indexing.Run{Documents: 20000, DocsPerSecond: r})
+				s.Runs = append(s.Runs, measured.IndexBuild{Documents: 20000, DocsPerSecond: r})
 			}
 			p.Indexing = append(p.Indexing, s)
 		}
-		vr := viewreads.Result{View: benchv1.ViewEmitNull}
+		vr := measured.ViewReads{View: benchv1.ViewEmitNull}
 		for _, secs := range m.readSeconds {
-			vr.Reads = append(vr.Reads, viewreads.Read{Rows: 20000, Elapsed: time.Duration(secs * float64(time.Second))})
+			vr.Reads = append(vr.Reads, measured.ViewRead{Rows: 20000, Elapsed: time.Duration(secs * float64(time.Second))})
 		}
-		p.ViewReads = []viewreads.Result{vr}
-		p.Writes = []writes.Result{{Mode: "bulk-100", Created: int64(10 * m.writes), Elapsed: 10 * time.Second}}
+		p.ViewReads = []measured.ViewReads{vr}
+		p.Writes = []measured.Write{{Mode: "bulk-100", Created: int64(10 * m.writes), Elapsed: 10 * time.Second}}
 		docs = append(docs, &results.Document{
 			SchemaVersion: results.SchemaVersion, Benchmark: name, Spec: spec,
 			Server: results.Provenance{URL: "http://" + name + "-" + qs.Name + ":5984", Vendor: "The Apache Software Foundation",
@@ -82,8 +80,8 @@ func run(name string, spec benchv1.CouchBenchmarkSpec, version string, arms map[
 }
 
 // baselineArms are tight runs (1% CV) of both arms.
-func baselineArms(r *rand.Rand) map[string]measured {
-	return map[string]measured{
+func baselineArms(r *rand.Rand) map[string]armMeasures {
+	return map[string]armMeasures{
 		"js":  {builtin: samples(r, 5, 10000, 0.01), custom: samples(r, 5, 5000, 0.01), readSeconds: samples(r, 5, 0.5, 0.01), writes: 1000},
 		"qjs": {builtin: samples(r, 5, 8000, 0.01), custom: samples(r, 5, 3000, 0.01), readSeconds: samples(r, 5, 0.6, 0.01), writes: 900},
 	}
@@ -100,7 +98,7 @@ func verdicts(c Comparison) map[string]Verdict {
 func TestCompareJudgesEachMetricInItsDirection(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 3))
 	base := run("base", testSpec(), "3.4.3", baselineArms(r))
-	cur := run("cur", testSpec(), "3.4.3", map[string]measured{
+	cur := run("cur", testSpec(), "3.4.3", map[string]armMeasures{
 		// builtin 20% lower; view reads 30% slower (a time: higher is worse).
 		"js": {builtin: samples(r, 5, 8000, 0.01), custom: samples(r, 5, 5000, 0.01), readSeconds: samples(r, 5, 0.65, 0.01), writes: 500},
 		// custom 25% higher; view reads 25% faster.

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -29,7 +29,7 @@ func manyRows(r *rand.Rand, rows int, change func(row int) float64) []*results.D
 		for i := range rows {
 			for arm, speed := range []float64{1, change(i)} {
 				rate := 5000 * speed * machine * samples(r, 1, 1, noise)[0]
-				series[arm][i].Runs = append(series[arm][i].Runs, indexing.Run{Documents: 10000, DocsPerSecond: rate})
+				series[arm][i].Runs = append(series[arm][i].Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: rate})
 			}
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -157,7 +157,7 @@ func TestArmsTableSaysWhichChangeIsWhich(t *testing.T) {
 	series := make([]results.IndexingSeries, 2)
 	for i, rates := range [][]float64{{0.5, 0.6, 1.302, 1.4, 1.5, 9, 9}, {0.6, 0.7, 0.7043, 1.6, 1.8}} {
 		for _, v := range rates {
-			series[i].Runs = append(series[i].Runs, indexing.Run{Documents: 10000, DocsPerSecond: v})
+			series[i].Runs = append(series[i].Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: v})
 		}
 	}
 	c, err := Arms(twoArms(series, [][]string{{"a", "b"}}), Options{})

@@ -9,9 +9,8 @@ import (
 	"time"
 
 	"github.com/couchbench/couchbench/internal/changepoint"
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
 )
 
 // valuesOf is a series' values alone.
@@ -33,11 +32,11 @@ func twoArms(a, b []float64, seedSeconds map[string]time.Duration) []*results.Do
 	arm := func(name string, rates []float64) results.Arm {
 		s := results.IndexingSeries{Reducer: "builtin"}
 		for _, r := range rates {
-			s.Runs = append(s.Runs, indexing.Run{Documents: 10000, DocsPerSecond: r})
+			s.Runs = append(s.Runs, measured.IndexBuild{Documents: 10000, DocsPerSecond: r})
 		}
 		p := results.Profile{Profile: "small", Indexing: []results.IndexingSeries{s}}
 		if d, ok := seedSeconds[name]; ok {
-			p.Seeding = &seeding.Result{Stored: 10000, Elapsed: d}
+			p.Seeding = &measured.Seeding{Stored: 10000, Elapsed: d}
 		}
 		return results.Arm{QueryServer: name, Profiles: []results.Profile{p}}
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // Task types of /_active_tasks the analysis reads.
@@ -51,14 +52,7 @@ type Analysis struct {
 	FailedPolls int
 	// Series is the curve: per poll, the changes indexed so far over all copies, a copy
 	// whose task has vanished counted as complete.
-	Series []Point
-}
-
-// Point is one poll of the curve.
-type Point struct {
-	AtMs        int64 `json:"atMs"`
-	ChangesDone int64 `json:"changesDone"`
-	LiveTasks   int   `json:"liveTasks"`
+	Series []measured.BuildPoint
 }
 
 // copyKey names a shard copy: one node's file of one shard range.
@@ -139,7 +133,7 @@ func Analyze(samples []Sample, db string, ddocIDs ...string) Analysis {
 				cumulative += st.total
 			}
 		}
-		a.Series = append(a.Series, Point{AtMs: s.At.Milliseconds(), ChangesDone: cumulative, LiveTasks: live})
+		a.Series = append(a.Series, measured.BuildPoint{AtMs: s.At.Milliseconds(), ChangesDone: cumulative, LiveTasks: live})
 		prev = s
 	}
 	a.CopiesObserved = len(order)

@@ -19,6 +19,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 )
 
@@ -202,7 +203,7 @@ func holdLastCopysView(t *testing.T, nonce string) heldCopy {
 	return heldCopy{srv: srv, c: c, gen: gen, nodes: nodes, nonce: nonce, copy: last, viewPath: viewPath}
 }
 
-func (h heldCopy) build(ctx context.Context) (Run, error) {
+func (h heldCopy) build(ctx context.Context) (measured.IndexBuild, error) {
 	return Build(ctx, h.c, h.nodes, Options{DB: "db", Documents: docs, Replicas: 2, Language: "javascript",
 		Reducer: benchv1.ReducerBuiltin, Nonce: h.nonce, Expected: h.gen.Expected(docs)})
 }

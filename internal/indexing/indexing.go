@@ -32,6 +32,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 )
 
@@ -40,8 +41,9 @@ import (
 // come from these polls.
 const DefaultPollInterval = 250 * time.Millisecond
 
-// BuiltFromCopies says how Run.Built was taken: from every shard copy's own answer (the
-// only way since 2026-11-24; older documents say "view response (n=1)" or "active tasks").
+// BuiltFromCopies says how measured.IndexBuild.Built was taken: from every shard copy's own
+// answer (the only way since 2026-11-24; older documents say "view response (n=1)" or
+// "active tasks").
 const BuiltFromCopies = "shard copies"
 
 // Options describe one build.
@@ -64,56 +66,6 @@ type Options struct {
 	ProgressInterval time.Duration
 }
 
-// Run is the measurement of one build.
-type Run struct {
-	// StartedAt is when the build was triggered: the order of the builds, which arms and
-	// reducers alternate so that drift spreads over all of them.
-	StartedAt time.Time `json:"startedAt,omitzero"`
-	DesignDoc string    `json:"designDoc"`
-	Documents int64     `json:"documents"`
-	// Built is the time from the first shard copy's index update starting to the last
-	// one's finishing, the middle of what the copies' answers bound it to; it lies within
-	// BuiltUncertainty of the true span. BuiltFrom says how it was taken.
-	Built            time.Duration `json:"builtNs"`
-	BuiltUncertainty time.Duration `json:"builtUncertaintyNs"`
-	BuiltFrom        string        `json:"builtFrom"`
-	// Queryable is when every shard range had a written copy, which a view request to the
-	// cluster needs before it can answer.
-	Queryable time.Duration `json:"queryableNs"`
-	// Copies is every shard copy's build, in the order of the shard map.
-	Copies []CopyBuild `json:"copies,omitempty"`
-	// DocsPerSecond is documents / Built; QueryableDocsPerSecond documents / Queryable.
-	DocsPerSecond          float64 `json:"docsPerSecond"`
-	QueryableDocsPerSecond float64 `json:"queryableDocsPerSecond"`
-	// ShardChanges counts changes over all shard copies (from the tasks when every copy was
-	// seen, else documents x n); ShardChangesPerSecond is that over Built.
-	ShardChanges              int64   `json:"shardChanges"`
-	ShardChangesFrom          string  `json:"shardChangesFrom"`
-	ShardChangesPerSecond     float64 `json:"shardChangesPerSecond"`
-	PeakShardChangesPerSecond float64 `json:"peakShardChangesPerSecond"`
-	// TasksObserved and CopiesObserved say what the /_active_tasks polls saw.
-	TasksObserved   bool `json:"tasksObserved"`
-	CopiesObserved  int  `json:"copiesObserved"`
-	ReindexTasks    int  `json:"reindexTasks"`
-	CompactionTasks int  `json:"compactionTasks"`
-	FailedPolls     int  `json:"failedPolls"`
-	// MapDocs is the growth of couchdb.mrview.map_doc over all nodes during the build, -1
-	// when a node's statistics could not be read; MapDocsExpected is documents x n, what a
-	// build that maps every document once on every copy does.
-	MapDocs         int64   `json:"mapDocs"`
-	MapDocsExpected int64   `json:"mapDocsExpected"`
-	Series          []Point `json:"series"`
-}
-
-// CopyBuild is one shard copy's part of a build.
-type CopyBuild struct {
-	Node  string `json:"node"`
-	Range string `json:"range"`
-	// Written is when the copy's waiting view request was answered, from the moment the
-	// first copy was asked: its index was written by then.
-	Written time.Duration `json:"writtenNs"`
-}
-
 // Build creates a new design document and measures the build of its view on every shard
 // copy.
 //
@@ -134,16 +86,16 @@ type CopyBuild struct {
 //     built, which is measured next.
 //
 // Built is the middle of those bounds and BuiltUncertainty half their distance.
-func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (Run, error) {
+func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (measured.IndexBuild, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
 	ddocID := names.IndexingDesignDoc(opts.Nonce)
 	doc, err := ddoc.Indexing(ddocID, opts.Language, opts.Reducer, opts.Nonce)
 	if err != nil {
-		return Run{}, err
+		return measured.IndexBuild{}, err
 	}
-	run := Run{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1)),
+	run := measured.IndexBuild{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1)),
 		BuiltFrom: BuiltFromCopies}
 
 	copies, err := c.ShardCopies(ctx, opts.DB)
@@ -521,10 +473,10 @@ func (b *build) queryable() time.Duration {
 	return q.Sub(b.origin) - b.startedBy.Sub(b.origin)/2
 }
 
-func (b *build) copyBuilds() []CopyBuild {
-	out := make([]CopyBuild, len(b.waits))
+func (b *build) copyBuilds() []measured.CopyBuild {
+	out := make([]measured.CopyBuild, len(b.waits))
 	for i, w := range b.waits {
-		out[i] = CopyBuild{Node: w.copy.Node, Range: w.copy.Range, Written: w.ex.Answered.Sub(b.origin)}
+		out[i] = measured.CopyBuild{Node: w.copy.Node, Range: w.copy.Range, Written: w.ex.Answered.Sub(b.origin)}
 	}
 	return out
 }

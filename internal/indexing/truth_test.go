@@ -22,6 +22,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchlog"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // logSlack is how far apart the log's clock and the runner's can read for one moment on one
@@ -66,7 +67,7 @@ func TestBuildTimesAgreeWithTheServerLogOnRealCouchDB(t *testing.T) {
 }
 
 // checkAgainstLog compares one build with the server's log and returns a table row.
-func checkAgainstLog(t *testing.T, srv *couchdbtest.Server, run Run, language string, reducer benchv1.Reducer) string {
+func checkAgainstLog(t *testing.T, srv *couchdbtest.Server, run measured.IndexBuild, language string, reducer benchv1.Reducer) string {
 	t.Helper()
 	span := couchlog.BuildSpan(srv.IndexUpdates(t), func(ddocID string) bool { return isOfBuild(ddocID, run.DesignDoc) })
 	label := fmt.Sprintf("%s/%s (%s)", language, reducer, run.DesignDoc)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/k6plan"
 )
 
 const (
@@ -34,7 +35,7 @@ func BenchmarkK6VersusWrk(b *testing.B) {
 	spec.Workloads.Reads.IterationsPerUser = nil
 	spec.Workloads.Reads.Duration = loadDuration.String()
 	spec.Workloads.Reads.VirtualUsers = loadConnections
-	cfg, err := NewConfig(spec, jsArm, srv.URL, "db")
+	cfg, err := k6plan.NewConfig(spec, jsArm, srv.URL, "db")
 	if err != nil {
 		b.Fatal(err)
 	}

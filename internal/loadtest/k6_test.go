@@ -28,6 +28,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -120,11 +121,11 @@ type fullSummary struct {
 // returns its exit code, what it handed over (its summary of the load, read from the frame on
 // its stdout and checked against the handoff in its termination file, as the operator reads
 // them) and k6's whole summary.
-func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (int, results.ReadsRunner, fullSummary) {
+func runK6(t testing.TB, cfg k6plan.Config, user, password string, extra ...string) (int, results.ReadsRunner, fullSummary) {
 	t.Helper()
 	dir := t.TempDir()
-	script := filepath.Join(dir, ScriptName)
-	if err := os.WriteFile(script, []byte(Script), 0o600); err != nil {
+	script := filepath.Join(dir, k6plan.ScriptName)
+	if err := os.WriteFile(script, []byte(k6plan.Script), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	config, err := cfg.JSON()
@@ -145,7 +146,7 @@ func runK6(t testing.TB, cfg Config, user, password string, extra ...string) (in
 			segment = extra[i+1]
 		}
 	}
-	runner, err := results.ParseK6Summary(payload, SegmentName(segment), cfg.UserThresholds)
+	runner, err := results.ParseK6Summary(payload, k6plan.SegmentName(segment), cfg.UserThresholds)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestEveryScenarioOnRealCouchDB(t *testing.T) {
 	for _, scenario := range []benchv1.ReadScenario{benchv1.ScenarioGetDocument, benchv1.ScenarioGetSameDocument, benchv1.ScenarioViewByKey, benchv1.ScenarioViewRange,
 		benchv1.ScenarioViewRangeIncludeDocs, benchv1.ScenarioMixed} {
 		t.Run(string(scenario), func(t *testing.T) {
-			cfg, err := NewConfig(readsSpec(scenario), jsArm, srv.URL(), db)
+			cfg, err := k6plan.NewConfig(readsSpec(scenario), jsArm, srv.URL(), db)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -218,7 +219,7 @@ func TestRandomIDsAreTheDatasetsOnRealCouchDB(t *testing.T) {
 		spec := readsSpec(scenario)
 		spec.Dataset.IDs, spec.Dataset.Seed = benchv1.IDsRandom, 1
 		spec.Workloads.Reads.IterationsPerUser = ptr.To[int32](100)
-		cfg, err := NewConfig(spec, jsArm, srv.URL(), db)
+		cfg, err := k6plan.NewConfig(spec, jsArm, srv.URL(), db)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func TestWrongPasswordFailsTheRequestsOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
 	db := seededDB(t, srv, docs)
 	user, password := srv.NewUser(t)
-	cfg, err := NewConfig(readsSpec(benchv1.ScenarioGetDocument), jsArm, srv.URL(), db)
+	cfg, err := k6plan.NewConfig(readsSpec(benchv1.ScenarioGetDocument), jsArm, srv.URL(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,13 +253,13 @@ func TestThresholdsAndParallelRunnersOnRealCouchDB(t *testing.T) {
 	spec := readsSpec(benchv1.ScenarioGetDocument,
 		benchv1.Threshold{Metric: "http_req_failed", Condition: "rate<0.01"},
 		benchv1.Threshold{Metric: "http_req_duration", Condition: "p(95)<0"}) // cannot pass
-	cfg, err := NewConfig(spec, jsArm, srv.URL(), db)
+	cfg, err := k6plan.NewConfig(spec, jsArm, srv.URL(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The runners share a start barrier in the database, as the operator's Jobs do; runner 1
 	// starts a second late, and neither may begin the measured load before it arrives.
-	segments, sequence := Segments(2)
+	segments, sequence := k6plan.Segments(2)
 	runners := make([]results.ReadsRunner, len(segments))
 	var lateStart time.Time
 	var wg sync.WaitGroup
@@ -312,7 +313,7 @@ func TestSetupTimeIsLeftOutOfTheRate(t *testing.T) {
 	srv := seededServer(t)
 	const hold = 1500 * time.Millisecond
 	srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: "/db/_design/cb-viewreads/_view/emit_doc", Times: 1, Delay: hold})
-	cfg, err := NewConfig(readsSpec(benchv1.ScenarioViewByKey), jsArm, srv.URL, "db")
+	cfg, err := k6plan.NewConfig(readsSpec(benchv1.ScenarioViewByKey), jsArm, srv.URL, "db")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +335,7 @@ func TestSetupRidesThroughViewTimeoutsOnRealCouchDB(t *testing.T) {
 	db := seededDB(t, srv, seeded)
 	spec := readsSpec(benchv1.ScenarioViewRangeIncludeDocs)
 	spec.Dataset.Documents = seeded
-	cfg, err := NewConfig(spec, jsArm, srv.URL(), db)
+	cfg, err := k6plan.NewConfig(spec, jsArm, srv.URL(), db)
 	if err != nil {
 		t.Fatal(err)
 	}

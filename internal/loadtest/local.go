@@ -1,3 +1,6 @@
+// Package loadtest runs the k6 read load by hand (`couchbench run`), with k6 processes on
+// this machine as the operator's Jobs run it: the script and configuration of
+// internal/k6plan, its runners, barriers and rounds. The operator does not link it.
 package loadtest
 
 import (
@@ -17,6 +20,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/turns"
 )
@@ -80,8 +84,8 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(dir)) }()
-	script := filepath.Join(dir, ScriptName)
-	if err := os.WriteFile(script, []byte(Script), 0o600); err != nil {
+	script := filepath.Join(dir, k6plan.ScriptName)
+	if err := os.WriteFile(script, []byte(k6plan.Script), 0o600); err != nil {
 		return err
 	}
 	var arms []*localArm
@@ -160,7 +164,7 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 type localArm struct {
 	qs       benchv1.QueryServer
 	profile  string
-	config   Config
+	config   k6plan.Config
 	json     string
 	creds    couch.Credentials
 	reads    results.Reads
@@ -178,7 +182,7 @@ func (l Local) arm(a results.Arm) (*localArm, error) {
 	}
 	qs := l.Bench.Spec.QueryServers[i].Resolved()
 	url, _ := l.Target(a.QueryServer)
-	cfg, err := NewConfig(&l.Bench.Spec, qs, url, a.Profiles[0].DB)
+	cfg, err := k6plan.NewConfig(&l.Bench.Spec, qs, url, a.Profiles[0].DB)
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +263,7 @@ func mergeReads(doc *results.Document, arms []*localArm, orders [][]string, err 
 func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, n int) ([]results.ReadsRunner, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	segments, sequence := Segments(n)
+	segments, sequence := k6plan.Segments(n)
 	runners := make([]results.ReadsRunner, n)
 	var (
 		mu    sync.Mutex
@@ -299,7 +303,7 @@ func (l Local) runner(ctx context.Context, a *localArm, dir, script string, roun
 	if err != nil {
 		return results.ReadsRunner{}, err
 	}
-	return results.ParseK6Summary(summary, SegmentName(segment), a.config.UserThresholds)
+	return results.ParseK6Summary(summary, k6plan.SegmentName(segment), a.config.UserThresholds)
 }
 
 // k6Process is one k6 runner as a k6 Job's container runs it: `k6 run --quiet --no-color

@@ -7,7 +7,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -81,11 +81,11 @@ func armsInOrder(docs []*results.Document) []results.Arm {
 
 // medianRun is the run with the median documents/s; of an even number, the slower middle
 // one. The zero Run when there are none.
-func medianRun(runs []indexing.Run) indexing.Run {
+func medianRun(runs []measured.IndexBuild) measured.IndexBuild {
 	if len(runs) == 0 {
-		return indexing.Run{}
+		return measured.IndexBuild{}
 	}
-	sorted := append([]indexing.Run(nil), runs...)
+	sorted := append([]measured.IndexBuild(nil), runs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].DocsPerSecond < sorted[j].DocsPerSecond })
 	return sorted[(len(sorted)-1)/2]
 }
@@ -100,15 +100,15 @@ const windowMs = 1000
 // is left), drawn over the time between them. The curve starts at the trigger with nothing
 // indexed (the design document is new; polls before the trigger only show that); a series
 // in which nothing moved has no curve.
-func rates(series []indexing.Point) plotter.XYs {
-	var from indexing.Point
+func rates(series []measured.BuildPoint) plotter.XYs {
+	var from measured.BuildPoint
 	xys := plotter.XYs{{X: 0, Y: 0}}
-	rateTo := func(pt indexing.Point) {
+	rateTo := func(pt measured.BuildPoint) {
 		rate := float64(pt.ChangesDone-from.ChangesDone) / (seconds(pt.AtMs) - seconds(from.AtMs))
 		xys = append(xys, plotter.XY{X: seconds(pt.AtMs), Y: rate})
 		from = pt
 	}
-	var last indexing.Point
+	var last measured.BuildPoint
 	for _, pt := range series {
 		if pt.AtMs <= 0 {
 			continue

@@ -12,18 +12,17 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/writes"
 )
 
 // build is a build at rate documents/s over one shard copy, polled every 250 ms from before
 // the trigger until it is done.
-func build(rate float64, documents int64) indexing.Run {
-	run := indexing.Run{Documents: documents, DocsPerSecond: rate}
+func build(rate float64, documents int64) measured.IndexBuild {
+	run := measured.IndexBuild{Documents: documents, DocsPerSecond: rate}
 	for at := int64(-250); ; at += 250 {
 		done := min(documents, max(0, int64(rate*float64(at)/1000)))
-		run.Series = append(run.Series, indexing.Point{AtMs: at, ChangesDone: done, LiveTasks: 1})
+		run.Series = append(run.Series, measured.BuildPoint{AtMs: at, ChangesDone: done, LiveTasks: 1})
 		if done == documents {
 			return run
 		}
@@ -48,7 +47,7 @@ func twoArms() []*results.Document {
 				p.Indexing = append(p.Indexing, ix)
 			}
 			for m, mode := range []string{"bulk-100", "bulk-1000", "bulk-5000", "bulk-10000", "parallelBulk-10x1000", "batchOk-1", "serial"} {
-				p.Writes = append(p.Writes, writes.Result{Mode: mode, Created: int64(100 * (7 - m) * (7 - m)), Elapsed: time.Second})
+				p.Writes = append(p.Writes, measured.Write{Mode: mode, Created: int64(100 * (7 - m) * (7 - m)), Elapsed: time.Second})
 			}
 			if profile == "small" {
 				p.Reads = &results.Reads{Scenario: "getDocument", Runners: []results.ReadsRunner{
@@ -131,7 +130,7 @@ func TestChartsAreDeterministic(t *testing.T) {
 func TestNoDataNoChart(t *testing.T) {
 	empty := &results.Document{Benchmark: "b", Arms: []results.Arm{{QueryServer: "js", Profiles: []results.Profile{{Profile: "small",
 		// A build without a recorded series (shorter than a poll) has bars but no curve.
-		Indexing: []results.IndexingSeries{{Reducer: "builtin", Runs: []indexing.Run{{Documents: 10, DocsPerSecond: 100}}}}}}}}}
+		Indexing: []results.IndexingSeries{{Reducer: "builtin", Runs: []measured.IndexBuild{{Documents: 10, DocsPerSecond: 100}}}}}}}}}
 	charts, err := Charts(empty)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +148,7 @@ func TestNoDataNoChart(t *testing.T) {
 	// What is not a finite number cannot be drawn: left to the tables, without an error.
 	runs := empty.Arms[0].Profiles[0].Indexing[0].Runs
 	runs[0].DocsPerSecond = math.Inf(1)
-	empty.Arms[0].Profiles[0].Writes = []writes.Result{{Mode: "serial", Created: 10}} // no elapsed time: 0/s
+	empty.Arms[0].Profiles[0].Writes = []measured.Write{{Mode: "serial", Created: 10}} // no elapsed time: 0/s
 	if charts, err := Charts(empty); err != nil || len(charts) != 0 {
 		t.Errorf("charts of infinite and zero rates: %v, %v", chartNames(charts), err)
 	}
@@ -242,26 +241,26 @@ func TestWriteRatesOnALogarithmicAxis(t *testing.T) {
 func TestRates(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		series []indexing.Point
+		series []measured.BuildPoint
 		want   plotter.XYs
 	}{
 		{"nothing recorded", nil, nil},
-		{"nothing moved", []indexing.Point{{AtMs: -250}, {AtMs: 0}, {AtMs: 250}, {AtMs: 500}}, nil},
+		{"nothing moved", []measured.BuildPoint{{AtMs: -250}, {AtMs: 0}, {AtMs: 250}, {AtMs: 500}}, nil},
 		{
 			// Windows of at least a second from the trigger; polls before it left out.
-			"steady", []indexing.Point{{AtMs: -250}, {AtMs: 250, ChangesDone: 100}, {AtMs: 500, ChangesDone: 300},
+			"steady", []measured.BuildPoint{{AtMs: -250}, {AtMs: 250, ChangesDone: 100}, {AtMs: 500, ChangesDone: 300},
 				{AtMs: 750, ChangesDone: 300}, {AtMs: 1000, ChangesDone: 400}, {AtMs: 1250, ChangesDone: 600},
 				{AtMs: 2000, ChangesDone: 1000}, {AtMs: 2500, ChangesDone: 1000}},
 			plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 400}, {X: 2, Y: 600}, {X: 2.5, Y: 0}},
 		},
 		{
 			// The last window is what is left after the last whole one.
-			"short tail", []indexing.Point{{AtMs: 1000, ChangesDone: 500}, {AtMs: 1250, ChangesDone: 600}},
+			"short tail", []measured.BuildPoint{{AtMs: 1000, ChangesDone: 500}, {AtMs: 1250, ChangesDone: 600}},
 			plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 500}, {X: 1.25, Y: 400}},
 		},
 		{
 			// Polls slower than the window: one step per poll.
-			"slow polls", []indexing.Point{{AtMs: 2000, ChangesDone: 1000}, {AtMs: 5000, ChangesDone: 4000}},
+			"slow polls", []measured.BuildPoint{{AtMs: 2000, ChangesDone: 1000}, {AtMs: 5000, ChangesDone: 4000}},
 			plotter.XYs{{X: 0, Y: 0}, {X: 2, Y: 500}, {X: 5, Y: 1000}},
 		},
 	} {
@@ -274,10 +273,10 @@ func TestRates(t *testing.T) {
 }
 
 func TestMedianRun(t *testing.T) {
-	runs := func(rates ...float64) []indexing.Run {
-		var out []indexing.Run
+	runs := func(rates ...float64) []measured.IndexBuild {
+		var out []measured.IndexBuild
 		for i, r := range rates {
-			out = append(out, indexing.Run{DesignDoc: fmt.Sprint(i), DocsPerSecond: r})
+			out = append(out, measured.IndexBuild{DesignDoc: fmt.Sprint(i), DocsPerSecond: r})
 		}
 		return out
 	}

@@ -9,10 +9,8 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/viewreads"
-	"github.com/couchbench/couchbench/internal/writes"
 )
 
 // documents is the number of documents of the recorded builds below.
@@ -62,7 +60,7 @@ func realisticRun(t testing.TB) *results.Document {
 			slowdown float64
 		}{{"small", 1}, {"large", 2.4}} {
 			p := results.Profile{Profile: profile.name, DB: "cb-" + a.name + "-" + profile.name, Shards: 2, Replicas: 1}
-			seed := seeding.Result{Stored: documents, Created: documents, Bytes: int64(documents * 110 * profile.slowdown),
+			seed := measured.Seeding{Stored: documents, Created: documents, Bytes: int64(documents * 110 * profile.slowdown),
 				Elapsed: time.Duration(float64(8*time.Second) * profile.slowdown)}
 			p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &seed, seed.DocsPerSecond(), seed.MBPerSecond()
 			for _, reducer := range []struct {
@@ -77,16 +75,16 @@ func realisticRun(t testing.TB) *results.Document {
 				p.Indexing = append(p.Indexing, ix)
 			}
 			for v, view := range []benchv1.ViewReadKind{benchv1.ViewEmitDoc, benchv1.ViewEmitNull, benchv1.ViewEmitNullIncludeDocs} {
-				vr := viewreads.Result{View: view}
+				vr := measured.ViewReads{View: view}
 				for r := range 5 {
 					secs := []float64{4.1, 1.2, 5.3}[v] * profile.slowdown * (1 + 0.02*float64(r%3))
-					vr.Reads = append(vr.Reads, viewreads.Read{Rows: documents, Elapsed: time.Duration(secs * float64(time.Second))})
+					vr.Reads = append(vr.Reads, measured.ViewRead{Rows: documents, Elapsed: time.Duration(secs * float64(time.Second))})
 				}
 				p.ViewReads = append(p.ViewReads, vr)
 			}
 			for m, mode := range []string{"bulk-100", "bulk-1000", "bulk-5000", "bulk-10000", "parallelBulk-10x1000", "batchOk-1", "serial"} {
 				perSecond := []float64{8200, 21500, 24800, 25900, 38400, 950, 160}[m] / profile.slowdown * (1 - 0.03*float64(i))
-				w := writes.Result{Mode: mode, Elapsed: 10 * time.Second, Created: int64(perSecond * 10)}
+				w := measured.Write{Mode: mode, Elapsed: 10 * time.Second, Created: int64(perSecond * 10)}
 				if mode == "batchOk-1" {
 					w.Created, w.Accepted = 0, w.Created
 				}
@@ -124,7 +122,7 @@ func k6Reads(i int) *results.Reads {
 // slowdown and counted from the blocking view request's start: the curve through Analyze, as
 // indexing.Build draws it, and the end where the recording's last indexer task was gone,
 // timed to ±10 ms.
-func replay(t testing.TB, s couchtest.Series, slowdown float64) indexing.Run {
+func replay(t testing.TB, s couchtest.Series, slowdown float64) measured.IndexBuild {
 	t.Helper()
 	stretch := func(relMs int64) time.Duration {
 		return time.Duration(float64(relMs-s.ViewRequest.StartRelMs) * slowdown * float64(time.Millisecond))
@@ -153,7 +151,7 @@ func replay(t testing.TB, s couchtest.Series, slowdown float64) indexing.Run {
 			end = time.Duration(a.Series[i+1].AtMs) * time.Millisecond
 		}
 	}
-	run := indexing.Run{DesignDoc: ddocID, Documents: documents, Queryable: stretch(s.ViewRequest.EndRelMs),
+	run := measured.IndexBuild{DesignDoc: ddocID, Documents: documents, Queryable: stretch(s.ViewRequest.EndRelMs),
 		Built: end, BuiltUncertainty: 10 * time.Millisecond, BuiltFrom: indexing.BuiltFromCopies, TasksObserved: true, CopiesObserved: a.CopiesObserved, ShardChanges: a.ShardChanges,
 		ShardChangesFrom: "tasks", MapDocs: -1, MapDocsExpected: documents, Series: a.Series}
 	run.Built = max(run.Built, run.Queryable)

@@ -10,7 +10,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/latency"
-	"github.com/couchbench/couchbench/internal/writes"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // Summary is everything a benchmark's status shows, and what the printer columns, the
@@ -195,7 +195,7 @@ func noiseThreshold(spec benchv1.CouchBenchmarkSpec) float64 {
 // writeMode is one insert mode's repetitions.
 type writeMode struct {
 	name string
-	runs []writes.Result
+	runs []measured.Write
 }
 
 // docsPerSecond is the statistics of the mode's repetitions' docs/s.
@@ -208,7 +208,7 @@ func (m writeMode) docsPerSecond() Stats {
 }
 
 // writeModes groups the writes by mode, in the order the modes first ran.
-func writeModes(all []writes.Result) []writeMode {
+func writeModes(all []measured.Write) []writeMode {
 	var out []writeMode
 	for _, w := range all {
 		i := slices.IndexFunc(out, func(m writeMode) bool { return m.name == w.Mode })

@@ -1,15 +1,12 @@
 package results
 
-import (
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/writes"
-)
+import "github.com/couchbench/couchbench/internal/measured"
 
 // JoinParts is the document of a step that runners shared (seed or writes with
 // spec.runner.parallelism), from the parts' documents in part order: part 0's, which alone
 // holds the runtime probe, CouchDB's load and what the write databases held, with each
-// profile's seeding and writes joined exactly over the parts (seeding.Join, writes.Join),
-// every step record spanning the parts' records, the busiest part's
+// profile's seeding and writes joined exactly over the parts (measured.JoinSeedings,
+// measured.JoinWrites), every step record spanning the parts' records, the busiest part's
 // CPU use (the generator is bound if any part was), and the first error. One document is
 // returned as it is.
 func JoinParts(parts []*Document) *Document {
@@ -35,33 +32,33 @@ func JoinParts(parts []*Document) *Document {
 		a := &joined.Arms[ai]
 		for pi := range a.Profiles {
 			p := &a.Profiles[pi]
-			var loads []seeding.Result
+			var loads []measured.Seeding
 			for _, d := range parts {
 				if q := profileIn(d, a.QueryServer, p.Profile); q != nil && q.Seeding != nil {
 					loads = append(loads, *q.Seeding)
 				}
 			}
 			if len(loads) > 0 {
-				total := seeding.Join(loads)
+				total := measured.JoinSeedings(loads)
 				p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &total, total.DocsPerSecond(), total.MBPerSecond()
 			}
 			// A repeated load is joined load by load, the parts' i-th loads together.
 			for i := range p.SeedingRuns {
-				var load []seeding.Result
+				var load []measured.Seeding
 				for _, d := range parts {
 					if q := profileIn(d, a.QueryServer, p.Profile); q != nil && i < len(q.SeedingRuns) {
 						load = append(load, q.SeedingRuns[i])
 					}
 				}
-				p.SeedingRuns[i] = seeding.Join(load)
+				p.SeedingRuns[i] = measured.JoinSeedings(load)
 			}
-			var written, warmUps [][]writes.Result
+			var written, warmUps [][]measured.Write
 			for _, d := range parts {
 				if w := profileIn(d, a.QueryServer, p.Profile); w != nil {
 					written, warmUps = append(written, w.Writes), append(warmUps, w.WritesWarmUp)
 				}
 			}
-			p.Writes, p.WritesWarmUp = writes.Join(written), writes.Join(warmUps)
+			p.Writes, p.WritesWarmUp = measured.JoinWrites(written), measured.JoinWrites(warmUps)
 		}
 	}
 	return joined

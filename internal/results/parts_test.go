@@ -8,14 +8,13 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/serverload"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // partDocument is what one of three seeding runners hands over: its slice of 3,000
 // documents, loaded from start for elapsed, at busy percent of its CPU allowance.
 func partDocument(part int, start time.Time, elapsed time.Duration, busy float64) *Document {
-	load := seeding.Result{Stored: 1000, Created: 1000, Bytes: 500_000, Elapsed: elapsed, StartedAt: start, FinishedAt: start.Add(elapsed)}
+	load := measured.Seeding{Stored: 1000, Created: 1000, Bytes: 500_000, Elapsed: elapsed, StartedAt: start, FinishedAt: start.Add(elapsed)}
 	d := &Document{
 		SchemaVersion: SchemaVersion, Benchmark: "b", StartedAt: start.Add(-time.Second), FinishedAt: start.Add(elapsed + time.Second),
 		Arms: []Arm{{QueryServer: "js", Profiles: []Profile{{Profile: "small", DB: "cb-b-js-small", Seeding: &load}}}},
@@ -24,7 +23,7 @@ func partDocument(part int, start time.Time, elapsed time.Duration, busy float64
 	}
 	if part == 0 {
 		d.Arms[0].Runtime = &Runtime{Language: "javascript", Engine: "spidermonkey"}
-		d.Steps[0].CouchDBLoad = []serverload.Node{{Node: "couchdb@a", MaxRunQueue: 3}}
+		d.Steps[0].CouchDBLoad = []measured.NodeLoad{{Node: "couchdb@a", MaxRunQueue: 3}}
 	}
 	return d
 }
@@ -84,7 +83,7 @@ func TestRepeatedLoadsJoinLoadByLoad(t *testing.T) {
 		p := &d.Arms[0].Profiles[0]
 		for i, e := range elapsed {
 			start := t0.Add(time.Duration(i) * 10 * time.Second)
-			p.SeedingRuns = append(p.SeedingRuns, seeding.Result{Stored: 1000, Created: 1000, Bytes: 500_000, Elapsed: e,
+			p.SeedingRuns = append(p.SeedingRuns, measured.Seeding{Stored: 1000, Created: 1000, Bytes: 500_000, Elapsed: e,
 				StartedAt: start, FinishedAt: start.Add(e)})
 		}
 		last := p.SeedingRuns[2]

@@ -18,8 +18,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/indexing"
-	"github.com/couchbench/couchbench/internal/seeding"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 func k6Fixture(t *testing.T) []byte {
@@ -259,7 +258,7 @@ func TestEncodeWithinThinsTheCurvesOnly(t *testing.T) {
 	for i := range d.Arms[0].Profiles[0].Indexing[0].Runs {
 		run := &d.Arms[0].Profiles[0].Indexing[0].Runs[i]
 		for k := range 4000 {
-			run.Series = append(run.Series, indexing.Point{AtMs: int64(k * 250), ChangesDone: int64(k * 7), LiveTasks: k % 5})
+			run.Series = append(run.Series, measured.BuildPoint{AtMs: int64(k * 250), ChangesDone: int64(k * 7), LiveTasks: k % 5})
 		}
 	}
 	full, _ := Encode(d)
@@ -324,7 +323,7 @@ func gzipped(data []byte) []byte {
 
 func TestDecodeReadsPlainAndGzip(t *testing.T) {
 	plain, _ := json.Marshal(&Document{SchemaVersion: SchemaVersion, Benchmark: "b",
-		Arms: []Arm{{QueryServer: "js", Profiles: []Profile{{Profile: "small", Seeding: &seeding.Result{Stored: 3}}}}}})
+		Arms: []Arm{{QueryServer: "js", Profiles: []Profile{{Profile: "small", Seeding: &measured.Seeding{Stored: 3}}}}}})
 	for name, data := range map[string][]byte{"plain": plain, "gzip": gzipped(plain), "base64 of gzip": []byte(base64.StdEncoding.EncodeToString(gzipped(plain)))} {
 		d, err := Decode(data)
 		if name == "base64 of gzip" {

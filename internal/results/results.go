@@ -7,6 +7,9 @@
 package results
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"math"
 	"sort"
 	"strings"
@@ -14,16 +17,19 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
-	"github.com/couchbench/couchbench/internal/indexing"
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/serverload"
-	"github.com/couchbench/couchbench/internal/viewreads"
-	"github.com/couchbench/couchbench/internal/writes"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // SchemaVersion is the version of the result document's layout; readers refuse others.
 // Version 2: k6 reads in the document, every step's start and end, the run id.
 const SchemaVersion = 2
+
+// SpecHash is the SHA-256 of the spec as JSON: runs with the same hash ran the same benchmark.
+func SpecHash(spec benchv1.CouchBenchmarkSpec) string {
+	data, _ := json.Marshal(spec)
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
 
 // Document is one run's results.
 type Document struct {
@@ -65,7 +71,7 @@ type StepRecord struct {
 	// percent or more, the generator may have been the bottleneck.
 	LoadGenerator *cpuuse.Use `json:"loadGenerator,omitempty"`
 	// CouchDBLoad is every node's load during the step, as CouchDB reported it.
-	CouchDBLoad []serverload.Node `json:"couchdbLoad,omitempty"`
+	CouchDBLoad []measured.NodeLoad `json:"couchdbLoad,omitempty"`
 	// Rounds is the order the arms took their turns in, round by round (the warm-up first,
 	// when there was one), when several arms took turns in the step.
 	Rounds [][]string `json:"rounds,omitempty"`
@@ -197,30 +203,30 @@ type Profile struct {
 	Replicas int    `json:"replicas"`
 	// Seeding is the load of the dataset the workloads read: the last, when it was loaded
 	// more than once.
-	Seeding *seeding.Result `json:"seeding,omitempty"`
+	Seeding *measured.Seeding `json:"seeding,omitempty"`
 	// SeedingRuns is every load in order, Seeding last, when the dataset was loaded more
 	// than once (dataset.seedRepetitions).
-	SeedingRuns []seeding.Result `json:"seedingRuns,omitempty"`
+	SeedingRuns []measured.Seeding `json:"seedingRuns,omitempty"`
 	// SeedingDocsPerSecond and SeedingMBPerSecond are derived from Seeding.
-	SeedingDocsPerSecond float64            `json:"seedingDocsPerSecond,omitempty"`
-	SeedingMBPerSecond   float64            `json:"seedingMBPerSecond,omitempty"`
-	Indexing             []IndexingSeries   `json:"indexing,omitempty"`
-	ViewReads            []viewreads.Result `json:"viewReads,omitempty"`
-	Writes               []writes.Result    `json:"writes,omitempty"`
+	SeedingDocsPerSecond float64              `json:"seedingDocsPerSecond,omitempty"`
+	SeedingMBPerSecond   float64              `json:"seedingMBPerSecond,omitempty"`
+	Indexing             []IndexingSeries     `json:"indexing,omitempty"`
+	ViewReads            []measured.ViewReads `json:"viewReads,omitempty"`
+	Writes               []measured.Write     `json:"writes,omitempty"`
 	// WritesWarmUp is every mode once before the repetitions (writes.warmUp): reported,
 	// not counted.
-	WritesWarmUp []writes.Result `json:"writesWarmUp,omitempty"`
+	WritesWarmUp []measured.Write `json:"writesWarmUp,omitempty"`
 	// Reads is the k6 read load, run on an arm's first profile.
 	Reads *Reads `json:"reads,omitempty"`
 }
 
 // Seedings are the profile's loads of the dataset: SeedingRuns, or Seeding alone.
-func (p Profile) Seedings() []seeding.Result {
+func (p Profile) Seedings() []measured.Seeding {
 	if len(p.SeedingRuns) > 0 {
 		return p.SeedingRuns
 	}
 	if p.Seeding != nil {
-		return []seeding.Result{*p.Seeding}
+		return []measured.Seeding{*p.Seeding}
 	}
 	return nil
 }
@@ -232,10 +238,10 @@ type IndexingSeries struct {
 	// the builds.
 	ViewCompaction string `json:"viewCompaction"`
 	// PollInterval is how often /_active_tasks was polled: a build's end is known to within it.
-	PollInterval time.Duration  `json:"pollIntervalNs"`
-	Runs         []indexing.Run `json:"runs"`
+	PollInterval time.Duration         `json:"pollIntervalNs"`
+	Runs         []measured.IndexBuild `json:"runs"`
 	// WarmUp is the build before the runs (indexing.warmUp): reported, not counted.
-	WarmUp *indexing.Run `json:"warmUp,omitempty"`
+	WarmUp *measured.IndexBuild `json:"warmUp,omitempty"`
 	// Stats summarizes the runs' docs/s (median, min, max, CV) for readers of the JSON;
 	// Finish fills it in.
 	Stats Stats `json:"docsPerSecondStats"`
@@ -319,7 +325,7 @@ func Summarize(values []float64) Stats {
 }
 
 // ViewReadSeconds is the statistics of one view's full-read times, in seconds.
-func ViewReadSeconds(r viewreads.Result) Stats {
+func ViewReadSeconds(r measured.ViewReads) Stats {
 	secs := make([]float64, len(r.Reads))
 	for i, read := range r.Reads {
 		secs[i] = read.Elapsed.Seconds()
@@ -328,7 +334,7 @@ func ViewReadSeconds(r viewreads.Result) Stats {
 }
 
 // RowsPerSecond is rows over the median read time.
-func RowsPerSecond(r viewreads.Result) float64 {
+func RowsPerSecond(r measured.ViewReads) float64 {
 	if len(r.Reads) == 0 {
 		return 0
 	}

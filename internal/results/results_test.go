@@ -14,10 +14,21 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
-	"github.com/couchbench/couchbench/internal/seeding"
-	"github.com/couchbench/couchbench/internal/viewreads"
-	"github.com/couchbench/couchbench/internal/writes"
+	"github.com/couchbench/couchbench/internal/measured"
 )
+
+// Runs of the same spec share a hash, and any change to the spec gives another.
+func TestSpecHashNamesTheSpec(t *testing.T) {
+	a := benchv1.CouchBenchmarkSpec{Timeout: "2h", Dataset: benchv1.Dataset{Documents: 1000, Seed: 1}}
+	b := a
+	if SpecHash(a) != SpecHash(b) || len(SpecHash(a)) != 64 {
+		t.Fatalf("hashes %q and %q of the same spec: want the same 64 hex digits", SpecHash(a), SpecHash(b))
+	}
+	b.Dataset.Seed = 2
+	if SpecHash(a) == SpecHash(b) {
+		t.Errorf("specs with seeds 1 and 2 share the hash %s", SpecHash(a))
+	}
+}
 
 func TestSummarize(t *testing.T) {
 	s := Summarize([]float64{10, 30, 20})
@@ -45,21 +56,21 @@ func sampleDocument(arms int) *Document {
 	for a := range arms {
 		arm := Arm{QueryServer: fmt.Sprintf("arm%d", a), Language: "javascript"}
 		for _, prof := range []string{"small", "large-300000"} {
-			seed := seeding.Result{Stored: 1000, Created: 1000, Elapsed: time.Second, Bytes: 110000}
+			seed := measured.Seeding{Stored: 1000, Created: 1000, Elapsed: time.Second, Bytes: 110000}
 			p := Profile{Profile: prof, Seeding: &seed, SeedingDocsPerSecond: 1000, SeedingMBPerSecond: 0.11}
 			for _, red := range []string{"builtin", "custom"} {
 				s := IndexingSeries{Reducer: red, ViewCompaction: "paused"}
 				for r := range 3 {
-					s.Runs = append(s.Runs, indexing.Run{Documents: 1000, Built: time.Duration(100+r) * time.Millisecond,
+					s.Runs = append(s.Runs, measured.IndexBuild{Documents: 1000, Built: time.Duration(100+r) * time.Millisecond,
 						Queryable: 90 * time.Millisecond, DocsPerSecond: 10000 - float64(r)*100, ShardChangesPerSecond: 30000, MapDocs: 3000, MapDocsExpected: 3000})
 				}
 				p.Indexing = append(p.Indexing, s)
 			}
 			for _, v := range []benchv1.ViewReadKind{benchv1.ViewEmitDoc, benchv1.ViewEmitNull, benchv1.ViewEmitNullIncludeDocs} {
-				p.ViewReads = append(p.ViewReads, viewreads.Result{View: v, Reads: []viewreads.Read{{Rows: 1000, Elapsed: 500 * time.Millisecond}}})
+				p.ViewReads = append(p.ViewReads, measured.ViewReads{View: v, Reads: []measured.ViewRead{{Rows: 1000, Elapsed: 500 * time.Millisecond}}})
 			}
 			for _, m := range []string{"bulk-100", "bulk-1000", "bulk-5000", "bulk-10000", "parallelBulk-10x1000", "batchOk-1", "serial"} {
-				p.Writes = append(p.Writes, writes.Result{Mode: m, Created: 5000, Elapsed: 10 * time.Second})
+				p.Writes = append(p.Writes, measured.Write{Mode: m, Created: 5000, Elapsed: 10 * time.Second})
 			}
 			arm.Profiles = append(arm.Profiles, p)
 		}
@@ -117,20 +128,20 @@ func TestDecodeRefusesOtherSchemaVersions(t *testing.T) {
 // Imprecise when a build's end was bracketed to worse than 5% of its time; documents from
 // before builds were bracketed state no uncertainty.
 func TestSpreadFlagsNoisyAndImpreciseResults(t *testing.T) {
-	build := func(rate float64, built, uncertainty time.Duration) indexing.Run {
-		return indexing.Run{Documents: 1000, DocsPerSecond: rate, Built: built, BuiltUncertainty: uncertainty, BuiltFrom: indexing.BuiltFromCopies}
+	build := func(rate float64, built, uncertainty time.Duration) measured.IndexBuild {
+		return measured.IndexBuild{Documents: 1000, DocsPerSecond: rate, Built: built, BuiltUncertainty: uncertainty, BuiltFrom: indexing.BuiltFromCopies}
 	}
-	doc := func(threshold int32, runs ...indexing.Run) *Document {
+	doc := func(threshold int32, runs ...measured.IndexBuild) *Document {
 		d := &Document{SchemaVersion: SchemaVersion, Spec: benchv1.CouchBenchmarkSpec{NoiseThresholdPercent: threshold}}
-		reads := viewreads.Result{View: benchv1.ViewEmitNull}
+		reads := measured.ViewReads{View: benchv1.ViewEmitNull}
 		for _, secs := range []float64{1, 2, 3} { // CV 50%
-			reads.Reads = append(reads.Reads, viewreads.Read{Rows: 10, Elapsed: time.Duration(secs * float64(time.Second))})
+			reads.Reads = append(reads.Reads, measured.ViewRead{Rows: 10, Elapsed: time.Duration(secs * float64(time.Second))})
 		}
 		d.Arms = []Arm{{QueryServer: "js", Profiles: []Profile{{Profile: "small",
-			Indexing: []IndexingSeries{{Reducer: "builtin", Runs: runs}}, ViewReads: []viewreads.Result{reads}}}}}
+			Indexing: []IndexingSeries{{Reducer: "builtin", Runs: runs}}, ViewReads: []measured.ViewReads{reads}}}}}
 		return d
 	}
-	steady := []indexing.Run{build(1000, time.Second, 10*time.Millisecond), build(1050, time.Second, 0), build(950, time.Second, 0)} // CV 5%
+	steady := []measured.IndexBuild{build(1000, time.Second, 10*time.Millisecond), build(1050, time.Second, 0), build(950, time.Second, 0)} // CV 5%
 	for _, tc := range []struct {
 		name            string
 		doc             *Document
@@ -142,7 +153,7 @@ func TestSpreadFlagsNoisyAndImpreciseResults(t *testing.T) {
 		{"default threshold (10%) for documents without one", doc(0, build(1000, time.Second, 0), build(1300, time.Second, 0)), "18.4%", "±0.0%",
 			[]benchv1.ResultFlag{benchv1.FlagNoisy}},
 		{"one build timed to ±6%", doc(10, build(1000, time.Second, 60*time.Millisecond)), "", "±6.0%", []benchv1.ResultFlag{benchv1.FlagImprecise}},
-		{"a document from before bracketing", doc(10, indexing.Run{Documents: 1000, DocsPerSecond: 1000, Built: time.Second}), "", "", nil},
+		{"a document from before bracketing", doc(10, measured.IndexBuild{Documents: 1000, DocsPerSecond: 1000, Built: time.Second}), "", "", nil},
 	} {
 		ix := Aggregate(tc.doc).Results[0].Indexing[0]
 		if ix.CV != tc.wantCV || ix.Uncertainty != tc.wantUnc || fmt.Sprint(ix.Flags) != fmt.Sprint(tc.wantFlags) {
@@ -255,7 +266,7 @@ func TestReadRepetitionsAddUp(t *testing.T) {
 func TestWriteRepetitionsAddUp(t *testing.T) {
 	d := sampleDocument(1)
 	p := &d.Arms[0].Profiles[0]
-	p.Writes = []writes.Result{
+	p.Writes = []measured.Write{
 		{Mode: "bulk-100", Created: 1000, Stored: 1000, Elapsed: time.Second},
 		{Mode: "serial", Created: 10, Stored: 10, Elapsed: time.Second},
 		{Mode: "bulk-100", Repetition: 1, Created: 2000, Stored: 2000, Elapsed: time.Second},

@@ -15,7 +15,6 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/names"
-	"github.com/couchbench/couchbench/internal/writes"
 )
 
 // Databases are the databases a run of bench with runID makes for an arm: each profile's
@@ -30,7 +29,7 @@ func Databases(bench *benchv1.CouchBenchmark, runID, arm string) []string {
 		db := names.Database(bench.Name, runID, arm, dataset.ProfileName(profile))
 		dbs = append(dbs, db)
 		if spec.Workloads.Writes != nil {
-			for _, mode := range writes.Modes(spec.Workloads.Writes) {
+			for _, mode := range spec.Workloads.Writes.Modes() {
 				dbs = append(dbs, names.WriteDatabase(db, mode.Name))
 			}
 		}

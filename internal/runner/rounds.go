@@ -9,6 +9,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/serverload"
 	"github.com/couchbench/couchbench/internal/turns"
@@ -152,7 +153,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 	}
 	var orders [][]string
 	defer func() {
-		load := map[*server][]serverload.Node{}
+		load := map[*server][]measured.NodeLoad{}
 		for srv, w := range watches {
 			load[srv] = w.Stop()
 		}
@@ -221,7 +222,7 @@ func turnsOrder(cfg Config, doc *results.Document, step benchv1.Step, round int,
 
 // record is the arm's step: from its first turn to the end of its last, its CPU share over its
 // own turns only.
-func (t *turn) record(step benchv1.Step, load []serverload.Node) results.StepRecord {
+func (t *turn) record(step benchv1.Step, load []measured.NodeLoad) results.StepRecord {
 	var pauses []cpuuse.Pause
 	for _, p := range append(t.others, t.arm.pauses...) {
 		if !p.From.At.Before(t.first.At) && !p.To.At.After(t.last.At) {

@@ -30,7 +30,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/barrier"
-	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/dataset"
@@ -84,7 +83,7 @@ func Run(ctx context.Context, cfg Config) (*results.Document, error) {
 	doc := &results.Document{
 		SchemaVersion: results.SchemaVersion,
 		Benchmark:     cfg.Bench.Name,
-		SpecHash:      benchspec.Hash(spec),
+		SpecHash:      results.SpecHash(spec),
 		Spec:          spec,
 		RunID:         cfg.RunID,
 		Seed:          spec.Dataset.Seed,

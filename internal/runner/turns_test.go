@@ -15,16 +15,16 @@ import (
 	"github.com/couchbench/couchbench/internal/turns"
 )
 
-// measured is one measurement of an arm, for checking their order.
-type measured struct {
+// stamped is one measurement of an arm, for checking their order.
+type stamped struct {
 	arm   string
 	round int
 	at    time.Time
 }
 
 // order is the arms of the measurements sorted by when each began.
-func order(ms []measured) []string {
-	slices.SortFunc(ms, func(a, b measured) int { return a.at.Compare(b.at) })
+func order(ms []stamped) []string {
+	slices.SortFunc(ms, func(a, b stamped) int { return a.at.Compare(b.at) })
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = fmt.Sprintf("%s%d", m.arm, m.round)
@@ -74,31 +74,31 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	if len(doc.Arms) != 2 {
 		t.Fatalf("%d arms in the document, want 2", len(doc.Arms))
 	}
-	var seeds, builds, reads, writes []measured
+	var seeds, builds, reads, writes []stamped
 	for _, a := range doc.Arms {
 		p := a.Profiles[0]
 		for i, load := range p.SeedingRuns {
 			if load.Stored != 400 {
 				t.Errorf("%s load %d stored %d, want 400", a.QueryServer, i+1, load.Stored)
 			}
-			seeds = append(seeds, measured{a.QueryServer, i + 1, load.StartedAt})
+			seeds = append(seeds, stamped{a.QueryServer, i + 1, load.StartedAt})
 		}
 		for _, series := range p.Indexing {
 			if series.WarmUp == nil || len(series.Runs) != 2 {
 				t.Fatalf("%s %s: warm-up %v, %d runs; want a warm-up and 2 runs", a.QueryServer, series.Reducer, series.WarmUp != nil, len(series.Runs))
 			}
-			builds = append(builds, measured{a.QueryServer, 0, series.WarmUp.StartedAt})
+			builds = append(builds, stamped{a.QueryServer, 0, series.WarmUp.StartedAt})
 			for i, r := range series.Runs {
-				builds = append(builds, measured{a.QueryServer, i + 1, r.StartedAt})
+				builds = append(builds, stamped{a.QueryServer, i + 1, r.StartedAt})
 			}
 		}
 		for _, v := range p.ViewReads {
 			for i, r := range v.Reads {
-				reads = append(reads, measured{a.QueryServer + "/" + string(v.View) + "/", i + 1, r.StartedAt})
+				reads = append(reads, stamped{a.QueryServer + "/" + string(v.View) + "/", i + 1, r.StartedAt})
 			}
 		}
 		for _, w := range p.Writes {
-			writes = append(writes, measured{a.QueryServer, w.Repetition + 1, w.StartedAt})
+			writes = append(writes, stamped{a.QueryServer, w.Repetition + 1, w.StartedAt})
 		}
 	}
 
@@ -113,7 +113,7 @@ func TestArmsTakeTurnsOnRealCouchDB(t *testing.T) {
 	for _, c := range []struct {
 		step     string
 		first    int
-		got      []measured
+		got      []stamped
 		measured map[string][]string
 	}{
 		{"seed", 1, seeds, arms},
@@ -181,11 +181,11 @@ func TestArmsOnTheirOwnServersTakeTurnsOnRealCouchDB(t *testing.T) {
 	if nodes["js"] != 1 || nodes["erl"] != 3 {
 		t.Errorf("the arms' servers have %v nodes, want js 1 and erl 3", nodes)
 	}
-	var builds []measured
+	var builds []stamped
 	var rec results.StepRecord
 	for _, a := range doc.Arms {
 		for i, r := range a.Profiles[0].Indexing[0].Runs {
-			builds = append(builds, measured{a.QueryServer, i + 1, r.StartedAt})
+			builds = append(builds, stamped{a.QueryServer, i + 1, r.StartedAt})
 		}
 	}
 	for _, r := range doc.Steps {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/viewreads"
 )
 
@@ -22,7 +23,7 @@ func (a *armRun) viewsBegin(ctx context.Context) error {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)
 		}
 		for _, kind := range a.cfg.Bench.Spec.Workloads.ViewReads.Views {
-			p.ViewReads = append(p.ViewReads, viewreads.Result{View: kind})
+			p.ViewReads = append(p.ViewReads, measured.ViewReads{View: kind})
 		}
 	}
 	return nil

@@ -10,7 +10,7 @@ import (
 
 // writeUnits are the writes' units: every insert mode on every profile.
 func (a *armRun) writeUnits() int {
-	return len(a.result.Profiles) * len(writes.Modes(a.cfg.Bench.Spec.Workloads.Writes))
+	return len(a.result.Profiles) * len(a.cfg.Bench.Spec.Workloads.Writes.Modes())
 }
 
 // writesRound runs one insert mode on one profile (round 0 is the warm-up); each mode writes
@@ -19,7 +19,7 @@ func (a *armRun) writeUnits() int {
 // database.
 func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	w := a.cfg.Bench.Spec.Workloads.Writes
-	modes := writes.Modes(w)
+	modes := w.Modes()
 	i, mode := unit/len(modes), modes[unit%len(modes)]
 	p := &a.result.Profiles[i]
 	duration := w.ModeDuration()

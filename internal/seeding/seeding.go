@@ -9,7 +9,6 @@ package seeding
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // Options say what to load and how.
@@ -74,57 +74,19 @@ func (b Backoff) Do(ctx context.Context, f func() error) (retries int64, err err
 	}
 }
 
-// Result is what a load did. Stored counts documents known to be in the database at the
-// end: Created by this load plus AlreadyPresent (conflicts: written by an earlier attempt
-// whose answer was lost, or before the load).
-type Result struct {
-	Stored         int64         `json:"stored"`
-	Created        int64         `json:"created"`
-	AlreadyPresent int64         `json:"alreadyPresent"`
-	Failed         int64         `json:"failed"`
-	FailedSamples  []string      `json:"failedSamples,omitempty"`
-	Retries        int64         `json:"retries"`
-	Bytes          int64         `json:"bytes"`
-	Elapsed        time.Duration `json:"elapsedNs"`
-	// StartedAt and FinishedAt bound the load, by the loader's clock.
-	StartedAt  time.Time `json:"startedAt,omitzero"`
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
-	// Parts are the loads of the runners that shared the seeding, by part (Join); empty
-	// when one runner loaded everything.
-	Parts []Result `json:"parts,omitempty"`
-	// StartSpread is how far apart the parts started (last start - first start): the
-	// barrier's precision, already inside Elapsed.
-	StartSpread time.Duration `json:"startSpreadNs,omitempty"`
-}
-
-// DocsPerSecond is documents stored per second of the load.
-func (r Result) DocsPerSecond() float64 { return perSecond(float64(r.Stored), r.Elapsed) }
-
-// MBPerSecond is megabytes (10^6) of document JSON stored per second.
-func (r Result) MBPerSecond() float64 { return perSecond(float64(r.Bytes)/1e6, r.Elapsed) }
-
-func perSecond(v float64, d time.Duration) float64 {
-	if d <= 0 {
-		return 0
-	}
-	return v / d.Seconds()
-}
-
-const maxFailedSamples = 5
-
 // Load writes documents From..From+Documents-1 of gen. On a failure that retries cannot fix, or
 // when ctx ends, it returns what was done so far with the error.
 //
 // Each worker generates the batch it sends next into a buffer of its own, reused from batch to
 // batch: the documents exist only while their request is being made, and the load's memory is
 // Concurrency batches of at most MaxBatchBytes, whatever the number or size of documents.
-func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options) (Result, error) {
+func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options) (measured.Seeding, error) {
 	if opts.BatchSize < 1 || opts.Concurrency < 1 {
-		return Result{}, fmt.Errorf("seeding: batch size %d and concurrency %d must be positive", opts.BatchSize, opts.Concurrency)
+		return measured.Seeding{}, fmt.Errorf("seeding: batch size %d and concurrency %d must be positive", opts.BatchSize, opts.Concurrency)
 	}
 	var (
 		mu    sync.Mutex
-		total Result
+		total measured.Seeding
 		first error
 	)
 	ctx, cancel := context.WithCancel(ctx)
@@ -142,7 +104,7 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 					opts.Stored.Add(r.Stored)
 				}
 				mu.Lock()
-				total.add(r)
+				total.Add(r)
 				if err != nil && first == nil {
 					first = err
 					cancel()
@@ -158,43 +120,6 @@ func Load(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Opt
 		first = ctx.Err()
 	}
 	return total, first
-}
-
-// Join is the seeding that parts loaded together, exactly: every document they stored over
-// the time from the first part's start to the last part's end (so a part that started late or
-// ran slow counts against the rate), with each part kept. Parts are in part order.
-func Join(parts []Result) Result {
-	var total Result
-	var lastStart time.Time
-	for i, p := range parts {
-		total.add(p)
-		if i == 0 || p.StartedAt.Before(total.StartedAt) {
-			total.StartedAt = p.StartedAt
-		}
-		if p.StartedAt.After(lastStart) {
-			lastStart = p.StartedAt
-		}
-		if p.FinishedAt.After(total.FinishedAt) {
-			total.FinishedAt = p.FinishedAt
-		}
-	}
-	total.Elapsed, total.StartSpread = total.FinishedAt.Sub(total.StartedAt), lastStart.Sub(total.StartedAt)
-	total.Parts = parts
-	return total
-}
-
-func (r *Result) add(o Result) {
-	r.Stored += o.Stored
-	r.Created += o.Created
-	r.AlreadyPresent += o.AlreadyPresent
-	r.Failed += o.Failed
-	r.Retries += o.Retries
-	r.Bytes += o.Bytes
-	for _, s := range o.FailedSamples {
-		if len(r.FailedSamples) < maxFailedSamples {
-			r.FailedSamples = append(r.FailedSamples, s)
-		}
-	}
 }
 
 // batch is documents lo..hi-1, generated: their JSON back to back in buf, and docs the
@@ -272,8 +197,8 @@ func (c *cutter) cut(b *batch) bool {
 }
 
 // loadBatch writes a batch, retrying transient failures.
-func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, b *batch) (Result, error) {
-	var r Result
+func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, b *batch) (measured.Seeding, error) {
+	var r measured.Seeding
 	var results []couch.BulkResult
 	retries, err := opts.Retry.Do(ctx, func() (err error) {
 		results, err = c.BulkDocs(ctx, opts.DB, b.docs)
@@ -288,13 +213,13 @@ func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opt
 	case err != nil:
 		return r, fmt.Errorf("documents %s-%s: %w", gen.ID(b.lo), gen.ID(b.hi-1), err)
 	}
-	r.count(results, b.docs)
+	count(&r, results, b.docs)
 	r.Bytes = int64(len(b.buf))
 	return r, nil
 }
 
 // count classifies per-document results.
-func (r *Result) count(results []couch.BulkResult, docs []json.RawMessage) {
+func count(r *measured.Seeding, results []couch.BulkResult, docs []json.RawMessage) {
 	for _, res := range results {
 		switch res.Error {
 		case "":
@@ -302,29 +227,12 @@ func (r *Result) count(results []couch.BulkResult, docs []json.RawMessage) {
 		case "conflict":
 			r.AlreadyPresent++
 		default:
-			r.Failed++
-			if len(r.FailedSamples) < maxFailedSamples {
-				r.FailedSamples = append(r.FailedSamples, fmt.Sprintf("%s: %s: %s", res.ID, res.Error, res.Reason))
-			}
+			r.Fail(1, fmt.Sprintf("%s: %s: %s", res.ID, res.Error, res.Reason))
 		}
 	}
 	// CouchDB answers one result per document; a short answer would hide documents.
 	if missing := int64(len(docs) - len(results)); missing > 0 {
-		r.Failed += missing
-		if len(r.FailedSamples) < maxFailedSamples {
-			r.FailedSamples = append(r.FailedSamples, fmt.Sprintf("%d documents without a result in the _bulk_docs answer", missing))
-		}
+		r.Fail(missing, fmt.Sprintf("%d documents without a result in the _bulk_docs answer", missing))
 	}
 	r.Stored = r.Created + r.AlreadyPresent
-}
-
-// ErrIncomplete is returned (wrapped) when documents failed to store.
-var ErrIncomplete = errors.New("not every document was stored")
-
-// Check turns failed documents into an error that says how many and gives examples.
-func (r Result) Check() error {
-	if r.Failed == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %d failed, for example %v", ErrIncomplete, r.Failed, r.FailedSamples)
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 var fast = Backoff{Attempts: 4, Initial: 10 * time.Millisecond, Max: 50 * time.Millisecond}
@@ -37,7 +38,7 @@ func setup(t *testing.T, password string, opts ...couchtest.Option) (*couchtest.
 	return srv, c
 }
 
-func load(t *testing.T, c *couch.Client, n int64) (Result, error) {
+func load(t *testing.T, c *couch.Client, n int64) (measured.Seeding, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -203,12 +204,12 @@ func TestBatchesAreBoundedInBytes(t *testing.T) {
 }
 
 // Three loaders share a dataset, each its own slice: together they store every document once,
-// and Join counts them over the first start to the last end.
+// and measured.JoinSeedings counts them over the first start to the last end.
 func TestSlicesLoadedApartJoinExactly(t *testing.T) {
 	srv, c := setup(t, "pw")
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 	const documents, parts = 1000, 3
-	var loads []Result
+	var loads []measured.Seeding
 	for part := range parts {
 		from, count := dataset.Slice(documents, part, parts)
 		r, err := Load(context.Background(), c, gen, Options{DB: "db", From: from, Documents: count, BatchSize: 64, Concurrency: 2, Retry: fast})
@@ -225,7 +226,7 @@ func TestSlicesLoadedApartJoinExactly(t *testing.T) {
 			t.Fatalf("document %s: %v", dataset.ID(i), err)
 		}
 	}
-	total := Join(loads)
+	total := measured.JoinSeedings(loads)
 	if total.Stored != documents || total.Created != documents || len(total.Parts) != parts {
 		t.Fatalf("joined %+v: want %d stored and created, %d parts", total, documents, parts)
 	}

@@ -10,28 +10,12 @@ import (
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // Interval is how often each node is asked: often enough to catch a burst of seconds, rarely
 // enough to cost the server nothing measurable (one small answer per node and second).
 const Interval = time.Second
-
-// Node is one node's load over a step: the highest values seen, and the VM's work rate.
-type Node struct {
-	Node    string `json:"node"`
-	Samples int    `json:"samples"`
-	// FailedSamples counts polls without an answer (a node that was away).
-	FailedSamples           int   `json:"failedSamples,omitempty"`
-	MaxRunQueue             int   `json:"maxRunQueue"`
-	MaxDirtyRunQueue        int   `json:"maxDirtyRunQueue"`
-	MaxProcesses            int   `json:"maxProcesses"`
-	MaxOSProcesses          int   `json:"maxOsProcesses"`
-	MaxMemoryBytes          int64 `json:"maxMemoryBytes"`
-	MaxInternalReplications int   `json:"maxInternalReplicationJobs"`
-	// ReductionsPerSecond is the Erlang VM's work over the step, from the first answer to the
-	// last (0 with fewer than two, or across a restart that reset the counter).
-	ReductionsPerSecond float64 `json:"reductionsPerSecond"`
-}
 
 // Watcher samples the nodes until Stop.
 type Watcher struct {
@@ -43,7 +27,7 @@ type Watcher struct {
 }
 
 type nodeState struct {
-	Node
+	measured.NodeLoad
 	first, last     couch.System
 	firstAt, lastAt time.Time
 }
@@ -55,7 +39,7 @@ func Watch(ctx context.Context, c *couch.Client, nodes []string, interval time.D
 	w := &Watcher{c: c, cancel: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	for _, name := range nodes {
-		n := &nodeState{Node: Node{Node: name}}
+		n := &nodeState{NodeLoad: measured.NodeLoad{Node: name}}
 		w.nodes = append(w.nodes, n)
 		wg.Go(func() {
 			for {
@@ -107,7 +91,7 @@ func (n *nodeState) add(s couch.System, err error, at time.Time) {
 // Stop ends sampling with a last sample of every node, so that even a step shorter than the
 // interval has its start and end, and returns each node's load; nodes that never answered
 // are left out.
-func (w *Watcher) Stop() []Node {
+func (w *Watcher) Stop() []measured.NodeLoad {
 	w.cancel()
 	<-w.done
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -115,7 +99,7 @@ func (w *Watcher) Stop() []Node {
 	var wg sync.WaitGroup
 	for _, n := range w.nodes {
 		wg.Go(func() {
-			s, err := w.c.System(ctx, n.Node.Node)
+			s, err := w.c.System(ctx, n.Node)
 			w.mu.Lock()
 			n.add(s, err, time.Now())
 			w.mu.Unlock()
@@ -124,10 +108,10 @@ func (w *Watcher) Stop() []Node {
 	wg.Wait()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []Node
+	var out []measured.NodeLoad
 	for _, n := range w.nodes {
 		if n.Samples > 0 {
-			out = append(out, n.Node)
+			out = append(out, n.NodeLoad)
 		}
 	}
 	return out

@@ -15,6 +15,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 )
 
@@ -29,24 +30,6 @@ type Options struct {
 	// (progress.Interval when 0): over the dataset, it takes as long as a timed build.
 	Progress         func(indexing.Progress)
 	ProgressInterval time.Duration
-}
-
-// Read is one full read of a view.
-type Read struct {
-	// StartedAt is when the read began: the order of the reads, which arms and views
-	// alternate so that drift spreads over all of them.
-	StartedAt time.Time     `json:"startedAt,omitzero"`
-	Rows      int64         `json:"rows"`
-	Bytes     int64         `json:"bytes"`
-	Elapsed   time.Duration `json:"elapsedNs"`
-}
-
-// Result is every read of one view.
-type Result struct {
-	View  benchv1.ViewReadKind `json:"view"`
-	Reads []Read               `json:"reads"`
-	// WarmUp is the read before the repetitions, when asked for: reported, not counted.
-	WarmUp *Read `json:"warmUp,omitempty"`
 }
 
 // viewOf maps a read kind to the view and the query that reads it.
@@ -84,16 +67,16 @@ func Build(ctx context.Context, c *couch.Client, opts Options) error {
 
 // ReadOnce times one full read of a built view. A read that returns another number of rows
 // than there are documents is an error.
-func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.ViewReadKind) (Read, error) {
+func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.ViewReadKind) (measured.ViewRead, error) {
 	view, params := viewOf(kind)
 	start := time.Now()
 	read, err := c.ReadView(ctx, opts.DB, names.ViewReadsDesignDoc, view, params)
 	elapsed := time.Since(start)
 	if err != nil {
-		return Read{}, fmt.Errorf("reading view %s (%s): %w", view, kind, err)
+		return measured.ViewRead{}, fmt.Errorf("reading view %s (%s): %w", view, kind, err)
 	}
 	if read.Rows != opts.Documents {
-		return Read{}, fmt.Errorf("view %s (%s) returned %d rows, want %d (one per document)", view, kind, read.Rows, opts.Documents)
+		return measured.ViewRead{}, fmt.Errorf("view %s (%s) returned %d rows, want %d (one per document)", view, kind, read.Rows, opts.Documents)
 	}
-	return Read{StartedAt: start.UTC(), Rows: read.Rows, Bytes: read.Bytes, Elapsed: elapsed}, nil
+	return measured.ViewRead{StartedAt: start.UTC(), Rows: read.Rows, Bytes: read.Bytes, Elapsed: elapsed}, nil
 }

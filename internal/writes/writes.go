@@ -17,68 +17,10 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/progress"
 )
-
-// Mode is one way of writing.
-type Mode struct {
-	// Name: bulk-<size>, parallelBulk-<clients>x<size>, batchOk-<clients>, serial.
-	Name      string
-	Clients   int
-	BatchSize int // 0: single documents
-	BatchOK   bool
-}
-
-// Modes lists the modes a workload asks for, in the order they run.
-func Modes(w *benchv1.WritesWorkload) []Mode {
-	var modes []Mode
-	for _, size := range w.BulkBatchSizes {
-		modes = append(modes, Mode{Name: fmt.Sprintf("bulk-%d", size), Clients: 1, BatchSize: int(size)})
-	}
-	if p := w.ParallelBulk; p != nil {
-		modes = append(modes, Mode{Name: fmt.Sprintf("parallelBulk-%dx%d", p.Clients, p.BatchSize),
-			Clients: int(p.Clients), BatchSize: int(p.BatchSize)})
-	}
-	if b := w.BatchOK; b != nil {
-		modes = append(modes, Mode{Name: fmt.Sprintf("batchOk-%d", b.Clients), Clients: int(b.Clients), BatchOK: true})
-	}
-	if w.Serial {
-		modes = append(modes, Mode{Name: "serial", Clients: 1})
-	}
-	return modes
-}
-
-// Result is what one mode wrote.
-type Result struct {
-	Mode string `json:"mode"`
-	// Repetition of the mode, from 0.
-	Repetition int `json:"repetition,omitempty"`
-	// Created counts documents acknowledged with 201 (on disk); Accepted those answered
-	// 202 by batch=ok, which CouchDB keeps in memory first and can lose in a crash; Errors
-	// those not acknowledged.
-	Created  int64 `json:"created"`
-	Accepted int64 `json:"accepted"`
-	Errors   int64 `json:"errors"`
-	// Stored is the database's doc_count after the mode: what actually landed.
-	Stored  int64         `json:"stored"`
-	Elapsed time.Duration `json:"elapsedNs"`
-	// StartedAt and FinishedAt bound the writing, by the writer's clock.
-	StartedAt  time.Time `json:"startedAt,omitzero"`
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
-	// Clients is how many of the mode's clients this runner ran; set when runners shared
-	// the mode (Parts holds each one's result).
-	Clients int      `json:"clients,omitempty"`
-	Parts   []Result `json:"parts,omitempty"`
-}
-
-// DocsPerSecond is acknowledged documents (201 and 202) per second.
-func (r Result) DocsPerSecond() float64 {
-	if r.Elapsed <= 0 {
-		return 0
-	}
-	return float64(r.Created+r.Accepted) / r.Elapsed.Seconds()
-}
 
 // Options describe the writes of one arm.
 type Options struct {
@@ -109,40 +51,9 @@ type Progress struct {
 	Elapsed              time.Duration
 }
 
-// Join is the writes that parts did together, from each part's results in part order (the
-// same modes and repetitions in the same order): per mode and repetition, every part's
-// acknowledged documents over the first part's start to the last part's end, what landed as
-// part 0 counted it, and each part's own result kept.
-func Join(parts [][]Result) []Result {
-	if len(parts) == 0 || len(parts[0]) == 0 {
-		return nil
-	}
-	joined := make([]Result, 0, len(parts[0]))
-	for i, first := range parts[0] {
-		total := Result{Mode: first.Mode, Repetition: first.Repetition, Stored: first.Stored, StartedAt: first.StartedAt, FinishedAt: first.FinishedAt}
-		for _, part := range parts {
-			if i >= len(part) {
-				continue
-			}
-			r := part[i]
-			total.Created, total.Accepted, total.Errors = total.Created+r.Created, total.Accepted+r.Accepted, total.Errors+r.Errors
-			if r.StartedAt.Before(total.StartedAt) {
-				total.StartedAt = r.StartedAt
-			}
-			if r.FinishedAt.After(total.FinishedAt) {
-				total.FinishedAt = r.FinishedAt
-			}
-			total.Parts = append(total.Parts, r)
-		}
-		total.Elapsed = total.FinishedAt.Sub(total.StartedAt)
-		joined = append(joined, total)
-	}
-	return joined
-}
-
 // Round runs mode m once for the duration, writing a new database that is deleted after it.
 // Round 0 is the warm-up; round r counts as repetition r-1.
-func Round(ctx context.Context, c *couch.Client, m Mode, opts Options, round int) (Result, error) {
+func Round(ctx context.Context, c *couch.Client, m benchv1.WriteMode, opts Options, round int) (measured.Write, error) {
 	name, which := strconv.Itoa(round-1), fmt.Sprintf("repetition %d", round)
 	if round == 0 {
 		name, which = "warm-up", "warm-up"
@@ -157,21 +68,21 @@ func Round(ctx context.Context, c *couch.Client, m Mode, opts Options, round int
 
 // runMode writes for the duration in mode m; a part that shares the writes returns its own
 // share, and part 0 what landed of all of them (Stored).
-func runMode(ctx context.Context, c *couch.Client, m Mode, round string, opts Options) (Result, error) {
+func runMode(ctx context.Context, c *couch.Client, m benchv1.WriteMode, round string, opts Options) (measured.Write, error) {
 	db := names.WriteDatabase(opts.ProfileDB, m.Name)
 	parts := max(opts.Parts, 1)
 	if opts.Part == 0 {
 		if err := c.RecreateDB(ctx, db, opts.Shards, opts.Replicas); err != nil {
-			return Result{}, err
+			return measured.Write{}, err
 		}
 	}
 	barrier := fmt.Sprintf("writes-%s-%s", m.Name, round)
 	if parts > 1 {
 		if err := opts.Barrier(ctx, db, barrier, true); err != nil {
-			return Result{}, err
+			return measured.Write{}, err
 		}
 	}
-	res := Result{Mode: m.Name}
+	res := measured.Write{Mode: m.Name}
 	// The first parts take the clients that do not divide evenly: a mode of one client is
 	// part 0's.
 	clients := m.Clients / parts

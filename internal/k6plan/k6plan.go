@@ -1,8 +1,9 @@
-// Package loadtest holds the k6 read load: the script (embedded, delivered to k6 Jobs in a
-// ConfigMap), the configuration the operator passes to it, how runners split the load, and
-// Local, which runs it by hand (`couchbench run`) with k6 processes as the Jobs run it. What
-// k6 measured is read into results documents by internal/results (ParseK6Summary).
-package loadtest
+// Package k6plan is the k6 read load as planned: the script (embedded, delivered to the k6
+// Jobs in a ConfigMap), the configuration passed to it, and how runners split the load. The
+// operator builds its Jobs from it and couchbench run its k6 processes (internal/loadtest);
+// it runs nothing itself. What k6 measured is read into results documents by
+// internal/results (ParseK6Summary).
+package k6plan
 
 import (
 	_ "embed"
