@@ -17,7 +17,8 @@ GOLANGCI_LINT_VERSION ?= v2.15.0
 GOTESTSUM_VERSION ?= v1.13.0
 KIND_VERSION ?= v0.33.0
 HELM_VERSION ?= v3.21.4
-# promtool, for the alert rules: from Debian's prometheus package (hack/promtool.sh).
+# promtool, for the alert rules, and prometheus, the server the dashboard's queries are tested
+# on: from Debian's prometheus package (hack/promtool.sh).
 PROMTOOL_VERSION ?= 2.42.0+ds-5+deb12u1
 # setup-envtest of the controller-runtime release in go.mod.
 SETUP_ENVTEST_VERSION ?= v0.24.1
@@ -29,6 +30,7 @@ GOTESTSUM ?= $(LOCALBIN)/gotestsum-$(GOTESTSUM_VERSION)
 KIND ?= $(LOCALBIN)/kind-$(KIND_VERSION)
 HELM ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 PROMTOOL ?= $(LOCALBIN)/promtool-$(firstword $(subst +, ,$(PROMTOOL_VERSION)))
+PROMETHEUS ?= $(LOCALBIN)/prometheus-$(firstword $(subst +, ,$(PROMTOOL_VERSION)))
 SETUP_ENVTEST ?= $(LOCALBIN)/setup-envtest-$(SETUP_ENVTEST_VERSION)
 
 # envtest's kube-apiserver and etcd, by hack/envtest.sh: downloaded by setup-envtest where it
@@ -99,8 +101,8 @@ envtest: $(SETUP_ENVTEST) ## Provide envtest's kube-apiserver and etcd in bin/k8
 # gotestsum runs go test ./... and ends with the counts ("DONE N tests, K skipped, F failures
 # in Ts"); a failed test's output is printed when its package ends and again in the summary.
 .PHONY: test
-test: verify-generated vet test-alerts $(GOTESTSUM) $(SETUP_ENVTEST) ## Run unit tests, envtest suites (real kube-apiserver), k6, the suites on real Apache CouchDB (COUCHDB_KIT), and the alert rules' tests.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" \
+test: verify-generated vet test-alerts $(GOTESTSUM) $(SETUP_ENVTEST) $(PROMETHEUS) ## Run unit tests, envtest suites (real kube-apiserver), k6, the suites on real Apache CouchDB (COUCHDB_KIT), the dashboard's queries on real Prometheus, and the alert rules' tests.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" K6="$(K6)" COUCHDB_KIT="$(COUCHDB_KIT)" COUCHDB_FAULT_PORT="$(COUCHDB_FAULT_PORT)" PROMETHEUS="$(PROMETHEUS)" \
 		hack/with-couchdb.sh $(GOTESTSUM) --format pkgname-and-test-fails -- ./... -count=1 -timeout $(GO_TEST_TIMEOUT)
 
 # The chart's copy of the rules is checked by charts/prometheusrule_test.go (go test).
@@ -110,13 +112,14 @@ test-alerts: $(PROMTOOL) ## Check the alert rules (config/prometheus) and run th
 	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: bench
-bench: $(SETUP_ENVTEST) ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover); see docs/benchmarks.md.
+bench: $(SETUP_ENVTEST) ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover, the metrics' series per benchmark and schedule); see docs/benchmarks.md.
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test $$(go list ./internal/... | grep -v -e /seeding -e /loadtest) -run='^$$' -bench=. -count=1
 	COUCHDB_KIT="$(COUCHDB_KIT)" hack/with-couchdb.sh --no-cluster go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3
 	K6="$(K6)" go test ./internal/loadtest -run='^$$' -bench=. -benchtime=1x -count=3
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./controllers -run='^$$' -bench=HundredBenchmarks -benchtime=1x -count=1
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./controllers -run='^$$' -bench=LeaderTakeover -benchtime=5x -count=1
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test ./controllers -run='^$$' -bench=MetricsCardinality -benchtime=1x -count=1
 
 .PHONY: k6
 k6: ## Build k6 (the version of the operator's k6 image) into bin/k6, for the reads of couchbench run (--k6 bin/k6).
@@ -182,7 +185,7 @@ undeploy: $(KUSTOMIZE) ## Remove the operator.
 
 # The pinned tools by name (make helm, make kind, ...): each is built into bin/ with its
 # version in the file name, and bin/NAME links to it.
-TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm setup-envtest promtool
+TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm setup-envtest promtool prometheus
 .PHONY: $(TOOLS)
 controller-gen: $(CONTROLLER_GEN)
 kustomize: $(KUSTOMIZE)
@@ -192,6 +195,7 @@ kind: $(KIND)
 helm: $(HELM)
 setup-envtest: $(SETUP_ENVTEST)
 promtool: $(PROMTOOL)
+prometheus: $(PROMETHEUS)
 $(TOOLS):
 	@ln -sf $(notdir $<) $(LOCALBIN)/$@ && echo "$(LOCALBIN)/$@ -> $(notdir $<)"
 
@@ -215,6 +219,9 @@ $(GOLANGCI_LINT): | $(LOCALBIN)
 
 $(PROMTOOL): | $(LOCALBIN)
 	hack/promtool.sh $@ $(PROMTOOL_VERSION)
+
+$(PROMETHEUS): | $(LOCALBIN)
+	hack/promtool.sh $@ $(PROMTOOL_VERSION) prometheus
 
 $(GOTESTSUM): | $(LOCALBIN)
 	$(call go-install-tool,$@,gotest.tools/gotestsum,$(GOTESTSUM_VERSION))
