@@ -62,7 +62,7 @@ func rulesOf(t *testing.T, obj map[string]any) []rbacv1.PolicyRule {
 
 func TestDefaultRender(t *testing.T) {
 	docs := render(t, nil)
-	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 1} {
+	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 2} {
 		if len(docs[kind]) != n {
 			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
 		}

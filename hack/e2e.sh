@@ -43,8 +43,15 @@ docker image inspect "$httpd" >/dev/null 2>&1 || docker build -q -t "$httpd" - >
 FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends busybox && rm -rf /var/lib/apt/lists/*
 EOF
-"$kind" load docker-image --name "$name" "$httpd" >&2
-export E2E_HTTPD_IMAGE=$httpd
+# The Prometheus and Alertmanager that the alert tests read (test/e2e/alerts_test.go): Debian's
+# packages, the version hack/promtool.sh takes promtool from.
+monitoring=couchbench/e2e-prometheus:bookworm
+docker image inspect "$monitoring" >/dev/null 2>&1 || docker build -q -t "$monitoring" - >/dev/null <<'EOF'
+FROM debian:bookworm-slim
+RUN apt-get update -q && apt-get install -y -q --no-install-recommends prometheus prometheus-alertmanager && rm -rf /var/lib/apt/lists/*
+EOF
+"$kind" load docker-image --name "$name" "$httpd" "$monitoring" >&2
+export E2E_HTTPD_IMAGE=$httpd E2E_MONITORING_IMAGE=$monitoring
 kind_api_ready "$name"
 
 E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 75m ${E2E_RUN:+-run "$E2E_RUN"}

@@ -185,6 +185,9 @@ func setUp(dir string) error {
 	if err := installExistingCouchDB(ctx); err != nil {
 		return err
 	}
+	if err := installMonitoring(ctx); err != nil {
+		return fmt.Errorf("installing Prometheus and Alertmanager: %w", err)
+	}
 	if err := waitAvailable(ctx, operatorNamespace, operatorDeployment); err != nil {
 		return err
 	}
@@ -271,27 +274,38 @@ func poll(ctx context.Context, limit time.Duration, check func() (bool, string))
 // on this cluster, and removes it again when the test ends.
 func start(t *testing.T, b *benchv1.CouchBenchmark) {
 	t.Helper()
-	ctx := context.Background()
-	remove := func() error {
-		err := c.Delete(ctx, b.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
-		}
-		return poll(ctx, 3*time.Minute, func() (bool, string) {
-			err := c.Get(ctx, client.ObjectKeyFromObject(b), &benchv1.CouchBenchmark{})
-			return apierrors.IsNotFound(err), fmt.Sprintf("%s still there: %v", b.Name, err)
-		})
-	}
-	if err := remove(); err != nil {
+	if err := removeBenchmark(b); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Create(ctx, b); err != nil {
+	if err := c.Create(context.Background(), b); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		if err := remove(); err != nil {
+		if err := removeBenchmark(b); err != nil {
 			t.Error(err)
 		}
+	})
+}
+
+// removeBenchmark deletes the benchmark with everything it owns and waits until it is gone.
+func removeBenchmark(b *benchv1.CouchBenchmark) error {
+	ctx := context.Background()
+	err := c.Delete(ctx, b.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return poll(ctx, 3*time.Minute, func() (bool, string) {
+		err := c.Get(ctx, client.ObjectKeyFromObject(b), &benchv1.CouchBenchmark{})
+		return apierrors.IsNotFound(err), fmt.Sprintf("%s still there: %v", b.Name, err)
+	})
+}
+
+// removeSchedule deletes the schedule with its runs and waits until it is gone.
+func removeSchedule(s *benchv1.CouchBenchmarkSchedule) {
+	ctx := context.Background()
+	_ = c.Delete(ctx, s.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))
+	_ = poll(ctx, 3*time.Minute, func() (bool, string) {
+		return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(s), &benchv1.CouchBenchmarkSchedule{})), "schedule still there"
 	})
 }
 

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,17 +38,11 @@ func TestEveryMinuteScheduleComparesEachRunWithThePrevious(t *testing.T) {
 			}},
 		},
 	}
-	remove := func() {
-		_ = c.Delete(ctx, s.DeepCopy(), client.PropagationPolicy(metav1.DeletePropagationForeground))
-		_ = poll(ctx, 3*time.Minute, func() (bool, string) {
-			return apierrors.IsNotFound(c.Get(ctx, client.ObjectKeyFromObject(s), &benchv1.CouchBenchmarkSchedule{})), "schedule still there"
-		})
-	}
-	remove()
+	removeSchedule(s)
 	if err := c.Create(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(remove)
+	t.Cleanup(func() { removeSchedule(s) })
 
 	var got benchv1.CouchBenchmarkSchedule
 	if err := poll(ctx, 8*time.Minute, func() (bool, string) {

@@ -61,6 +61,17 @@ func TestUnpullableK6ImageFailsTheRunAndFreesTheNode(t *testing.T) {
 	if r := got.Status.Results; len(r) != 1 || len(r[0].Seeding) != 1 {
 		t.Errorf("results %+v; the seeding measured before the reads must stay", r)
 	}
+	// The failure pages (the suite's Prometheus and Alertmanager, alerts_test.go) until the
+	// benchmark is deleted.
+	failed := map[string]string{"namespace": namespace, "benchmark": b.Name, "reason": "ImagePullFailed"}
+	alert := waitForAlert(t, "CouchbenchBenchmarkFailed", failed, 2*time.Minute)
+	contains(t, "the alert's summary", alert.Annotations["summary"], b.Name, "ImagePullFailed")
+	if err := removeBenchmark(b); err != nil {
+		t.Fatal(err)
+	}
+	waitForResolved(t, "CouchbenchBenchmarkFailed", failed, 2*time.Minute)
+	// Nothing of the benchmark is left in Prometheus: its series ended with it.
+	waitForNoSeries(t, fmt.Sprintf(`{namespace=%q, benchmark=%q}`, namespace, b.Name), time.Minute)
 	nextRunStarts(t, "after-stuck-k6")
 }
 

@@ -1,0 +1,431 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+)
+
+// The monitoring the suite runs beside the operator: Debian's Prometheus 2.42 and Alertmanager
+// 0.25 (hack/e2e.sh builds the image from Debian's packages: nothing is pulled), in one pod on
+// the control-plane node so that the placement tests' workers stay as they were. Prometheus
+// scrapes every replica of the operator through the chart's headless metrics Service, with
+// the configuration docs/alerts.md gives for a Prometheus without Kubernetes discovery (which
+// Debian builds it without), loads config/prometheus/couchbench-rules.yaml as it is, and
+// sends what fires to the Alertmanager, configured with the route docs/alerts.md gives. The
+// Service names are the ones that configuration points at (alertmanager.monitoring.svc:9093).
+const (
+	monitoringNamespace = "monitoring"
+	prometheusService   = "prometheus"
+	alertmanagerService = "alertmanager"
+)
+
+// monitoringImage is the Prometheus and Alertmanager image hack/e2e.sh builds and loads.
+var monitoringImage = envOr("E2E_MONITORING_IMAGE", "couchbench/e2e-prometheus:bookworm")
+
+// documentedConfig is the YAML block of docs/alerts.md that begins with the comment "# name".
+func documentedConfig(name string) (string, error) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "docs", "alerts.md"))
+	if err != nil {
+		return "", err
+	}
+	m := regexp.MustCompile("(?s)```yaml\n(# " + regexp.QuoteMeta(name) + "\n.*?)```").FindSubmatch(data)
+	if m == nil {
+		return "", fmt.Errorf("docs/alerts.md has no yaml block beginning with # %s", name)
+	}
+	return string(m[1]), nil
+}
+
+// installMonitoring starts Prometheus and Alertmanager as docs/alerts.md configures them,
+// with the suite's intervals (5 s) in place of Prometheus's defaults (1 m) so that an alert
+// fires and resolves within seconds of what it watches.
+func installMonitoring(ctx context.Context) error {
+	promConfig, err := documentedConfig("prometheus.yml, with DNS discovery")
+	if err != nil {
+		return err
+	}
+	amConfig, err := documentedConfig("alertmanager.yml")
+	if err != nil {
+		return err
+	}
+	rules, err := os.ReadFile(filepath.Join("..", "..", "config", "prometheus", "couchbench-rules.yaml"))
+	if err != nil {
+		return err
+	}
+	promConfig = "global: {scrape_interval: 5s, evaluation_interval: 5s}\n" + promConfig
+	labels := map[string]string{"app.kubernetes.io/name": "e2e-monitoring"}
+	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	objects := []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: monitoringNamespace}},
+		&corev1.ConfigMap{ObjectMeta: meta(monitoringNamespace, "e2e-monitoring"), Data: map[string]string{
+			"prometheus.yml": promConfig, "couchbench-rules.yaml": string(rules), "alertmanager.yml": amConfig}},
+		&corev1.Service{ObjectMeta: meta(monitoringNamespace, prometheusService), Spec: corev1.ServiceSpec{Selector: labels,
+			Ports: []corev1.ServicePort{{Name: "web", Port: 9090, TargetPort: intstr.FromInt32(9090)}}}},
+		&corev1.Service{ObjectMeta: meta(monitoringNamespace, alertmanagerService), Spec: corev1.ServiceSpec{Selector: labels,
+			Ports: []corev1.ServicePort{{Name: "web", Port: 9093, TargetPort: intstr.FromInt32(9093)}}}},
+		monitoringDeployment(labels),
+	}
+	for _, obj := range objects {
+		if err := c.Create(ctx, obj); apierrors.IsAlreadyExists(err) {
+			// A cluster kept from an earlier run: this checkout's configuration replaces its.
+			if err := c.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+				return err
+			}
+			err = poll(ctx, 2*time.Minute, func() (bool, string) {
+				err := c.Create(ctx, obj.DeepCopyObject().(client.Object))
+				return err == nil, fmt.Sprintf("making %T %s again: %v", obj, obj.GetName(), err)
+			})
+			if err != nil {
+				return err
+			}
+		} else if err != nil {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+	}
+	return waitAvailable(ctx, monitoringNamespace, "e2e-monitoring")
+}
+
+func monitoringDeployment(labels map[string]string) *appsv1.Deployment {
+	mount := func(path, key string) corev1.VolumeMount {
+		return corev1.VolumeMount{Name: "config", MountPath: path, SubPath: key, ReadOnly: true}
+	}
+	small := corev1.ResourceRequirements{Requests: corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("128Mi")}}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: monitoringNamespace, Name: "e2e-monitoring"},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					NodeSelector: map[string]string{"node-role.kubernetes.io/control-plane": ""},
+					Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists,
+						Effect: corev1.TaintEffectNoSchedule}},
+					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534)},
+					Containers: []corev1.Container{{
+						Name: "prometheus", Image: monitoringImage, ImagePullPolicy: corev1.PullNever,
+						Command: []string{"prometheus", "--config.file=/etc/prometheus/prometheus.yml",
+							"--storage.tsdb.path=/data", "--web.listen-address=:9090"},
+						Ports:        []corev1.ContainerPort{{Name: "prometheus", ContainerPort: 9090}},
+						VolumeMounts: []corev1.VolumeMount{mount("/etc/prometheus/prometheus.yml", "prometheus.yml"), mount("/etc/prometheus/couchbench-rules.yaml", "couchbench-rules.yaml"), {Name: "prometheus-data", MountPath: "/data"}},
+						Resources:    small,
+					}, {
+						Name: "alertmanager", Image: monitoringImage, ImagePullPolicy: corev1.PullNever,
+						Command: []string{"prometheus-alertmanager", "--config.file=/etc/alertmanager/alertmanager.yml",
+							"--storage.path=/data", "--web.listen-address=:9093", "--cluster.listen-address="},
+						Ports:        []corev1.ContainerPort{{Name: "alertmanager", ContainerPort: 9093}},
+						VolumeMounts: []corev1.VolumeMount{mount("/etc/alertmanager/alertmanager.yml", "alertmanager.yml"), {Name: "alertmanager-data", MountPath: "/data"}},
+						Resources:    small,
+					}},
+					Volumes: []corev1.Volume{
+						{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+							LocalObjectReference: corev1.LocalObjectReference{Name: "e2e-monitoring"}}}},
+						{Name: "prometheus-data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+						{Name: "alertmanager-data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// monitoringGet asks a monitoring Service, through the API server's service proxy, for path
+// with query, and decodes the JSON answer into out.
+func monitoringGet(ctx context.Context, service, port, path string, query map[string]string, out any) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	data, err := cs.CoreV1().Services(monitoringNamespace).ProxyGet("http", service, port, path, query).DoRaw(ctx)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w (%s)", service, path, err, data)
+	}
+	return json.Unmarshal(data, out)
+}
+
+// promSeries is one series of an instant query's answer.
+type promSeries struct {
+	Metric map[string]string `json:"metric"`
+	Value  []any             `json:"value"`
+}
+
+// promQuery evaluates query now in the suite's Prometheus.
+func promQuery(ctx context.Context, query string) ([]promSeries, error) {
+	var answer struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Result []promSeries `json:"result"`
+		} `json:"data"`
+	}
+	if err := monitoringGet(ctx, prometheusService, "9090", "/api/v1/query", map[string]string{"query": query}, &answer); err != nil {
+		return nil, err
+	}
+	if answer.Status != "success" {
+		return nil, fmt.Errorf("query %s: %s", query, answer.Error)
+	}
+	return answer.Data.Result, nil
+}
+
+// amAlert is an alert as the Alertmanager holds it.
+type amAlert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	Status      struct {
+		State string `json:"state"`
+	} `json:"status"`
+}
+
+// alertsIn are the Alertmanager's active alerts called name whose labels include match.
+func alertsIn(ctx context.Context, name string, match map[string]string) ([]amAlert, error) {
+	var all []amAlert
+	if err := monitoringGet(ctx, alertmanagerService, "9093", "/api/v2/alerts", nil, &all); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(all, func(a amAlert) bool {
+		if a.Labels["alertname"] != name {
+			return true
+		}
+		for k, v := range match {
+			if a.Labels[k] != v {
+				return true
+			}
+		}
+		return false
+	}), nil
+}
+
+// waitForAlert waits until the Alertmanager holds an active alert called name with the
+// labels of match, and returns it.
+func waitForAlert(t *testing.T, name string, match map[string]string, limit time.Duration) amAlert {
+	t.Helper()
+	ctx := context.Background()
+	var got []amAlert
+	if err := poll(ctx, limit, func() (bool, string) {
+		var err error
+		got, err = alertsIn(ctx, name, match)
+		firing, _ := promQuery(ctx, fmt.Sprintf("ALERTS{alertname=%q}", name))
+		return err == nil && len(got) > 0, fmt.Sprintf("Alertmanager: %v (%v); Prometheus's ALERTS: %v", got, err, firing)
+	}); err != nil {
+		t.Fatalf("alert %s %v never reached the Alertmanager: %v", name, match, err)
+	}
+	t.Logf("Alertmanager holds %s: %s", name, got[0].Annotations["summary"])
+	return got[0]
+}
+
+// waitForResolved waits until Prometheus no longer fires an alert called name with the labels
+// of match and the Alertmanager holds it no more as active.
+func waitForResolved(t *testing.T, name string, match map[string]string, limit time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	var selector []string
+	for k, v := range match {
+		selector = append(selector, fmt.Sprintf("%s=%q", k, v))
+	}
+	query := fmt.Sprintf("ALERTS{alertname=%q,%s}", name, strings.Join(selector, ","))
+	if err := poll(ctx, limit, func() (bool, string) {
+		firing, perr := promQuery(ctx, query)
+		active, aerr := alertsIn(ctx, name, match)
+		return perr == nil && aerr == nil && len(firing) == 0 && len(active) == 0,
+			fmt.Sprintf("Prometheus: %v (%v); Alertmanager: %v (%v)", firing, perr, active, aerr)
+	}); err != nil {
+		t.Fatalf("alert %s %v did not resolve: %v", name, match, err)
+	}
+}
+
+// waitForNoSeries waits until Prometheus has no current series that selector matches.
+func waitForNoSeries(t *testing.T, selector string, limit time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	if err := poll(ctx, limit, func() (bool, string) {
+		left, err := promQuery(ctx, selector)
+		return err == nil && len(left) == 0, fmt.Sprintf("%d series left: %v (%v)", len(left), left, err)
+	}); err != nil {
+		t.Fatalf("series %s: %v", selector, err)
+	}
+}
+
+// A schedule's runs on the existing CouchDB slow down for good when its pod's CPU is cut (in
+// place, the pod keeps running): the schedule finds the shift, and the alert for it reaches
+// the Alertmanager naming the schedule, the metric and the first slowed run.
+func TestScheduleSlowdownReachesTheAlertmanager(t *testing.T) {
+	ctx := context.Background()
+	s := &benchv1.CouchBenchmarkSchedule{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "slowed"},
+		Spec: benchv1.CouchBenchmarkScheduleSpec{
+			// Every successful run stays in status.history, which the test counts them in.
+			Schedule: "* * * * *", ConcurrencyPolicy: benchv1.ConcurrencyForbid, SuccessfulRunsHistoryLimit: 12,
+			Baseline: benchv1.ScheduleBaseline{Policy: benchv1.BaselinePreviousSuccessful, TolerancePercent: 5},
+			Template: benchv1.BenchmarkTemplate{Spec: benchv1.CouchBenchmarkSpec{
+				CouchDB:      existingTarget(),
+				QueryServers: []benchv1.QueryServer{{Name: "js", Language: "javascript"}},
+				Dataset:      benchv1.Dataset{Documents: 2000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2},
+				Workloads: benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin},
+					Repetitions: 2}},
+				Timeout: "20m",
+			}},
+		},
+	}
+	removeSchedule(s)
+	if err := c.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeSchedule(s) })
+	t.Cleanup(func() { resizeExistingCouchDB(t, existingCPULimit) })
+
+	// The level before: the fewest unchanged runs the detector judges a new level against.
+	const before, limit = 4, "150m"
+	succeeded := waitForRuns(t, s, before, nil)
+	setSuspend(t, s, true)
+	if err := poll(ctx, 10*time.Minute, func() (bool, string) {
+		var got benchv1.CouchBenchmarkSchedule
+		err := c.Get(ctx, client.ObjectKeyFromObject(s), &got)
+		return err == nil && len(got.Status.Active) == 0, fmt.Sprintf("active runs %v (%v)", got.Status.Active, err)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	resizeExistingCouchDB(t, limit)
+	resizedAt := time.Now()
+	setSuspend(t, s, false)
+
+	var found benchv1.Shift
+	waitForRuns(t, s, 0, func(got *benchv1.CouchBenchmarkSchedule) bool {
+		for _, sh := range got.Status.Shifts {
+			if sh.Verdict == "Regressed" {
+				found = sh
+				return true
+			}
+		}
+		return len(got.Status.History) > 0 && countSucceeded(got) >= len(succeeded)+6
+	})
+	if found.Run == "" {
+		t.Fatalf("no Regressed shift after 6 runs at %s of CPU", limit)
+	}
+	var first benchv1.CouchBenchmark
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: found.Run}, &first); err != nil && !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	if first.Name != "" && first.CreationTimestamp.Time.Before(resizedAt.Add(-time.Second)) {
+		t.Errorf("the shift of %s is named by run %s, made at %s, before the CPU was cut at %s", found.Metric, found.Run,
+			first.CreationTimestamp, resizedAt)
+	}
+	t.Logf("shift: %+v", found)
+
+	alert := waitForAlert(t, "CouchbenchShiftRegressed", map[string]string{"namespace": namespace, "schedule": s.Name,
+		"metric": found.Metric, "run": found.Run}, 3*time.Minute)
+	contains(t, "the alert's summary", alert.Annotations["summary"], s.Name, found.Metric, "from run "+found.Run)
+	if !strings.HasSuffix(alert.Annotations["runbook_url"], "docs/alerts.md#couchbenchshiftregressed") {
+		t.Errorf("runbook_url %q", alert.Annotations["runbook_url"])
+	}
+	// The schedule deleted, its series and its runs' end, and so does the alert.
+	removeSchedule(s)
+	waitForNoSeries(t, fmt.Sprintf(`{namespace=%q, schedule=%q}`, namespace, s.Name), 2*time.Minute)
+}
+
+// existingCPULimit is the existing CouchDB's CPU limit as the suite installs it: more than
+// the nodes have, so that it limits nothing until a test cuts it.
+const existingCPULimit = "4"
+
+// resizeExistingCouchDB sets the existing CouchDB pod's CPU limit in place (the pod's resize
+// subresource: the container keeps running) and waits until the kubelet applied it.
+func resizeExistingCouchDB(t *testing.T, cpu string) {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: existingRelease + "-couchdb-0"}}
+	patch := fmt.Sprintf(`{"spec":{"containers":[{"name":"couchdb","resources":{"limits":{"cpu":%q}}}]}}`, cpu)
+	if err := c.SubResource("resize").Patch(ctx, pod, client.RawPatch(types.StrategicMergePatchType, []byte(patch))); err != nil {
+		t.Fatalf("resizing %s to %s of CPU: %v", pod.Name, cpu, err)
+	}
+	want := resource.MustParse(cpu)
+	if err := poll(ctx, 2*time.Minute, func() (bool, string) {
+		var got corev1.Pod
+		if err := c.Get(ctx, client.ObjectKeyFromObject(pod), &got); err != nil {
+			return false, err.Error()
+		}
+		for _, st := range got.Status.ContainerStatuses {
+			if st.Name == "couchdb" && st.Resources != nil {
+				have := st.Resources.Limits[corev1.ResourceCPU]
+				return have.Cmp(want) == 0, fmt.Sprintf("CPU limit applied %s, want %s", have.String(), cpu)
+			}
+		}
+		return false, "no status of the couchdb container's resources"
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setSuspend(t *testing.T, s *benchv1.CouchBenchmarkSchedule, suspend bool) {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)
+	if err := c.Patch(context.Background(), s.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func countSucceeded(s *benchv1.CouchBenchmarkSchedule) int {
+	n := 0
+	for _, h := range s.Status.History {
+		if h.Phase == benchv1.PhaseSucceeded {
+			n++
+		}
+	}
+	return n
+}
+
+// waitForRuns waits until the schedule has at least n successful runs in its history, or
+// until done says so, failing the test on a failed run; it returns the successful runs' names.
+func waitForRuns(t *testing.T, s *benchv1.CouchBenchmarkSchedule, n int, done func(*benchv1.CouchBenchmarkSchedule) bool) []string {
+	t.Helper()
+	ctx := context.Background()
+	var got benchv1.CouchBenchmarkSchedule
+	if err := poll(ctx, 25*time.Minute, func() (bool, string) {
+		if err := c.Get(ctx, client.ObjectKeyFromObject(s), &got); err != nil {
+			return false, err.Error()
+		}
+		for _, h := range got.Status.History {
+			if h.Phase == benchv1.PhaseFailed {
+				t.Fatalf("run %s failed: %+v", h.Name, got.Status)
+			}
+		}
+		if done != nil {
+			return done(&got), fmt.Sprintf("history %+v shifts %+v", got.Status.History, got.Status.Shifts)
+		}
+		return countSucceeded(&got) >= n, fmt.Sprintf("history %+v", got.Status.History)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, h := range got.Status.History {
+		if h.Phase == benchv1.PhaseSucceeded {
+			names = append(names, h.Name)
+		}
+	}
+	return names
+}
