@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +20,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/dashboard"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
 
@@ -69,35 +68,33 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 		t.Fatalf("the second run's comparison %+v, want one against %s", second.Status.Comparison, first.Name)
 	}
 
-	for _, p := range dash.targets() {
-		expr := dash.substitute(t, p.expr)
-		t.Run(p.title, func(t *testing.T) {
-			prom.eventually(t, expr, func() (bool, string) {
-				v := prom.query(t, expr)
-				return carriesLegend(v, p.legend), fmt.Sprintf("legend %q: %v", p.legend, v)
+	queries, err := dash.Queries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries {
+		t.Run(q.Panel, func(t *testing.T) {
+			prom.eventually(t, q.Expr, func() (bool, string) {
+				v := prom.query(t, q.Expr)
+				return q.Answered(v), fmt.Sprintf("legend %q: %v", q.Legend, v)
 			})
 		})
 	}
 
 	want := map[string][]string{labelNamespace: {ns}, labelSchedule: {sh.schedule.Name}, labelBenchmark: {first.Name, second.Name}}
-	for _, v := range dash.Templating.List {
-		if v.Type != "query" {
-			continue
-		}
-		m := labelValues.FindStringSubmatch(v.Definition)
-		if m == nil {
-			t.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, v.Definition)
-			continue
-		}
-		selector, label := dash.substitute(t, m[1]), m[2]
-		if want[label] == nil {
-			t.Errorf("variable %s lists label %s, which this test has no values for", v.Name, label)
+	vars, err := dash.Variables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vars {
+		if want[v.Label] == nil {
+			t.Errorf("variable %s lists label %s, which this test has no values for", v.Name, v.Label)
 			continue
 		}
 		t.Run("variable "+v.Name, func(t *testing.T) {
-			prom.eventually(t, v.Definition, func() (bool, string) {
-				got := prom.labelValues(t, label, selector)
-				return containsAll(got, want[label]), fmt.Sprintf("%v, want %v among them", got, want[label])
+			prom.eventually(t, v.Selector, func() (bool, string) {
+				got := prom.labelValues(t, v.Label, v.Selector)
+				return containsAll(got, want[v.Label]), fmt.Sprintf("%v, want %v among them", got, want[v.Label])
 			})
 		})
 	}
@@ -127,22 +124,6 @@ func finishScheduledRun(t *testing.T, sh *scheduleHarness, h *harness, m int) *b
 	return got
 }
 
-// carriesLegend: the result has a series, each names every label of the legend, and a value
-// is a positive number (so a rate saw counters grow, a quantile had observations).
-func carriesLegend(v []promSample, legend []string) bool {
-	positive := false
-	for _, s := range v {
-		for _, l := range legend {
-			if s.Metric[l] == "" {
-				return false
-			}
-		}
-		f, err := strconv.ParseFloat(s.Value[1].(string), 64)
-		positive = positive || (err == nil && f > 0 && !math.IsInf(f, 0))
-	}
-	return positive
-}
-
 func containsAll(have, want []string) bool {
 	for _, w := range want {
 		if !slices.Contains(have, w) {
@@ -152,88 +133,13 @@ func containsAll(have, want []string) bool {
 	return true
 }
 
-// dashboard is what the test reads of the dashboard's JSON.
-type dashboard struct {
-	Panels     []dashboardPanel `json:"panels"`
-	Templating struct {
-		List []struct {
-			Name       string `json:"name"`
-			Type       string `json:"type"`
-			Definition string `json:"definition"`
-			AllValue   string `json:"allValue"`
-		} `json:"list"`
-	} `json:"templating"`
-}
-
-type dashboardPanel struct {
-	Title   string `json:"title"`
-	Targets []struct {
-		Expr         string `json:"expr"`
-		LegendFormat string `json:"legendFormat"`
-	} `json:"targets"`
-	Panels []dashboardPanel `json:"panels"` // a row's
-}
-
-type panelQuery struct {
-	title, expr string
-	legend      []string
-}
-
-var (
-	labelValues   = regexp.MustCompile(`^label_values\((.+),\s*(\w+)\)$`)
-	legendLabel   = regexp.MustCompile(`\{\{\s*(\w+)\s*\}\}`)
-	grafanaVarRef = regexp.MustCompile(`\$\{?(\w+)\}?`)
-)
-
-func readDashboard(t *testing.T) *dashboard {
+func readDashboard(t *testing.T) *dashboard.Dashboard {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "charts", "couchbench-operator", "files", "dashboard.json"))
+	d, err := dashboard.Read(filepath.Join(testenv.ModuleRoot(t), dashboard.Path))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d dashboard
-	if err := json.Unmarshal(data, &d); err != nil {
-		t.Fatal(err)
-	}
-	if len(d.targets()) == 0 {
-		t.Fatal("the dashboard has no panel queries")
-	}
-	return &d
-}
-
-func (d *dashboard) targets() []panelQuery {
-	var out []panelQuery
-	var walk func([]dashboardPanel)
-	walk = func(panels []dashboardPanel) {
-		for _, p := range panels {
-			for _, tg := range p.Targets {
-				q := panelQuery{title: p.Title, expr: tg.Expr}
-				for _, m := range legendLabel.FindAllStringSubmatch(tg.LegendFormat, -1) {
-					q.legend = append(q.legend, m[1])
-				}
-				out = append(out, q)
-			}
-			walk(p.Panels)
-		}
-	}
-	walk(d.Panels)
-	return out
-}
-
-// substitute puts each variable's "All" value in its place, as Grafana does with All
-// selected.
-func (d *dashboard) substitute(t *testing.T, expr string) string {
-	t.Helper()
-	return grafanaVarRef.ReplaceAllStringFunc(expr, func(ref string) string {
-		name := grafanaVarRef.FindStringSubmatch(ref)[1]
-		for _, v := range d.Templating.List {
-			if v.Name == name && v.AllValue != "" {
-				return v.AllValue
-			}
-		}
-		t.Errorf("%q uses $%s, which is no variable with an All value", expr, name)
-		return ref
-	})
+	return d
 }
 
 // prometheusBinary is $PROMETHEUS, relative paths taken from the module's root as make
@@ -256,11 +162,6 @@ func prometheusBinary(t *testing.T) string {
 // promServer is a Prometheus the test started, scraping the manager's registry every second.
 type promServer struct {
 	url string
-}
-
-type promSample struct {
-	Metric map[string]string `json:"metric"`
-	Value  []any             `json:"value"`
 }
 
 func startPrometheus(t *testing.T, binary string) *promServer {
@@ -342,11 +243,11 @@ func (p *promServer) eventually(t *testing.T, what string, ok func() (bool, stri
 }
 
 // query is the instant vector of expr now; a query Prometheus refuses fails the test.
-func (p *promServer) query(t *testing.T, expr string) []promSample {
+func (p *promServer) query(t *testing.T, expr string) []dashboard.Series {
 	t.Helper()
 	var v struct {
-		ResultType string       `json:"resultType"`
-		Result     []promSample `json:"result"`
+		ResultType string             `json:"resultType"`
+		Result     []dashboard.Series `json:"result"`
 	}
 	p.get(t, "/api/v1/query", url.Values{"query": {expr}}, &v)
 	if v.ResultType != "vector" {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/dashboard"
 )
 
 // The monitoring the suite runs beside the operator: Debian's Prometheus 2.42 and Alertmanager
@@ -170,19 +171,13 @@ func monitoringGet(ctx context.Context, service, port, path string, query map[st
 	return json.Unmarshal(data, out)
 }
 
-// promSeries is one series of an instant query's answer.
-type promSeries struct {
-	Metric map[string]string `json:"metric"`
-	Value  []any             `json:"value"`
-}
-
 // promQuery evaluates query now in the suite's Prometheus.
-func promQuery(ctx context.Context, query string) ([]promSeries, error) {
+func promQuery(ctx context.Context, query string) ([]dashboard.Series, error) {
 	var answer struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`
 		Data   struct {
-			Result []promSeries `json:"result"`
+			Result []dashboard.Series `json:"result"`
 		} `json:"data"`
 	}
 	if err := monitoringGet(ctx, prometheusService, "9090", "/api/v1/query", map[string]string{"query": query}, &answer); err != nil {
