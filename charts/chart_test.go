@@ -144,6 +144,22 @@ func TestMonitoringIsOptIn(t *testing.T) {
 	if !strings.Contains(string(sm), "release: prometheus") || !strings.Contains(string(sm), "port: metrics") {
 		t.Errorf("ServiceMonitor:\n%s", sm)
 	}
+	// One Service per replica's endpoint: two would make every series twice.
+	selector := on["ServiceMonitor"][0]["spec"].(map[string]any)["selector"].(map[string]any)["matchLabels"].(map[string]any)
+	var selected []string
+	for _, svc := range on["Service"] {
+		meta := svc["metadata"].(map[string]any)
+		labels, all := meta["labels"].(map[string]any), true
+		for k, v := range selector {
+			all = all && labels[k] == v
+		}
+		if all {
+			selected = append(selected, meta["name"].(string))
+		}
+	}
+	if len(on["Service"]) != 2 || len(selected) != 1 {
+		t.Errorf("the ServiceMonitor's selector %v selects %v of %d Services; want one", selector, selected, len(on["Service"]))
+	}
 	cm := on["ConfigMap"][0]
 	meta := cm["metadata"].(map[string]any)
 	if meta["namespace"] != "monitoring" || meta["labels"].(map[string]any)["grafana_dashboard"] != "1" {

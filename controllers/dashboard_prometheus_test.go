@@ -68,7 +68,7 @@ func TestDashboardQueriesOnPrometheus(t *testing.T) {
 		t.Fatalf("the second run's comparison %+v, want one against %s", second.Status.Comparison, first.Name)
 	}
 
-	queries, err := dash.Queries()
+	queries, err := dash.Queries(map[string]string{"namespace": ns, "schedule": sh.schedule.Name})
 	if err != nil {
 		t.Fatal(err)
 	}

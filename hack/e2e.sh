@@ -44,7 +44,7 @@ FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends busybox && rm -rf /var/lib/apt/lists/*
 EOF
 # The Prometheus and Alertmanager that the alert tests read (test/e2e/alerts_test.go): Debian's
-# packages, the version hack/promtool.sh takes promtool from.
+# packages, as bookworm's mirror has them (promtool, for make test, is pinned in the Makefile).
 monitoring=couchbench/e2e-prometheus:bookworm
 docker image inspect "$monitoring" >/dev/null 2>&1 || docker build -q -t "$monitoring" - >/dev/null <<'EOF'
 FROM debian:bookworm-slim

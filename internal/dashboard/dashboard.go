@@ -12,6 +12,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Path is the dashboard's file, from the module's root.
@@ -41,9 +42,9 @@ type Series struct {
 	Value []any `json:"value"`
 }
 
-// Answered says whether series answer q as its panel needs: at least one series, each with
-// every label of the legend, and a value that is a positive number (a rate that saw its
-// counter grow, a quantile with observations).
+// Answered says whether series answer q as its panel needs: at least one series, every
+// series with every label of the legend, and at least one value that is a positive number (a
+// rate that saw its counter grow, a quantile with observations).
 func (q Query) Answered(series []Series) bool {
 	positive := false
 	for _, s := range series {
@@ -103,15 +104,17 @@ func Read(path string) (*Dashboard, error) {
 	return &d, nil
 }
 
-// Queries are the panels' queries, rows' panels included, in the order of the JSON. It is an
-// error for a query to name a variable without an All value, and for there to be none.
-func (d *Dashboard) Queries() ([]Query, error) {
+// Queries are the panels' queries, rows' panels included, in the order of the JSON, with the
+// variables named in values set to them (as a regular expression matching that value alone)
+// and the others at their All value. It is an error for a query to name a variable without
+// an All value, and for there to be none.
+func (d *Dashboard) Queries(values map[string]string) ([]Query, error) {
 	var out []Query
 	var walk func([]panel) error
 	walk = func(panels []panel) error {
 		for _, p := range panels {
 			for _, tg := range p.Targets {
-				expr, err := d.substitute(tg.Expr)
+				expr, err := d.substitute(tg.Expr, values)
 				if err != nil {
 					return fmt.Errorf("panel %q: %w", p.Title, err)
 				}
@@ -147,7 +150,7 @@ func (d *Dashboard) Variables() ([]Variable, error) {
 		if m == nil {
 			return nil, fmt.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, v.Definition)
 		}
-		selector, err := d.substitute(m[1])
+		selector, err := d.substitute(m[1], nil)
 		if err != nil {
 			return nil, fmt.Errorf("variable %s: %w", v.Name, err)
 		}
@@ -156,11 +159,15 @@ func (d *Dashboard) Variables() ([]Variable, error) {
 	return out, nil
 }
 
-// substitute puts each variable's All value in its place.
-func (d *Dashboard) substitute(expr string) (string, error) {
+// substitute puts each variable's value, or else its All value, in its place.
+func (d *Dashboard) substitute(expr string, values map[string]string) (string, error) {
 	var err error
 	out := grafanaVarRef.ReplaceAllStringFunc(expr, func(ref string) string {
 		name := grafanaVarRef.FindStringSubmatch(ref)[1]
+		if v, ok := values[name]; ok {
+			// A regular expression inside a PromQL string, whose backslashes escape.
+			return strings.ReplaceAll(regexp.QuoteMeta(v), `\`, `\\`)
+		}
 		for _, v := range d.Templating.List {
 			if v.Name == name && v.AllValue != "" {
 				return v.AllValue

@@ -12,7 +12,7 @@ func TestTheChartsDashboardReadsWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	queries, err := d.Queries()
+	queries, err := d.Queries(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestRowsUnknownVariablesAndLegends(t *testing.T) {
 	}
 	d := write(`{"panels":[{"title":"row","panels":[{"title":"inner","targets":[{"expr":"m{a=~\"$v\"}","legendFormat":"{{a}} {{ b }}"}]}]}],
 		"templating":{"list":[{"name":"v","type":"query","definition":"label_values(m, a)","allValue":".*"}]}}`)
-	queries, err := d.Queries()
+	queries, err := d.Queries(nil)
 	if err != nil || len(queries) != 1 || queries[0].Panel != "inner" || queries[0].Expr != `m{a=~".*"}` ||
 		strings.Join(queries[0].Legend, ",") != "a,b" {
 		t.Fatalf("queries %+v (%v)", queries, err)
@@ -67,7 +67,10 @@ func TestRowsUnknownVariablesAndLegends(t *testing.T) {
 			t.Errorf("Answered(%+v) = %t, want %t", tc.series, got, tc.want)
 		}
 	}
-	if _, err := write(`{"panels":[{"title":"p","targets":[{"expr":"m{a=~\"$nope\"}"}]}]}`).Queries(); err == nil ||
+	if set, err := d.Queries(map[string]string{"v": "x.y"}); err != nil || set[0].Expr != `m{a=~"x\\.y"}` {
+		t.Errorf("the variable set to x.y: %+v (%v)", set, err)
+	}
+	if _, err := write(`{"panels":[{"title":"p","targets":[{"expr":"m{a=~\"$nope\"}"}]}]}`).Queries(nil); err == nil ||
 		!strings.Contains(err.Error(), "$nope") {
 		t.Errorf("a query naming no variable: %v", err)
 	}

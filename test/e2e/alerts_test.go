@@ -196,6 +196,11 @@ type amAlert struct {
 	Status      struct {
 		State string `json:"state"`
 	} `json:"status"`
+	Receivers []amReceiver `json:"receivers"`
+}
+
+type amReceiver struct {
+	Name string `json:"name"`
 }
 
 // alertsIn are the Alertmanager's active alerts called name whose labels include match.
@@ -232,6 +237,10 @@ func waitForAlert(t *testing.T, name string, match map[string]string, limit time
 		t.Fatalf("alert %s %v never reached the Alertmanager: %v", name, match, err)
 	}
 	t.Logf("Alertmanager holds %s: %s", name, got[0].Annotations["summary"])
+	// docs/alerts.md's route sends every couchbench alert to the team's receiver.
+	if !slices.Contains(got[0].Receivers, amReceiver{Name: "couchdb-performance"}) {
+		t.Errorf("alert %s routed to %+v; want the receiver couchdb-performance", name, got[0].Receivers)
+	}
 	return got[0]
 }
 
@@ -307,7 +316,6 @@ func TestScheduleSlowdownReachesTheAlertmanager(t *testing.T) {
 		t.Fatal(err)
 	}
 	resizeExistingCouchDB(t, limit)
-	resizedAt := time.Now()
 	setSuspend(t, s, false)
 
 	var found benchv1.Shift
@@ -323,13 +331,8 @@ func TestScheduleSlowdownReachesTheAlertmanager(t *testing.T) {
 	if found.Run == "" {
 		t.Fatalf("no Regressed shift after 6 runs at %s of CPU", limit)
 	}
-	var first benchv1.CouchBenchmark
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: found.Run}, &first); err != nil && !apierrors.IsNotFound(err) {
-		t.Fatal(err)
-	}
-	if first.Name != "" && first.CreationTimestamp.Time.Before(resizedAt.Add(-time.Second)) {
-		t.Errorf("the shift of %s is named by run %s, made at %s, before the CPU was cut at %s", found.Metric, found.Run,
-			first.CreationTimestamp, resizedAt)
+	if slices.Contains(succeeded, found.Run) {
+		t.Errorf("the shift of %s is named by run %s, one of the runs before the CPU was cut: %v", found.Metric, found.Run, succeeded)
 	}
 	t.Logf("shift: %+v", found)
 
