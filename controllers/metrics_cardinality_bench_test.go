@@ -139,18 +139,10 @@ func gatherAll(b *testing.B) []*dto.MetricFamily {
 func seriesWith(families []*dto.MetricFamily, labels map[string]string) []map[string]string {
 	var out []map[string]string
 	for _, f := range families {
-	series:
 		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
+			if have := labelSet(m); includes(have, labels) {
+				out = append(out, have)
 			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			out = append(out, have)
 		}
 	}
 	return out

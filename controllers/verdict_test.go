@@ -167,21 +167,32 @@ func gaugeValue(families []*dto.MetricFamily, name string, labels map[string]str
 		if f.GetName() != name {
 			continue
 		}
-	series:
 		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
+			if includes(labelSet(m), labels) {
+				return m.GetGauge().GetValue()
 			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue series
-				}
-			}
-			return m.GetGauge().GetValue()
 		}
 	}
 	return -1
+}
+
+// labelSet is a series' labels.
+func labelSet(m *dto.Metric) map[string]string {
+	have := map[string]string{}
+	for _, l := range m.GetLabel() {
+		have[l.GetName()] = l.GetValue()
+	}
+	return have
+}
+
+// includes says whether have holds every label of want with its value.
+func includes(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // checkDashboardMetrics: every couchbench metric the chart's Grafana dashboard queries is one

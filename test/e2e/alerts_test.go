@@ -297,11 +297,7 @@ func TestScheduleSlowdownReachesTheAlertmanager(t *testing.T) {
 			}},
 		},
 	}
-	removeSchedule(s)
-	if err := c.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeSchedule(s) })
+	createSchedule(t, s)
 	t.Cleanup(func() { resizeExistingCouchDB(t, existingCPULimit) })
 
 	// The level before: the fewest unchanged runs the detector judges a new level against.

@@ -51,11 +51,7 @@ func TestDashboardQueriesOnTheSuitesPrometheus(t *testing.T) {
 			}},
 		},
 	}
-	removeSchedule(s)
-	if err := c.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeSchedule(s) })
+	createSchedule(t, s)
 	runs := waitForRuns(t, s, 2, nil)
 
 	// Only this schedule's series answer: other tests' runs may still be in Prometheus.

@@ -300,6 +300,17 @@ func removeBenchmark(b *benchv1.CouchBenchmark) error {
 	})
 }
 
+// createSchedule creates the schedule after removing one of the same name left by an earlier
+// run on this cluster, and removes it with its runs when the test ends.
+func createSchedule(t *testing.T, s *benchv1.CouchBenchmarkSchedule) {
+	t.Helper()
+	removeSchedule(s)
+	if err := c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { removeSchedule(s) })
+}
+
 // removeSchedule deletes the schedule with its runs and waits until it is gone.
 func removeSchedule(s *benchv1.CouchBenchmarkSchedule) {
 	ctx := context.Background()

@@ -38,11 +38,7 @@ func TestEveryMinuteScheduleComparesEachRunWithThePrevious(t *testing.T) {
 			}},
 		},
 	}
-	removeSchedule(s)
-	if err := c.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { removeSchedule(s) })
+	createSchedule(t, s)
 
 	var got benchv1.CouchBenchmarkSchedule
 	if err := poll(ctx, 8*time.Minute, func() (bool, string) {
