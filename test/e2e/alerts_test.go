@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -64,6 +65,15 @@ func documentedConfig(name string) (string, error) {
 // with the suite's intervals (5 s) in place of Prometheus's defaults (1 m) so that an alert
 // fires and resolves within seconds of what it watches.
 func installMonitoring(ctx context.Context) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	monitoringServices = cs.CoreV1().Services(monitoringNamespace)
 	promConfig, err := documentedConfig("prometheus.yml, with DNS discovery")
 	if err != nil {
 		return err
@@ -153,18 +163,14 @@ func monitoringDeployment(labels map[string]string) *appsv1.Deployment {
 	}
 }
 
+// monitoringServices reaches the monitoring namespace's Services through the API server's
+// proxy; installMonitoring sets it.
+var monitoringServices corev1client.ServiceInterface
+
 // monitoringGet asks a monitoring Service, through the API server's service proxy, for path
 // with query, and decodes the JSON answer into out.
 func monitoringGet(ctx context.Context, service, port, path string, query map[string]string, out any) error {
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	data, err := cs.CoreV1().Services(monitoringNamespace).ProxyGet("http", service, port, path, query).DoRaw(ctx)
+	data, err := monitoringServices.ProxyGet("http", service, port, path, query).DoRaw(ctx)
 	if err != nil {
 		return fmt.Errorf("%s %s: %w (%s)", service, path, err, data)
 	}
