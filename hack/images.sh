@@ -31,10 +31,20 @@ kind)
   cluster=${3:-couchbench}
   # The base images the Dockerfiles name: pulled, or built here where no registry answers.
   hack/base-images.sh
+  # Docker's classic builder keeps each build stage as an untagged image, the cache of the
+  # next build, and every rebuild leaves the last one (and the image it retags) dangling:
+  # gigabytes per commit, enough to fill a disk over a day's CI runs. So each stage is tagged
+  # (<image>-<stage>:<tag>) and, once all are built, the dangling images these builds made
+  # (label couchbench.build, set in the stages and on the images) are pruned.
   build() { # image dockerfile [build-arg...]
-    local image=$1 dockerfile=$2
+    local image=$1 dockerfile=$2 stage
     shift 2
-    hack/heartbeat.sh images "docker build $image" docker build -q -t "$image" "$@" -f "$dockerfile" . >/dev/null
+    for stage in $(sed -n 's/^FROM .* AS \([a-z0-9_-]*\)$/\1/p' "$dockerfile"); do
+      hack/heartbeat.sh images "docker build $image, stage $stage" \
+        docker build -q --target "$stage" -t "${image%:*}-$stage:${image##*:}" "$@" -f "$dockerfile" . >/dev/null
+    done
+    hack/heartbeat.sh images "docker build $image" \
+      docker build -q --label couchbench.build=image -t "$image" "$@" -f "$dockerfile" . >/dev/null
     echo "images: built $image" >&2
   }
   build "couchbench/manager:$tag" images/manager/Dockerfile --build-arg "VERSION=$version" --build-arg "COMMIT=$commit"
@@ -52,6 +62,7 @@ kind)
   for img in couchdb-python couchdb-pypy; do
     build "couchbench/$img:3.4.3" "images/$img/Dockerfile"
   done
+  docker image prune -f --filter label=couchbench.build >/dev/null
   # One call: kind saves the images once and imports them into every node.
   hack/heartbeat.sh images "loading into kind cluster $cluster" "$kind" load docker-image --name "$cluster" \
     "couchbench/manager:$tag" "couchbench/k6:$tag" couchdb:3.4.3 couchdb:3.5.1 \
