@@ -164,5 +164,8 @@ cp hack/kindnode/default-cni.yaml hack/kindnode/default-storage.yaml "$ctx/manif
 cp hack/kindnode/Dockerfile "$ctx/"
 hack/heartbeat.sh kind-node-image "building $image" \
   docker build -q --build-arg KUBERNETES_VERSION="$KUBE_VERSION" --label couchbench.inputs="$inputs" -t "$image" "$ctx" >/dev/null
+# The node image this build replaced, some 3 GB, is left dangling by Docker: pruned, by the
+# label only node images carry.
+docker image prune -f --filter label=couchbench.inputs >/dev/null
 log "built $image in $((SECONDS - start))s"
 echo "$image"
