@@ -35,7 +35,9 @@ kind)
   # next build, and every rebuild leaves the last one (and the image it retags) dangling:
   # gigabytes per commit, enough to fill a disk over a day's CI runs. So each stage is tagged
   # (<image>-<stage>:<tag>) and, once all are built, the dangling images these builds made
-  # (label couchbench.build, set in the stages and on the images) are pruned.
+  # (label couchbench.build, set in the stages and on the images) are pruned. What a build
+  # under another TAG made stays tagged: `docker rmi` it when that tag is done with.
+  # images/dockerfiles_test.go holds the Dockerfiles to the stage form the sed below reads.
   build() { # image dockerfile [build-arg...]
     local image=$1 dockerfile=$2 stage
     shift 2

@@ -1,7 +1,8 @@
-// Package images holds the Dockerfiles of the project's images. Its test checks that the
+// Package images holds the Dockerfiles of the project's images. Its tests check that the
 // Docker builds of the CouchDB preset images (images/couchdb-python, images/couchdb-pypy)
 // and hack/couchdb-images.sh, which builds the same images without Docker, read the same
-// inputs: package list, pinned requirements, pip options and ENV.
+// inputs: package list, pinned requirements, pip options and ENV; and that every build stage
+// is written so that hack/images.sh can keep it as a cache and prune what rebuilds replace.
 package images
 
 import (
@@ -439,5 +440,39 @@ func TestCheckImageFindsDifferences(t *testing.T) {
 	}
 	if errs := checkLists("python3 python3-pip\n", "CouchDB==1.2\nsimplejson>=3.19\n"); len(errs) != 2 {
 		t.Errorf("checkLists: %v, want a package-name and a pin error", errs)
+	}
+}
+
+// TestBuildStagesArePrunable holds every Dockerfile to what hack/images.sh expects of a build
+// stage: named on a FROM line of the form "FROM <image> AS <name>" (the form the script finds
+// stage names by, to tag them as the next build's cache) and labelled couchbench.build=stage
+// (the label the script prunes the replaced copies by). A stage without either would be left
+// dangling by every rebuild, about a gigabyte each for the Go stages.
+func TestBuildStagesArePrunable(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("*", "Dockerfile"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no images/*/Dockerfile (%v)", err)
+	}
+	named := 0
+	for _, f := range files {
+		text := read(t, "images/"+filepath.ToSlash(f))
+		for _, s := range parseDockerfile(text) {
+			if s.name == "" {
+				continue
+			}
+			named++
+			if !regexp.MustCompile(`(?m)^FROM \S+ AS ` + regexp.QuoteMeta(s.name) + `$`).MatchString(text) {
+				t.Errorf("%s: write stage %s's line as \"FROM <image> AS %s\", the form hack/images.sh finds stages by", f, s.name, s.name)
+			}
+			labelled := slices.ContainsFunc(s.instrs, func(in instruction) bool {
+				return in.cmd == "LABEL" && slices.Contains(strings.Fields(in.args), "couchbench.build=stage")
+			})
+			if !labelled {
+				t.Errorf("%s: stage %s has no LABEL couchbench.build=stage: hack/images.sh would never prune the copies rebuilds replace", f, s.name)
+			}
+		}
+	}
+	if named == 0 {
+		t.Fatal("no named build stage in images/*/Dockerfile: this check holds nothing")
 	}
 }

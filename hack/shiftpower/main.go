@@ -10,8 +10,8 @@
 //     year of nightly looks;
 //
 //   - power: a 15% drop flagged within 3 runs and a 10% drop within 5, and how often the
-//     first report names the drop's first run; and, as a yardstick, how often the split of
-//     greatest likelihood names it for a method told there is a drop (namingCeiling).
+//     first report names the drop's first run; and, as a reference, how often the split of
+//     greatest likelihood names it for a method told there is a drop (namingReference).
 //
 //     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME]
 //
@@ -34,8 +34,8 @@ import (
 	"github.com/couchbench/couchbench/internal/history"
 )
 
-// ceilingName names the row of namingCeiling in the power table.
-const ceilingName = "best split, told there is a drop"
+// referenceName names the row of namingReference in the power table.
+const referenceName = "best split, told there is a drop"
 
 // keptBefore is how many runs a schedule's history kept with the detector before, which each
 // of its looks saw.
@@ -169,13 +169,13 @@ func measurePower(d detector, m noiseModel, seed uint64, histories, before int, 
 	return power{float64(flagged) / h, float64(named) / h}
 }
 
-// namingCeiling is how often the split of greatest likelihood names a drop's first run: over
+// namingReference is how often the split of greatest likelihood names a drop's first run: over
 // the runs given, the split whose two sides' means of logarithms differ most in standard errors
-// (for one mean shift in noise of one variance), found by a method told that there is exactly
-// one drop. A detector that must also decide whether there is a drop, within a false-alarm
-// budget, from the same runs, can hardly name it more often: this is the yardstick of the
-// "named by its first run" figures. It draws the histories measurePower draws.
-func namingCeiling(m noiseModel, seed uint64, histories, before int, drop float64, within int) float64 {
+// (for one mean shift in independent normal noise), found by a method told that there is
+// exactly one drop and deciding nothing. It is a reference for the "named by its first run"
+// figures, not a bound: it shows how often the runs themselves point at the drop's first run.
+// It draws the histories measurePower draws.
+func namingReference(m noiseModel, seed uint64, histories, before int, drop float64, within int) float64 {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	named := 0
 	for range histories {
@@ -261,9 +261,9 @@ func main() {
 					}
 				}
 				for _, before := range beforeRuns {
-					powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | – | %s | – | %s |", m.name, ceilingName, before,
-						percent(namingCeiling(m, seed, *powerHistories, before, 0.15, 3)),
-						percent(namingCeiling(m, seed, *powerHistories, before, 0.10, 5))))
+					powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | – | %s | – | %s |", m.name, referenceName, before,
+						percent(namingReference(m, seed, *powerHistories, before, 0.15, 3)),
+						percent(namingReference(m, seed, *powerHistories, before, 0.10, 5))))
 				}
 			}
 		})
