@@ -170,33 +170,24 @@ func measurePower(d detector, m noiseModel, seed uint64, histories, before int, 
 }
 
 // namingReference is how often the split of greatest likelihood names a drop's first run: over
-// the runs given, the split whose two sides' means of logarithms differ most in standard errors
-// (for one mean shift in independent normal noise), found by a method told that there is
-// exactly one drop and deciding nothing. It is a reference for the "named by its first run"
-// figures, not a bound: it shows how often the runs themselves point at the drop's first run.
-// It draws the histories measurePower draws.
+// the runs given, the split with the largest |t| between the means of the logarithms on either
+// side (bestSplit, with no fewest runs on either side; for one mean shift in independent normal
+// noise, the most likely split), found by a method told that there is exactly one drop and
+// deciding nothing. It is a reference for the "named by its first run" figures, not a bound: it
+// shows how often the runs themselves point at the drop's first run. It draws the histories
+// measurePower draws.
 func namingReference(m noiseModel, seed uint64, histories, before int, drop float64, within int) float64 {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	named := 0
 	for range histories {
-		x := m.draw(rng, before+within)
-		sum := make([]float64, len(x)+1)
-		for i, v := range x {
+		logs := m.draw(rng, before+within)
+		for i, v := range logs {
 			if i >= before {
 				v *= 1 - drop
 			}
-			sum[i+1] = sum[i] + math.Log(v)
+			logs[i] = math.Log(v)
 		}
-		n := len(x)
-		best, bestSplit := -1.0, 0
-		for split := 1; split < n; split++ {
-			a, b := float64(split), float64(n-split)
-			d := sum[split]/a - (sum[n]-sum[split])/b
-			if z := d * d / (1/a + 1/b); z > best {
-				best, bestSplit = z, split
-			}
-		}
-		if bestSplit == before {
+		if split, _, _ := bestSplit(logs, segOptions{MinBefore: 1, MinAfter: 1}); split == before {
 			named++
 		}
 	}
