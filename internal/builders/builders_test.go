@@ -60,6 +60,10 @@ func TestHelmValuesHaveWhatTheApacheChartNeeds(t *testing.T) {
 		"persistentVolume.enabled":        false,
 		"podSecurityContext.runAsNonRoot": true,
 		"containerSecurityContext.allowPrivilegeEscalation": false,
+		// Probed every 2 s, not the chart's 10, with the chart's 30 s before a busy pod leaves
+		// its Service.
+		"readinessProbe.periodSeconds":    int64(2),
+		"readinessProbe.failureThreshold": int64(15),
 	} {
 		if got := get(t, values, path); got != want {
 			t.Errorf("%s = %#v, want %#v", path, got, want)

@@ -80,6 +80,11 @@ func HelmValues(bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (map[stri
 		"containerSecurityContext": map[string]any{
 			"allowPrivilegeEscalation": false, "capabilities": map[string]any{"drop": []any{dropAll}},
 		},
+		// CouchDB answers /_up seconds after its container starts, but the chart probes it
+		// every 10 s, so a new pod waited for its second probe to be ready and the run with
+		// it. Probing every 2 s, 15 failures in a row still make the same 30 s before a busy
+		// node is taken out of its Service.
+		"readinessProbe": map[string]any{"periodSeconds": int64(2), "failureThreshold": int64(15)},
 	}
 	if len(env) > 0 {
 		values["extraEnv"] = env

@@ -249,6 +249,11 @@ func TestEveryLanguageOnRealCouchDB(t *testing.T) {
 			if !slices.Equal(steps, []benchv1.Step{benchv1.StepSeed, benchv1.StepIndex, benchv1.StepViews}) {
 				t.Errorf("steps %v, want seed, index, views (the spec has no writes)", steps)
 			}
+			// A single node has no copy to fill: the steps after the seed find the dataset at
+			// the first look and say nothing of waiting (a second look would log that line).
+			if strings.Contains(log, "every copy has the") {
+				t.Errorf("a step waited for the copies of a single node:\n%s", log)
+			}
 			for _, p := range doc.Arms[0].Profiles {
 				checkSeededExactly(t, srv, p, docs)
 				checkBuilt(t, p, []string{"builtin", "custom"}, 1, "paused")
@@ -340,6 +345,11 @@ func TestClusterRunOnRealCouchDB(t *testing.T) {
 	p := doc.Arms[0].Profiles[0]
 	if p.Shards != 2 || p.Replicas != 3 {
 		t.Errorf("q=%d n=%d, want q=2 n=3 (n defaults to min(3, nodes))", p.Shards, p.Replicas)
+	}
+	// In a cluster each step after the seed asks for _sync_shards and waits for two quiet
+	// looks after it, and says so.
+	if n := strings.Count(log, p.DB+": every copy has the 2000 documents"); n != 2 {
+		t.Errorf("the index and views steps said %d times that every copy has the dataset, want 2:\n%s", n, log)
 	}
 	checkSeededExactly(t, srv, p, docs)
 	checkBuilt(t, p, []string{"builtin", "custom"}, 1, "paused")
