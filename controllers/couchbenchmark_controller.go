@@ -85,8 +85,10 @@ func ClusterServiceURL(namespace, service string) string {
 
 // Polling intervals for what is not watched: StatefulSets and Helm releases belong to
 // Helm, not to the benchmark. A CouchDB pod is ready a few seconds after it starts, and
-// every poll after that is time the user waits for nothing; one GET of a StatefulSet per arm
-// every 2 s, for the seconds an arm is provisioned, costs the API server little.
+// every poll after that is time the user waits for nothing. While an arm's pods are not
+// ready a poll reads its StatefulSet and lists its pods; once they are, it reads the admin
+// Secret and asks CouchDB for its membership: a few reads per arm every 2 s, for the
+// seconds an arm is provisioned.
 const (
 	pollWhileProvisioning = 2 * time.Second
 	// clusterTimeout bounds provisioning plus cluster formation of one arm.

@@ -389,6 +389,12 @@ func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	if *sts.Spec.Replicas != 3 {
 		t.Errorf("replicas %d", *sts.Spec.Replicas)
 	}
+	// The chart renders the operator's readiness probe: /_up every 2 s, 30 s of failures
+	// before a pod leaves its Service, the rest the chart's own.
+	if p := sts.Spec.Template.Spec.Containers[0].ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/_up" ||
+		p.PeriodSeconds != 2 || p.FailureThreshold != 15 || p.TimeoutSeconds != 1 {
+		t.Errorf("readiness probe %+v, want GET /_up every 2 s, 15 failures, 1 s timeout", p)
+	}
 	got = h.drive(bench, 40)
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)

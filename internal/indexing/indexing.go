@@ -113,8 +113,15 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	if err := putDesignDocs(ctx, c, opts.DB, doc, byRange); err != nil {
 		return run, err
 	}
-	if err := openIndexes(ctx, c, copies, byRange); err != nil {
-		return run, err
+	for _, cp := range copies {
+		info, err := openIndex(ctx, c, cp, byRange[cp.Range])
+		if err != nil {
+			return run, fmt.Errorf("opening the index of %s on shard copy %s on %s: %w", byRange[cp.Range], cp.Name, cp.Node, err)
+		}
+		if info.UpdateSeq != 0 || info.UpdaterRunning {
+			return run, fmt.Errorf("the index of %s on shard copy %s on %s is not new (update_seq %d, updater running %v): its views were built before",
+				byRange[cp.Range], cp.Name, cp.Node, info.UpdateSeq, info.UpdaterRunning)
+		}
 	}
 
 	ddocIDs := slices.Collect(maps.Values(byRange))
@@ -201,28 +208,6 @@ func designDocsByRange(ddocID string, copies []couch.ShardCopy) (map[string]stri
 	return byRange, nil
 }
 
-// openIndexes opens every copy's index at once (none of it is timed, and one after the other
-// it added a round trip per copy to every build) and checks that each is new.
-func openIndexes(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byRange map[string]string) error {
-	errs := make([]error, len(copies))
-	var wg sync.WaitGroup
-	for i, cp := range copies {
-		wg.Go(func() {
-			ddocID := byRange[cp.Range]
-			info, err := openIndex(ctx, c, cp, ddocID)
-			switch {
-			case err != nil:
-				errs[i] = fmt.Errorf("opening the index of %s on shard copy %s on %s: %w", ddocID, cp.Name, cp.Node, err)
-			case info.UpdateSeq != 0 || info.UpdaterRunning:
-				errs[i] = fmt.Errorf("the index of %s on shard copy %s on %s is not new (update_seq %d, updater running %v): its views were built before",
-					ddocID, cp.Name, cp.Node, info.UpdateSeq, info.UpdaterRunning)
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 // openIndex reads a copy's index info, which opens the index. A copy that does not hold the
 // design document yet is asked again for up to a minute: a write to the cluster is
 // acknowledged once a quorum of copies has it, and the rest get it moments later.
@@ -241,8 +226,7 @@ func openIndex(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID 
 	}
 }
 
-// putDesignDocs creates the design document and its twins, each once, all at once: each
-// write waits for its copies' disks, and none of it is timed.
+// putDesignDocs creates the design document and its twins, each once.
 func putDesignDocs(ctx context.Context, c *couch.Client, db string, doc couch.DesignDoc, byRange map[string]string) error {
 	ids := []string{doc.ID}
 	for _, id := range byRange {
@@ -251,19 +235,14 @@ func putDesignDocs(ctx context.Context, c *couch.Client, db string, doc couch.De
 		}
 	}
 	sort.Strings(ids[1:])
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() {
-			d := doc
-			d.ID = id
-			if err := c.PutDesignDoc(ctx, db, d); err != nil {
-				errs[i] = fmt.Errorf("creating design document %s: %w", id, err)
-			}
-		})
+	for _, id := range ids {
+		d := doc
+		d.ID = id
+		if err := c.PutDesignDoc(ctx, db, d); err != nil {
+			return fmt.Errorf("creating design document %s: %w", id, err)
+		}
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return nil
 }
 
 // copyWait is one copy's waiting view request.

@@ -365,9 +365,9 @@ func (a *armRun) waitSeeded(ctx context.Context, db string) error {
 	})
 	defer stop()
 	deadline := time.Now().Add(seededWait)
-	// A single node holds every copy itself: once its doc_count shows the dataset there is
-	// nothing left to fill, and a second look a second later would only add a second per
-	// database and arm to the step.
+	// CouchDB gives a database on one node one copy per shard range, whatever n it is asked
+	// for: once that node's doc_count shows the dataset no copy is behind, and a second look
+	// a second later would only add a second per database and arm to the step.
 	quietNeeded := 1
 	if cluster {
 		quietNeeded = 2
