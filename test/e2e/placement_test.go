@@ -22,10 +22,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -437,41 +435,6 @@ func editNode(t *testing.T, name string, change func(*corev1.Node)) {
 	}
 }
 
-// waitLogShows waits until the log of a running pod with these labels shows text.
-func waitLogShows(t *testing.T, labels map[string]string, text string) {
-	t.Helper()
-	ctx := context.Background()
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
-		var pods corev1.PodList
-		if err := c.List(ctx, &pods, client.InNamespace(namespace), client.MatchingLabels(labels)); err != nil {
-			return false, err.Error()
-		}
-		for _, p := range pods.Items {
-			if p.Status.Phase != corev1.PodRunning {
-				continue
-			}
-			data, err := cs.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
-			if err != nil {
-				return false, err.Error()
-			}
-			if strings.Contains(string(data), text) {
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("no running pod's log shows %q", text)
-	}); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A worker stops mid-run: three real CouchDB pods (couchdb:3.4.3, Apache chart 4.6.2) on a real
 // multi-node kind cluster, placed by the real scheduler, are building their views (the index
 // step) when the Docker container of a worker holding one of them is stopped, as a machine that
@@ -496,14 +459,7 @@ func TestWorkerStoppedMidRun(t *testing.T) {
 	b.Spec.Teardown = benchv1.TeardownNever
 	start(t, b)
 	got := waitForStep(t, b, benchv1.StepIndex)
-	indexPod := map[string]string{builders.LabelBenchmark: b.Name, builders.LabelStep: string(benchv1.StepIndex)}
-	waitRunning(t, indexPod)
-	// The node stops once a build is under way: stopped while the runner was still setting
-	// the step up (pausing view compaction on every node, moments after its pod ran), the run
-	// failed at once on CouchDB's answer from the node shutting down, before Kubernetes
-	// could call the node lost (CI, 2026-11-27): a different failure from the one this test
-	// is about.
-	waitLogShows(t, indexPod, "reducer run 1 of")
+	waitRunning(t, map[string]string{builders.LabelBenchmark: b.Name, builders.LabelStep: string(benchv1.StepIndex)})
 	release := builders.ReleaseName(got, "js")
 	couch := couchdbPodsOf(t, b, "js")
 	requireScheduled(t, couch)
