@@ -13,7 +13,7 @@
 //     first report names the drop's first run; and, as a reference, how often the split of
 //     greatest likelihood names it for a method told there is a drop (namingReference).
 //
-//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME]
+//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME]
 //
 // The recorded model resamples the residuals of testdata/recorded.json ({"series": [values,
 // oldest first], ...}; -recorded to read another file).
@@ -37,6 +37,9 @@ import (
 // referenceName names the row of namingReference in the power table.
 const referenceName = "best split, told there is a drop"
 
+// onlineName names the detector of internal/changepoint, the only one also replayed whole.
+const onlineName = "online (this package)"
+
 // keptBefore is how many runs a schedule's history kept with the detector before, which each
 // of its looks saw.
 const keptBefore = 100
@@ -53,7 +56,7 @@ type detector struct {
 }
 
 var detectors = []detector{
-	{"online (this package)", history.MaxRuns, func(x []float64) []int {
+	{onlineName, history.MaxRuns, func(x []float64) []int {
 		cps := changepoint.Detect(x, changepoint.Options{})
 		out := make([]int, len(cps))
 		for i, cp := range cps {
@@ -133,13 +136,14 @@ func replayed(m noiseModel, seed uint64, histories, runs int) float64 {
 	return 1000 * float64(found) / float64(histories*runs)
 }
 
-// power is how often a drop is flagged within the runs given, and how often the first report
-// names its first run.
-type power struct{ flagged, named float64 }
+// power is how often a drop is flagged within the runs given, how often the first report names
+// its first run, and how often the look at the last of those runs does (a young level's first
+// run is refined as more runs come).
+type power struct{ flagged, namedFirst, namedEnd float64 }
 
 func measurePower(d detector, m noiseModel, seed uint64, histories, before int, drop float64, within int) power {
 	rng := rand.New(rand.NewPCG(seed, 2))
-	var flagged, named int
+	var flagged, namedFirst, namedEnd int
 	for range histories {
 		x := m.draw(rng, before+within)
 		for i := range x {
@@ -148,6 +152,7 @@ func measurePower(d detector, m noiseModel, seed uint64, histories, before int, 
 				x[i] *= 1 - drop
 			}
 		}
+		first := true
 		for n := before + 1; n <= before+within; n++ {
 			lo := max(0, n-d.kept)
 			var near []int
@@ -156,17 +161,20 @@ func measurePower(d detector, m noiseModel, seed uint64, histories, before int, 
 					near = append(near, cp+lo)
 				}
 			}
-			if len(near) > 0 {
+			if len(near) > 0 && first {
+				first = false
 				flagged++
 				if slices.Contains(near, before) {
-					named++
+					namedFirst++
 				}
-				break
+			}
+			if n == before+within && slices.Contains(near, before) {
+				namedEnd++
 			}
 		}
 	}
 	h := float64(histories)
-	return power{float64(flagged) / h, float64(named) / h}
+	return power{float64(flagged) / h, float64(namedFirst) / h, float64(namedEnd) / h}
 }
 
 // namingReference is how often the split of greatest likelihood names a drop's first run: over
@@ -205,6 +213,7 @@ func main() {
 	befores := flag.String("before", "20,50", "runs before the drop in the power histories (a list)")
 	recordedPath := flag.String("recorded", "hack/shiftpower/testdata/recorded.json", "recorded series to resample")
 	only := flag.String("models", "", "only the models whose name contains this")
+	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains this")
 	workers := flag.Int("workers", 2, "models measured at once")
 	flag.Parse()
 
@@ -226,6 +235,7 @@ func main() {
 		beforeRuns = append(beforeRuns, n)
 	}
 	models = slices.DeleteFunc(models, func(m noiseModel) bool { return !strings.Contains(m.name, *only) })
+	detectors = slices.DeleteFunc(detectors, func(d detector) bool { return !strings.Contains(d.name, *onlyDetectors) })
 
 	calibrationRows := make([][]string, len(models))
 	powerRows := make([][]string, len(models))
@@ -236,10 +246,10 @@ func main() {
 			for i := range jobs {
 				m := models[i]
 				seed := uint64(i + 1)
-				for j, d := range detectors {
+				for _, d := range detectors {
 					c := calibrate(d, m, seed, *histories, *looks)
 					replay := "–"
-					if j == 0 {
+					if d.name == onlineName {
 						replay = fmt.Sprintf("%.2f", replayed(m, seed, *long, *runs))
 					}
 					calibrationRows[i] = append(calibrationRows[i], fmt.Sprintf("| %s | %s | %.2f | %s | %s | %s |",
@@ -247,12 +257,13 @@ func main() {
 					for _, before := range beforeRuns {
 						p15 := measurePower(d, m, seed, *powerHistories, before, 0.15, 3)
 						p10 := measurePower(d, m, seed, *powerHistories, before, 0.10, 5)
-						powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s |",
-							m.name, d.name, before, percent(p15.flagged), percent(p15.named), percent(p10.flagged), percent(p10.named)))
+						powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | %s | %s | %s | %s | %s | %s |",
+							m.name, d.name, before, percent(p15.flagged), percent(p15.namedFirst), percent(p15.namedEnd),
+							percent(p10.flagged), percent(p10.namedFirst), percent(p10.namedEnd)))
 					}
 				}
 				for _, before := range beforeRuns {
-					powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | – | %s | – | %s |", m.name, referenceName, before,
+					powerRows[i] = append(powerRows[i], fmt.Sprintf("| %s | %s | %d | – | – | %s | – | – | %s |", m.name, referenceName, before,
 						percent(namingReference(m, seed, *powerHistories, before, 0.15, 3)),
 						percent(namingReference(m, seed, *powerHistories, before, 0.10, 5))))
 				}
@@ -274,8 +285,9 @@ func main() {
 		fmt.Println(strings.Join(rows, "\n"))
 	}
 	fmt.Printf("\nDrops after the given unchanged runs, %d histories per figure.\n\n", *powerHistories)
-	fmt.Println("| noise | detector | runs before | 15% drop flagged within 3 runs | named by its first run | 10% drop within 5 runs | named by its first run |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	fmt.Println("| noise | detector | runs before | 15% drop flagged within 3 runs | its first report names its first run " +
+		"| named by its first run after 3 runs | 10% drop within 5 runs | its first report names its first run | named by its first run after 5 runs |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
 	for _, rows := range powerRows {
 		fmt.Println(strings.Join(rows, "\n"))
 	}

@@ -86,10 +86,12 @@ func stalls(cv float64) noiseModel {
 // enough to keep the correlation of neighbouring runs.
 const recordedBlock = 5
 
-// recorded resamples the between-run residuals of recorded series, a model per series: its
-// logarithms less the mean of their level (the levels the detector finds in it, so that a real
-// shift in a recorded series is not resampled as noise), stitched in blocks, each from a random
-// place.
+// recorded resamples the between-run residuals of recorded series, two models per series, its
+// logarithms less their level (the levels the detector finds in it, so that a real shift in a
+// recorded series is not resampled as noise) taken two ways: the level's mean, which leaves in
+// the residuals how the level drifted, and the level's straight-line trend, which takes a
+// steady drift out; stitched in blocks, each from a random place. A drift is a change of the
+// machine, not run-to-run noise, but a schedule sees both.
 func recorded(path string) ([]noiseModel, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -101,22 +103,28 @@ func recorded(path string) ([]noiseModel, error) {
 	}
 	var models []noiseModel
 	for _, name := range slices.Sorted(maps.Keys(series)) {
-		r := levelResiduals(series[name])
-		if len(r) < 10 {
-			continue
-		}
-		models = append(models, noiseModel{fmt.Sprintf("recorded, %s (%d runs, blocks of %d)", name, len(r), recordedBlock),
-			func(rng *rand.Rand, n int) []float64 {
-				block := min(recordedBlock, len(r))
-				x := make([]float64, 0, n+block)
-				for len(x) < n {
-					at := rng.IntN(len(r) - block + 1)
-					for _, v := range r[at : at+block] {
-						x = append(x, math.Exp(v))
+		for _, trend := range []bool{false, true} {
+			r := levelResiduals(series[name], trend)
+			if len(r) < 10 {
+				continue
+			}
+			around := "level means"
+			if trend {
+				around = "level trends"
+			}
+			models = append(models, noiseModel{fmt.Sprintf("recorded, %s (%d runs around their %s, blocks of %d)", name, len(r), around, recordedBlock),
+				func(rng *rand.Rand, n int) []float64 {
+					block := min(recordedBlock, len(r))
+					x := make([]float64, 0, n+block)
+					for len(x) < n {
+						at := rng.IntN(len(r) - block + 1)
+						for _, v := range r[at : at+block] {
+							x = append(x, math.Exp(v))
+						}
 					}
-				}
-				return x[:n]
-			}})
+					return x[:n]
+				}})
+		}
 	}
 	if len(models) == 0 {
 		return nil, fmt.Errorf("%s: no series with 10 positive values or more", path)
@@ -124,8 +132,9 @@ func recorded(path string) ([]noiseModel, error) {
 	return models, nil
 }
 
-// levelResiduals are the logarithms of the positive values less the mean of their level.
-func levelResiduals(values []float64) []float64 {
+// levelResiduals are the logarithms of the positive values less their level's mean, or with
+// trend less its least-squares line.
+func levelResiduals(values []float64, trend bool) []float64 {
 	var positive []float64
 	for _, v := range values {
 		if v > 0 && !math.IsInf(v, 1) {
@@ -142,13 +151,21 @@ func levelResiduals(values []float64) []float64 {
 	for i := 0; i+1 < len(bounds); i++ {
 		level := positive[bounds[i]:bounds[i+1]]
 		logs := make([]float64, len(level))
-		mean := 0.0
+		mean, middle := 0.0, float64(len(level)-1)/2
 		for j, v := range level {
 			logs[j] = math.Log(v)
 			mean += logs[j] / float64(len(level))
 		}
-		for _, l := range logs {
-			out = append(out, l-mean)
+		var slope, cross, spread float64
+		for j, l := range logs {
+			cross += (float64(j) - middle) * (l - mean)
+			spread += (float64(j) - middle) * (float64(j) - middle)
+		}
+		if trend && spread > 0 {
+			slope = cross / spread
+		}
+		for j, l := range logs {
+			out = append(out, l-mean-slope*(float64(j)-middle))
 		}
 	}
 	return out

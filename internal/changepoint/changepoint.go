@@ -34,15 +34,25 @@
 // and the t distribution's degrees of freedom shrunk as that correlation makes the variance
 // less certain. With no correlation this is Student's pooled t test.
 //
-// The newest runs must look like one new level, not outliers: each of them on the new side
-// of halfway between the two means, and the split one run later no clearer (a shift fewer
-// than m runs old would be, and waiting for it names it by its first run). Stalls (a slow
-// run now and then) make a few slow runs in a row common enough on a long history to pass
-// any test of means. So the level's own runs that lie, alone, as far from its median as the
-// new runs' mean must, are counted; their share (with a half added to what was seen, so that
-// a short level is not taken for clean) raised to the m-th power, the chance that m of them
-// come in a row, must be within the test's level. A series with stalls is thus judged on more
-// new runs than one without.
+// The newest runs must look like one new level, not outliers: each of them beyond the old
+// level's mean, and past halfway between the two means all of MinAfter new runs and all but one
+// of more (a small shift leaves one run in a few short of halfway), and the split one run later
+// no clearer (a shift fewer than m runs old would be, and waiting for it names it by its first
+// run). Stalls (a slow run now and then) make a few slow runs in a row common enough on a long
+// history to pass any test of means. So the level's own runs that lie, alone, as far from its
+// median as the new runs' mean must, are counted; their share (with a half added to what was
+// seen, so that a short level is not taken for clean) raised to the m-th power, the chance
+// that m of them come in a row, must be within the test's level. A series with stalls is thus
+// judged on more new runs than one without.
+//
+// # Where a shift began
+//
+// The look that finds a shift has seen as few as MinAfter runs of the new level, and a slow
+// run just before a drop (or a fast one just after it) can put its split a run off. While the
+// new level is young, each later look moves the change point, within a couple of runs of where
+// it was found, to the split most likely for one shift over the runs seen so far; a moved
+// change point gets the p-value of its own split's test. Moving a change point adds none; the
+// level it starts moves with it.
 //
 // A shift later undone (a regression fixed) is two change points: the second is found against
 // the level the first started.
@@ -95,7 +105,8 @@ type ChangePoint struct {
 	// Ratio is the new level over the old one: the geometric means of the two levels, each
 	// over its runs up to the next change point or the end (0.85: 15% lower).
 	Ratio float64
-	// PValue is the two-sided p-value of the test of its own split, at the look that found it.
+	// PValue is the two-sided p-value of the test of its own split: at the look that found it,
+	// or at the last look that moved it there (refine).
 	PValue float64
 	// Level is the level of the one test PValue was held against: half of FalseAlarmsPerRun for
 	// MinAfter new runs, the other half shared by the longer new levels tried at a look.
@@ -118,7 +129,7 @@ func Detect(values []float64, opts Options) []ChangePoint {
 	}
 	bounds = append(bounds, len(s.logs))
 	for i, t := range found {
-		out[i] = ChangePoint{Index: s.at[t.split], PValue: t.pValue, Level: s.level(t.n - t.split), FoundAt: s.at[t.n-1] + 1,
+		out[i] = ChangePoint{Index: s.at[t.split], PValue: t.pValue, Level: s.level(t.n - t.found), FoundAt: s.at[t.n-1] + 1,
 			Ratio: math.Exp(mean(s.logs[bounds[i+1]:bounds[i+2]]) - mean(s.logs[bounds[i]:bounds[i+1]]))}
 	}
 	return out
@@ -160,14 +171,49 @@ func (g segment) noiseRuns(split int) (lo, hi int) {
 // the level the series ends in.
 func (s *series) replay() ([]test, segment) {
 	var found []test
-	var level segment
+	var level, previous segment
 	for n := 1; n <= len(s.logs); n++ {
 		if t, ok := s.look(level, n); ok {
 			found = append(found, t)
-			level = level.after(t.split)
+			previous = level
+		}
+		if last := len(found) - 1; last >= 0 && n-found[last].split < youngLevel {
+			found[last] = s.refine(previous, found[last], n)
+			level = previous.after(found[last].split)
 		}
 	}
 	return found, level
+}
+
+// refineReach is how many runs from where the look that found it put it a change point may
+// move while its level is young.
+const refineReach = 2
+
+// refine places the change point t, found in the level previous, at the likeliest split for one
+// shift of the runs from that level's start to n, within refineReach of where it was found and
+// with at least MinAfter runs after it: the split of the largest (after - before)² km/(k + m)
+// over k runs before and m after, the likeliest for one shift of the mean in independent normal
+// noise. The look that found it saw as few as MinAfter new runs, among which a slow run just
+// before the shift, or a fast one just after it, can put the split a run off; the runs that
+// come next show where it was. A split moved gets the p-value of its own test at n.
+func (s *series) refine(previous segment, t test, n int) test {
+	lo := max(t.found-refineReach, previous.start+previous.fewest(s.opts))
+	hi := min(t.found+refineReach, n-s.opts.MinAfter)
+	best, likeliest := t.split, -1.0
+	for c := lo; c <= hi; c++ {
+		k, m := float64(c-previous.start), float64(n-c)
+		d := (s.sum[n]-s.sum[c])/m - (s.sum[c]-s.sum[previous.start])/k
+		if l := d * d * k * m / (k + m); l > likeliest {
+			best, likeliest = c, l
+		}
+	}
+	if best == t.split {
+		return t
+	}
+	before, after, se, df := s.difference(previous, best, n)
+	t.split, t.t = best, tOf(before, after, se)
+	t.pValue = 2 * (1 - tdist.CDF(math.Abs(t.t), df))
+	return t
 }
 
 // LevelStart is the index of the first run of the series' current level (0 without a change
@@ -202,9 +248,15 @@ func Detectable(values []float64, opts Options) (shift float64, ok bool) {
 		if !s.fewOutliers(ref, crit*se, 1, m) || !s.fewOutliers(ref, crit*se, -1, m) {
 			continue
 		}
-		// The chance of finding a shift d: the test fires and each new run is past halfway.
+		// The chance of finding a shift d: the test fires, every new run is beyond the old
+		// mean, and all of MinAfter of them, all but one of more, are past halfway.
 		found := func(d float64) float64 {
-			return normalCDF((d-crit*se)/se) * math.Pow(normalCDF(d/2/sigma), float64(m))
+			past, beyond := normalCDF(d/2/sigma), normalCDF(d/sigma)
+			runs := math.Pow(past, float64(m))
+			if m > s.opts.MinAfter {
+				runs += float64(m) * math.Pow(past, float64(m-1)) * (beyond - past)
+			}
+			return normalCDF((d-crit*se)/se) * runs
 		}
 		lo, hi := 0.0, 1.0
 		for found(hi) < detectProbability {
@@ -278,6 +330,7 @@ func (s *series) quantile(m int, df float64) float64 {
 // test is the outcome of one split's test.
 type test struct {
 	split  int // the first run of the new level, in logs
+	found  int // split as the look that found it had it, before refine moved it
 	n      int // how many runs (of logs) the look saw
 	t      float64
 	pValue float64
@@ -345,7 +398,7 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	m := n - split
 	lo, hi := level.noiseRuns(split)
 	before, after, se, df := s.difference(level, split, n)
-	out := test{split: split, n: n, t: tOf(before, after, se)}
+	out := test{split: split, found: split, n: n, t: tOf(before, after, se)}
 	// Student's t quantile is beyond the normal one: a |t| short of that needs no p-value.
 	if math.Abs(out.t) < math.Sqrt2*math.Erfcinv(s.level(m)) {
 		return out, false
@@ -356,11 +409,21 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	if out.pValue > s.level(m) || math.Abs(s.statistic(level, split+1, n)) > math.Abs(out.t) {
 		return out, false
 	}
+	// A small shift leaves one new run in a few short of halfway; asking all of them to pass
+	// it found such shifts late or named them a run off. More new runs than MinAfter are held
+	// to a smaller level and may have one short; MinAfter may not (it let heavy tails through).
 	side := math.Copysign(1, after-before)
+	short := 0
 	for _, v := range s.logs[split:n] {
-		if (v-(before+after)/2)*side <= 0 {
+		if (v-before)*side <= 0 {
 			return out, false
 		}
+		if (v-(before+after)/2)*side <= 0 {
+			short++
+		}
+	}
+	if short > 0 && (m == s.opts.MinAfter || short > 1) {
+		return out, false
 	}
 	return out, s.fewOutliers(s.logs[lo:hi], s.quantile(m, df)*se, side, m)
 }
