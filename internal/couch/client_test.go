@@ -187,3 +187,70 @@ func TestDeleteDBTriesAgainAfterA5xx(t *testing.T) {
 		t.Errorf("the database went although every DELETE failed: %v", err)
 	}
 }
+
+// What CouchDB answers for a request it forwards to a node that is down or going away, and
+// the answers that look alike but are not: on errors made up here, and on the in-repo fake
+// (internal/couchtest) answering with injected errors.
+func TestNodeDown(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{&Error{Status: 412, Name: "nodedown", Reason: "couchdb@node3 is down"}, true},
+		{&Error{Status: 500, Name: "badrpc", Reason: "{'EXIT',{noproc,{gen_server,call,[config,{get,\"smoosh.ratio_views\",\"max_size\"}]}}}"}, true},
+		// Apache CouchDB 3.4.3's answer (kit's cluster) to a config PUT forwarded to a node
+		// shutting down.
+		{&Error{Status: 500, Name: "case_clause", Reason: "{badrpc,\n    {'EXIT',\n        {noproc,\n            {gen_server,call,\n                [config,\n                 {set,\"smoosh.slack_views\",\"max_size\",\"1\","}, true},
+		{&Error{Status: 500, Name: "unknown_error", Reason: "noproc"}, true},
+		{&Error{Status: 500, Name: "rexi_DOWN", Reason: "{'couchdb@node3',noconnection}"}, true},
+		{&Error{Status: 502}, true},
+		{&Error{Err: errors.New("connection refused")}, true},
+		// Ordinary 500s: asking again answers the same.
+		{&Error{Status: 500, Name: "internal_server_error", Reason: "No DB shards could be opened."}, false},
+		{&Error{Status: 500, Name: "unknown_error", Reason: "injected by couchtest"}, false},
+		{&Error{Status: 500, Name: "map_compilation_error", Reason: "badrpcs is not defined"}, false},
+		{&Error{Status: 500}, false},
+		// The atoms only count in a 500.
+		{&Error{Status: 400, Name: "bad_request", Reason: "badrpc"}, false},
+		{&Error{Err: context.DeadlineExceeded}, false},
+		{errors.New("badrpc noproc"), false},
+	} {
+		if got := NodeDown(tc.err); got != tc.want {
+			t.Errorf("NodeDown(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+
+	srv, c := fakeAdmin(t)
+	ctx := context.Background()
+	srv.Fail(couchtest.Fault{Method: http.MethodGet, PathPrefix: "/_node/", Status: http.StatusInternalServerError, Error: "badrpc"})
+	_, _, err := c.Config(ctx, "couchdb@127.0.0.1", "smoosh.ratio_views", "max_size")
+	if StatusOf(err) != http.StatusInternalServerError || !NodeDown(err) {
+		t.Errorf("a 500 badrpc from the fake: %v; want NodeDown", err)
+	}
+	srv.Fail(couchtest.Fault{Method: http.MethodGet, PathPrefix: "/_node/", Status: http.StatusInternalServerError})
+	_, _, err = c.Config(ctx, "couchdb@127.0.0.1", "smoosh.ratio_views", "max_size")
+	if StatusOf(err) != http.StatusInternalServerError || NodeDown(err) {
+		t.Errorf("an ordinary 500 from the fake: %v; want an error that is not NodeDown", err)
+	}
+}
+
+// A shard copy's _info that the fake (internal/couchtest) holds past CopyReadTimeout is a
+// node that does not answer; the caller's own deadline is not.
+func TestCopyIndexInfoUnansweredIsNodeDown(t *testing.T) {
+	defer func(d time.Duration) { CopyReadTimeout = d }(CopyReadTimeout)
+	CopyReadTimeout = 50 * time.Millisecond
+	srv, c := fakeAdmin(t)
+	cp := ShardCopy{Node: "couchdb@127.0.0.1", Range: "00000000-ffffffff", Name: "shards/00000000-ffffffff/db.1"}
+	srv.Fail(couchtest.Fault{Method: http.MethodGet, PathPrefix: "/_node/", Delay: time.Minute})
+	_, _, err := c.CopyIndexInfo(context.Background(), cp, "_design/x")
+	if !NodeDown(err) || !strings.Contains(err.Error(), "did not answer within") {
+		t.Errorf("_info held past CopyReadTimeout: %v; want NodeDown saying the node did not answer", err)
+	}
+	CopyReadTimeout = time.Minute
+	srv.Fail(couchtest.Fault{Method: http.MethodGet, PathPrefix: "/_node/", Delay: time.Minute})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, _, err := c.CopyIndexInfo(ctx, cp, "_design/x"); err == nil || NodeDown(err) {
+		t.Errorf("_info cut by the caller's deadline: %v; want an error that is not NodeDown", err)
+	}
+}

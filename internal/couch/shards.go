@@ -76,15 +76,23 @@ var CopyReadTimeout = 30 * time.Second
 // CopyIndexInfo reads the index of design document ddocID on one shard copy, within
 // CopyReadTimeout. It opens the index if it was not open, and never starts an update.
 func (c *Client) CopyIndexInfo(ctx context.Context, cp ShardCopy, ddocID string) (IndexInfo, Exchange, error) {
-	ctx, cancel := context.WithTimeout(ctx, CopyReadTimeout)
+	ctx, cancel := context.WithTimeoutCause(ctx, CopyReadTimeout, errCopyUnanswered)
 	defer cancel()
 	var answer struct {
 		ViewIndex IndexInfo `json:"view_index"`
 	}
 	req := request{method: http.MethodGet, path: copyPath(cp, "/"+designPath(ddocID)+"/_info"), accept: []int{http.StatusOK}}
 	ex, err := c.timedCall(ctx, req, &answer)
+	if err != nil && errors.Is(context.Cause(ctx), errCopyUnanswered) {
+		// This bound is the client's, not the caller's: the copy's node does not answer, as
+		// NodeDown means, which an expired deadline of the caller's would not.
+		err = &Error{Method: req.method, Path: req.path, Err: fmt.Errorf("%w within %v", errCopyUnanswered, CopyReadTimeout)}
+	}
 	return answer.ViewIndex, ex, err
 }
+
+// errCopyUnanswered is the cause CopyIndexInfo gives its own timeout.
+var errCopyUnanswered = errors.New("the shard copy's node did not answer")
 
 // WaitCopyView sends a view request to one shard copy and returns when its answer begins.
 // A view request waits until the copy's index holds every change of the copy; with
@@ -140,9 +148,40 @@ func (c *Client) timedCall(ctx context.Context, req request, out any) (Exchange,
 
 // NodeDown reports an error that says a node of the cluster, or the node the client talks
 // to, does not answer: no answer at all (not the caller's own cancel or deadline), a
-// gateway's 502, 503 or 504, or CouchDB's own 412 nodedown for a request it forwards to a
-// node that is down. Asking again once the node is back can succeed.
+// gateway's 502, 503 or 504, CouchDB's own 412 nodedown for a request it forwards to a node
+// that is down, or its 500 for one forwarded to a node that is going away. Asking again once
+// the node is back can succeed.
 func NodeDown(err error) bool {
+	if unreachable(err) {
+		return true
+	}
 	var ce *Error
-	return unreachable(err) || errors.As(err, &ce) && ce.Status == http.StatusPreconditionFailed && strings.EqualFold(ce.Name, "nodedown")
+	if !errors.As(err, &ce) {
+		return false
+	}
+	switch ce.Status {
+	case http.StatusPreconditionFailed:
+		return strings.EqualFold(ce.Name, "nodedown")
+	case http.StatusInternalServerError:
+		return namesNodeGone(ce.Name) || namesNodeGone(ce.Reason)
+	}
+	return false
+}
+
+// nodeGoneAtoms are the Erlang terms a 500 carries when CouchDB forwarded the request to a
+// node that stopped answering meanwhile: rpc's badrpc, a process of the shutting-down node
+// already gone (noproc), the node itself gone (nodedown), or rexi's monitor of the remote
+// worker firing. CouchDB puts the term in "error" or, printed whole, in "reason": a config
+// PUT forwarded to a node shutting down is answered "case_clause" with "{badrpc, {'EXIT',
+// {noproc, ...", seen on the kit's cluster. So both are searched, for whole atoms only: any
+// other 500 is a real error.
+var nodeGoneAtoms = []string{"badrpc", "noproc", "nodedown", "rexi_DOWN"}
+
+func namesNodeGone(s string) bool {
+	isAtomChar := func(r rune) bool {
+		return r == '_' || r == '@' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+	}
+	return slices.ContainsFunc(strings.FieldsFunc(s, func(r rune) bool { return !isAtomChar(r) }), func(atom string) bool {
+		return slices.Contains(nodeGoneAtoms, atom)
+	})
 }

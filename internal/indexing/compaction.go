@@ -18,6 +18,10 @@ var viewCompactionChannels = []string{"smoosh.ratio_views", "smoosh.slack_views"
 
 const pausedMaxSize = "1"
 
+// restoreTimeout bounds the restore of an interrupted run; one that was not interrupted also
+// waits for a node that does not answer for up to couch.UnreachableLimit.
+const restoreTimeout = 30 * time.Second
+
 // savedSetting is a configuration value as it was before the pause.
 type savedSetting struct {
 	node, section string
@@ -26,21 +30,27 @@ type savedSetting struct {
 }
 
 // PauseViewCompaction stops automatic view compaction on every node and returns the
-// function that restores each setting as it was. The restore runs with its own timeout,
-// so that it also works after ctx has ended (an interrupted run).
+// function that restores each setting as it was. Both ride through a node that does not
+// answer (askThroughOutage): a node can stop as the step begins or ends. The restore runs
+// with its own timeout, so that it also works after ctx has ended (an interrupted run), and
+// then does not wait for a node that does not answer.
 func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (restore func() error, err error) {
 	var saved []savedSetting
 	restore = func() error {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		budget := restoreTimeout
+		if ctx.Err() == nil {
+			budget += couch.UnreachableLimit
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 		defer cancel()
 		var errs []error
 		for _, s := range saved {
-			var err error
-			if s.set {
-				err = c.SetConfig(rctx, s.node, s.section, "max_size", s.value)
-			} else {
-				err = c.DeleteConfig(rctx, s.node, s.section, "max_size")
-			}
+			_, err := askThroughOutage(rctx, "node "+s.node, func() error {
+				if s.set {
+					return c.SetConfig(rctx, s.node, s.section, "max_size", s.value)
+				}
+				return c.DeleteConfig(rctx, s.node, s.section, "max_size")
+			})
 			if err != nil {
 				errs = append(errs, fmt.Errorf("restoring [%s] max_size on %s: %w", s.section, s.node, err))
 			}
@@ -49,8 +59,14 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 	}
 	for _, node := range nodes {
 		for _, section := range viewCompactionChannels {
-			value, set, err := c.Config(ctx, node, section, "max_size")
-			if err != nil {
+			var (
+				value string
+				set   bool
+			)
+			if _, err := askThroughOutage(ctx, "node "+node, func() (err error) {
+				value, set, err = c.Config(ctx, node, section, "max_size")
+				return err
+			}); err != nil {
 				return restore, fmt.Errorf("reading [%s] max_size on %s: %w", section, node, err)
 			}
 			if set && value == pausedMaxSize {
@@ -58,7 +74,9 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 				// compaction paused for good once both runs are done.
 				set = false
 			}
-			if err := c.SetConfig(ctx, node, section, "max_size", pausedMaxSize); err != nil {
+			if _, err := askThroughOutage(ctx, "node "+node, func() error {
+				return c.SetConfig(ctx, node, section, "max_size", pausedMaxSize)
+			}); err != nil {
 				return restore, fmt.Errorf("pausing view compaction ([%s] max_size) on %s: %w", section, node, err)
 			}
 			saved = append(saved, savedSetting{node: node, section: section, value: value, set: set})

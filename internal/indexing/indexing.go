@@ -98,7 +98,11 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	run := measured.IndexBuild{DesignDoc: ddocID, Documents: opts.Documents, MapDocsExpected: opts.Documents * int64(max(opts.Replicas, 1)),
 		BuiltFrom: BuiltFromCopies}
 
-	copies, err := c.ShardCopies(ctx, opts.DB)
+	var copies []couch.ShardCopy
+	_, err = askThroughOutage(ctx, "CouchDB at "+c.URL(), func() (err error) {
+		copies, err = c.ShardCopies(ctx, opts.DB)
+		return err
+	})
 	if err != nil {
 		return run, err
 	}
@@ -114,7 +118,11 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		return run, err
 	}
 	for _, cp := range copies {
-		info, err := openIndex(ctx, c, cp, byRange[cp.Range])
+		var info couch.IndexInfo
+		_, err := askThroughOutage(ctx, "node "+cp.Node, func() (err error) {
+			info, err = openIndex(ctx, c, cp, byRange[cp.Range])
+			return err
+		})
 		if err != nil {
 			return run, fmt.Errorf("opening the index of %s on shard copy %s on %s: %w", byRange[cp.Range], cp.Name, cp.Node, err)
 		}
@@ -333,21 +341,40 @@ func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byR
 // waitCopy asks one copy for its view until it answers, riding through a node that does
 // not answer, or an answer that was lost, for up to couch.UnreachableLimit.
 func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.Exchange, int, error) {
+	var ex couch.Exchange
+	asked, err := askThroughOutage(ctx, fmt.Sprintf("shard copy %s on %s", cp.Name, cp.Node), func() (err error) {
+		ex, err = watchedWait(ctx, c, cp, ddocID)
+		return err
+	})
+	return ex, asked, err
+}
+
+// outageRetryInterval is how long askThroughOutage waits before asking again. A variable for
+// the tests.
+var outageRetryInterval = time.Second
+
+// askThroughOutage calls ask until it succeeds or fails for another reason than a node that
+// does not answer (couch.NodeDown, or a copy's answer lost), and returns how often it asked.
+// A stopped node answers like this for a while before Kubernetes marks it lost: failing at
+// once would fail the run with a request's error before the operator can say a node was
+// lost, and a node that only restarts answers again. Not answering for
+// couch.UnreachableLimit ends the asking with ErrNodeInterrupted, naming who did not answer.
+func askThroughOutage(ctx context.Context, who string, ask func() error) (int, error) {
 	var downSince time.Time
 	for asked := 1; ; asked++ {
-		ex, err := watchedWait(ctx, c, cp, ddocID)
+		err := ask()
 		if err == nil || ctx.Err() != nil || !couch.NodeDown(err) && !errors.Is(err, errAnswerLost) {
-			return ex, asked, err
+			return asked, err
 		}
 		if downSince.IsZero() {
 			downSince = time.Now()
 		} else if time.Since(downSince) > couch.UnreachableLimit {
-			return ex, asked, fmt.Errorf("%w: shard copy %s on %s did not answer for %v: %w", ErrNodeInterrupted, cp.Name, cp.Node, couch.UnreachableLimit, err)
+			return asked, fmt.Errorf("%w: %s did not answer for %v: %w", ErrNodeInterrupted, who, couch.UnreachableLimit, err)
 		}
 		select {
 		case <-ctx.Done():
-			return ex, asked, ctx.Err()
-		case <-time.After(time.Second):
+			return asked, ctx.Err()
+		case <-time.After(outageRetryInterval):
 		}
 	}
 }
@@ -568,7 +595,11 @@ func checkNodesStayed(nodes []string, before, after []nodeReading) error {
 // Verify reads the whole built view (group=true) and compares it with the expected sums.
 // A wrong index fails the run with the months that differ.
 func Verify(ctx context.Context, c *couch.Client, db, ddocID string, expected map[dataset.MonthKey]int64) error {
-	rows, err := c.QueryView(ctx, db, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}})
+	var rows []couch.ViewRow
+	_, err := askThroughOutage(ctx, "CouchDB at "+c.URL(), func() (err error) {
+		rows, err = c.QueryView(ctx, db, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("reading the built view %s: %w", ddocID, err)
 	}
