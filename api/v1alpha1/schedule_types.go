@@ -238,12 +238,13 @@ type Shift struct {
 	Runs int32  `json:"runs"`
 	// Change is the new level against the old, e.g. "-15.2%".
 	Change string `json:"change"`
-	// PValue is the p-value of the test of the shift's own split at the run that found it,
+	// PValue is the p-value of the test of the shift's own split at the run that found it
+	// or, when a later run moved its first run (while the new level is young), at that run,
 	// e.g. "2.1e-06".
 	PValue string `json:"pValue"`
-	// Level is the level that test was held against, e.g. "6.2e-05": the metric's share of
-	// the schedule's false-alarm budget per run (status.detection), split over the tests of
-	// one run.
+	// Level is the level of the test that found it, which PValue is within, e.g. "6.2e-05":
+	// the metric's share of the schedule's false-alarm budget per run (status.detection),
+	// split over the tests of one run.
 	Level string `json:"level"`
 	// Verdict is Regressed when the new level is worse, Improved when better.
 	Verdict Verdict `json:"verdict"`

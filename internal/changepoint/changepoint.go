@@ -49,9 +49,10 @@
 //
 // The look that finds a shift has seen as few as MinAfter runs of the new level, and a slow
 // run just before a drop (or a fast one just after it) can put its split a run off. While the
-// new level is young, each later look moves the change point, within a couple of runs of where
-// it was found, to the split most likely for one shift over the runs seen so far; a moved
-// change point gets the p-value of its own split's test. Moving a change point adds none; the
+// new level is young, every look from the one that found it moves the newest change point,
+// within RefineReach runs of where it was found, to the split most likely for one shift over
+// the runs seen so far, if that split's own test is within the level of the test that found
+// it; a moved change point takes that test's p-value. Moving a change point adds none; the
 // level it starts moves with it.
 //
 // A shift later undone (a regression fixed) is two change points: the second is found against
@@ -108,8 +109,9 @@ type ChangePoint struct {
 	// PValue is the two-sided p-value of the test of its own split: at the look that found it,
 	// or at the last look that moved it there (refine).
 	PValue float64
-	// Level is the level of the one test PValue was held against: half of FalseAlarmsPerRun for
-	// MinAfter new runs, the other half shared by the longer new levels tried at a look.
+	// Level is the level of the test that found it, which PValue is within: half of
+	// FalseAlarmsPerRun for MinAfter new runs, the other half shared by the longer new levels
+	// tried at a look.
 	Level float64
 	// FoundAt is how many runs the series had at the look that found it.
 	FoundAt int
@@ -175,7 +177,7 @@ func (s *series) replay() ([]test, segment) {
 	for n := 1; n <= len(s.logs); n++ {
 		if t, ok := s.look(level, n); ok {
 			found = append(found, t)
-			previous = level
+			previous, level = level, level.after(t.split)
 		}
 		if last := len(found) - 1; last >= 0 && n-found[last].split < youngLevel {
 			found[last] = s.refine(previous, found[last], n)
@@ -185,20 +187,22 @@ func (s *series) replay() ([]test, segment) {
 	return found, level
 }
 
-// refineReach is how many runs from where the look that found it put it a change point may
-// move while its level is young.
-const refineReach = 2
+// RefineReach is how many runs from where the look that found it put it a change point may
+// move while its level is young: a shift's first run can change by that much after it was
+// first told.
+const RefineReach = 2
 
 // refine places the change point t, found in the level previous, at the likeliest split for one
-// shift of the runs from that level's start to n, within refineReach of where it was found and
+// shift of the runs from that level's start to n, within RefineReach of where it was found and
 // with at least MinAfter runs after it: the split of the largest (after - before)² km/(k + m)
 // over k runs before and m after, the likeliest for one shift of the mean in independent normal
 // noise. The look that found it saw as few as MinAfter new runs, among which a slow run just
 // before the shift, or a fast one just after it, can put the split a run off; the runs that
-// come next show where it was. A split moved gets the p-value of its own test at n.
+// come next show where it was. A split is moved only if its own test at n is within the level
+// of the test that found the shift, and then takes that test's p-value.
 func (s *series) refine(previous segment, t test, n int) test {
-	lo := max(t.found-refineReach, previous.start+previous.fewest(s.opts))
-	hi := min(t.found+refineReach, n-s.opts.MinAfter)
+	lo := max(t.found-RefineReach, previous.start+previous.fewest(s.opts))
+	hi := min(t.found+RefineReach, n-s.opts.MinAfter)
 	best, likeliest := t.split, -1.0
 	for c := lo; c <= hi; c++ {
 		k, m := float64(c-previous.start), float64(n-c)
@@ -211,10 +215,16 @@ func (s *series) refine(previous segment, t test, n int) test {
 		return t
 	}
 	before, after, se, df := s.difference(previous, best, n)
-	t.split, t.t = best, tOf(before, after, se)
-	t.pValue = 2 * (1 - tdist.CDF(math.Abs(t.t), df))
+	p := twoSided(tOf(before, after, se), df)
+	if p > s.level(t.n-t.found) {
+		return t
+	}
+	t.split, t.pValue = best, p
 	return t
 }
+
+// twoSided is the two-sided p-value of Student's t at df degrees of freedom.
+func twoSided(t, df float64) float64 { return 2 * (1 - tdist.CDF(math.Abs(t), df)) }
 
 // LevelStart is the index of the first run of the series' current level (0 without a change
 // point): the between-run spread is measured from there, not across shifts.
@@ -403,7 +413,7 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	if math.Abs(out.t) < math.Sqrt2*math.Erfcinv(s.level(m)) {
 		return out, false
 	}
-	out.pValue = 2 * (1 - tdist.CDF(math.Abs(out.t), df))
+	out.pValue = twoSided(out.t, df)
 	// A shift fewer than m runs old shows a larger |t| one run later: waiting names it by
 	// its first run.
 	if out.pValue > s.level(m) || math.Abs(s.statistic(level, split+1, n)) > math.Abs(out.t) {

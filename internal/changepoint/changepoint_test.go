@@ -246,7 +246,7 @@ func TestYoungLevelIsRefinedToItsFirstRun(t *testing.T) {
 	}
 	later := Detect(x, Options{})
 	if len(later) != 1 || later[0].Index != 30 || later[0].FoundAt != 32 {
-		t.Fatalf("six runs later: %+v, want the change point moved to 30, still found at 32", later)
+		t.Fatalf("with six runs at the new level: %+v, want the change point moved to 30, still found at 32", later)
 	}
 	if later[0].PValue >= first[0].PValue || later[0].Level != first[0].Level {
 		t.Errorf("moved to 30 with p = %g at level %g, want its own split's p-value, below the first split's %g, at the level that found it",

@@ -348,9 +348,10 @@ type Shift struct {
 	// ChangePercent is the new level against the old (geometric means of the runs after and
 	// before), e.g. -15.2.
 	ChangePercent float64 `json:"changePercent"`
-	// PValue is the p-value of the test of the shift's own split, at the run that found it;
-	// Level is the level that test was held against: the series' share of the schedule's
-	// false-alarm budget per run, split over the tests of one run (changepoint.ChangePoint).
+	// PValue is the p-value of the test of the shift's own split, at the run that found it or,
+	// once its first run was moved, at the run that moved it; Level is the level of the test
+	// that found it, which PValue is within: the series' share of the schedule's false-alarm
+	// budget per run, split over the tests of one run (changepoint.ChangePoint).
 	PValue float64 `json:"pValue"`
 	Level  float64 `json:"level"`
 	// Worse says whether the new level is worse: lower for a rate, higher for a time.
@@ -366,8 +367,23 @@ type Shift struct {
 func (s Shift) ID() string { return s.Metric + "@" + s.Run }
 
 // Announce records that the shift is being told, and reports whether it was not told before.
+// A shift of the same metric told from a run at most changepoint.RefineReach runs of the
+// metric's series away is this one: the detector moves a young shift's first run as runs come.
 func (h *History) Announce(s Shift) bool {
-	if slices.Contains(h.Announced, s.ID()) {
+	runs, _ := h.Series(s.Metric)
+	at := slices.Index(runs, s.Run)
+	told := func(id string) bool {
+		if id == s.ID() {
+			return true
+		}
+		cut := strings.LastIndex(id, "@")
+		if cut < 0 || id[:cut] != s.Metric || at < 0 {
+			return false
+		}
+		other := slices.Index(runs, id[cut+1:])
+		return other >= 0 && max(other-at, at-other) <= changepoint.RefineReach
+	}
+	if slices.ContainsFunc(h.Announced, told) {
 		return false
 	}
 	h.Announced = append(h.Announced, s.ID())
@@ -473,8 +489,9 @@ func (h History) Tables(shifts []Shift) []results.Table {
 		Note: fmt.Sprintf("A shift: the level of a metric changed and stayed so for at least 3 runs, found online, run by run, "+
 			"against a per-run false-alarm level; budget one false shift per %.0f runs over the judged metrics (%d here, "+
 			"%.1e per run each), named by its first run. Change: the geometric means of the runs after it and before it. "+
-			"p: the p-value of the test of its own split at the run that found it; Level: the level that test was held "+
-			"against, the metric's share per run split over the tests of a run. Verdict: Regressed or "+
+			"p: the p-value of the test of its own split at the run that found it (or, its first run moved within its "+
+			"first 10 runs, at the run that moved it); Level: the level of the test that found it, the metric's share per "+
+			"run split over the tests of a run. Verdict: Regressed or "+
 			"Improved; machine: an arm's own numbers in runs with a reference arm, which the machine's level moves as much as "+
 			"the arm (its ratio to the reference says whether the arm changed), shown, not judged.",
 			1/FalseAlarmsPerRun, len(judged), h.options().FalseAlarmsPerRun),

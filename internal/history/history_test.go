@@ -147,20 +147,29 @@ func TestAddKeepsTheNewestMaxRuns(t *testing.T) {
 	}
 }
 
-// A shift is announced once; an announced shift is forgotten with the run it began at.
+// A shift is announced once, also once its first run has moved by up to
+// changepoint.RefineReach runs; a shift further on, or of another metric, is another. An
+// announced shift is forgotten with the run it began at.
 func TestAnnounceOnceUntilTheRunIsDropped(t *testing.T) {
 	var h History
-	h.Add(runAt(0, map[string]float64{"m": 1}), nil)
-	h.Add(runAt(1, map[string]float64{"m": 1}), nil)
-	first, second := Shift{Metric: "m", Run: "nightly-00"}, Shift{Metric: "m", Run: "nightly-01"}
-	if !h.Announce(first) || h.Announce(first) || !h.Announce(second) {
-		t.Fatalf("announced %v: want each shift announced once", h.Announced)
+	for i := range 4 {
+		h.Add(runAt(i, map[string]float64{"m": 1, "n": 1}), nil)
 	}
-	for i := 2; i <= MaxRuns; i++ {
-		h.Add(runAt(i, map[string]float64{"m": 1}), nil)
+	first := Shift{Metric: "m", Run: "nightly-00"}
+	if !h.Announce(first) || h.Announce(first) {
+		t.Fatalf("announced %v: want the shift announced once", h.Announced)
 	}
-	if !slices.Equal(h.Announced, []string{"m@nightly-01"}) {
-		t.Errorf("announced %v once nightly-00 was dropped, want [m@nightly-01]", h.Announced)
+	if h.Announce(Shift{Metric: "m", Run: "nightly-02"}) {
+		t.Errorf("announced %v: the shift moved by 2 runs was announced again", h.Announced)
+	}
+	if !h.Announce(Shift{Metric: "m", Run: "nightly-03"}) || !h.Announce(Shift{Metric: "n", Run: "nightly-01"}) {
+		t.Fatalf("announced %v: want a shift 3 runs on, and one of another metric, announced", h.Announced)
+	}
+	for i := 4; i <= MaxRuns; i++ {
+		h.Add(runAt(i, map[string]float64{"m": 1, "n": 1}), nil)
+	}
+	if !slices.Equal(h.Announced, []string{"m@nightly-03", "n@nightly-01"}) {
+		t.Errorf("announced %v once nightly-00 was dropped, want [m@nightly-03 n@nightly-01]", h.Announced)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
@@ -20,7 +21,7 @@ const pausedMaxSize = "1"
 
 // restoreTimeout bounds the restore of an interrupted run; one that was not interrupted also
 // waits for a node that does not answer for up to couch.UnreachableLimit.
-const restoreTimeout = 30 * time.Second
+var restoreTimeout = 30 * time.Second
 
 // savedSetting is a configuration value as it was before the pause.
 type savedSetting struct {
@@ -32,8 +33,9 @@ type savedSetting struct {
 // PauseViewCompaction stops automatic view compaction on every node and returns the
 // function that restores each setting as it was. Both ride through a node that does not
 // answer (askThroughOutage): a node can stop as the step begins or ends. The restore runs
-// with its own timeout, so that it also works after ctx has ended (an interrupted run), and
-// then does not wait for a node that does not answer.
+// with its own timeout, so that it also works after ctx has ended (an interrupted run); it
+// restores the nodes at once, each on its own, so that a node that stays down costs the
+// others nothing, and gives up a node's other settings once one of them could not be set.
 func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (restore func() error, err error) {
 	var saved []savedSetting
 	restore = func() error {
@@ -43,18 +45,33 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 		defer cancel()
-		var errs []error
-		for _, s := range saved {
-			_, err := askThroughOutage(rctx, "node "+s.node, func() error {
-				if s.set {
-					return c.SetConfig(rctx, s.node, s.section, "max_size", s.value)
+		var (
+			mu   sync.Mutex
+			errs []error
+			wg   sync.WaitGroup
+		)
+		for _, node := range nodes {
+			wg.Go(func() {
+				for _, s := range saved {
+					if s.node != node {
+						continue
+					}
+					_, err := askThroughOutage(rctx, "node "+node, func() error {
+						if s.set {
+							return c.SetConfig(rctx, node, s.section, "max_size", s.value)
+						}
+						return c.DeleteConfig(rctx, node, s.section, "max_size")
+					})
+					if err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("restoring [%s] max_size on %s (and the node's settings after it): %w", s.section, node, err))
+						mu.Unlock()
+						return
+					}
 				}
-				return c.DeleteConfig(rctx, s.node, s.section, "max_size")
 			})
-			if err != nil {
-				errs = append(errs, fmt.Errorf("restoring [%s] max_size on %s: %w", s.section, s.node, err))
-			}
 		}
+		wg.Wait()
 		return errors.Join(errs...)
 	}
 	for _, node := range nodes {

@@ -89,3 +89,28 @@ func TestPauseViewCompactionGivesUpANodeThatStaysDown(t *testing.T) {
 		t.Errorf("node2 was asked %d times after an ordinary 500, want once", n)
 	}
 }
+
+// An interrupted run's restore, with node1 down past its whole budget: node2 is restored all
+// the same, and the error names node1.
+func TestRestoreOfOneNodeDownLeavesTheOthersRestored(t *testing.T) {
+	quickOutages(t, time.Minute)
+	defer func(d time.Duration) { restoreTimeout = d }(restoreTimeout)
+	restoreTimeout = 300 * time.Millisecond
+	nodes := []string{"node1@127.0.0.11", "node2@127.0.0.12"}
+	srv, c, _ := seeded(t, couchtest.WithNodes(nodes...))
+	ctx, cancel := context.WithCancel(context.Background())
+	restore, err := PauseViewCompaction(ctx, c, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	srv.Fail(couchtest.Fault{PathPrefix: "/_node/" + nodes[0] + "/_config/", Status: http.StatusInternalServerError, Error: "badrpc", Times: 1 << 20})
+	if err := restore(); err == nil || !strings.Contains(err.Error(), nodes[0]) || strings.Contains(err.Error(), nodes[1]) {
+		t.Errorf("restore with node1 down: %v; want an error naming node1 only", err)
+	}
+	for _, section := range viewCompactionChannels {
+		if v, ok := srv.Config(nodes[1], section, "max_size"); ok {
+			t.Errorf("node2 [%s] max_size = %q after the restore; want it restored (unset)", section, v)
+		}
+	}
+}
