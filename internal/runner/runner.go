@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -206,15 +207,42 @@ func (cfg Config) client(arm string) *couch.Client {
 	return cfg.Client
 }
 
+// reachInterval is how long describe waits before asking a server that did not answer again.
+// A variable for the tests.
+var reachInterval = time.Second
+
+// timedOut says whether err is a network operation that timed out (a lookup, a dial or a
+// request).
+func timedOut(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
 // server is one CouchDB the run talks to, as it describes itself.
 type server struct {
 	client *couch.Client
 	results.Provenance
 }
 
-// describe asks a CouchDB what it is and which nodes it has.
+// describe asks a CouchDB what it is and which nodes it has. A first request that timed out
+// is made again every reachInterval for couch.UnreachableLimit: a runner's first request can
+// find the cluster's DNS, or the server, too slow to answer (seen in the e2e suite on a loaded
+// node: a lookup that timed out failed the run). Any other error (a refused connection, a
+// name that does not resolve, CouchDB's answer) is told at once.
 func describe(ctx context.Context, c *couch.Client) (*server, error) {
-	info, err := c.Server(ctx)
+	var info couch.ServerInfo
+	var err error
+	for since := time.Now(); ; {
+		info, err = c.Server(ctx)
+		if err == nil || !timedOut(err) || ctx.Err() != nil || time.Since(since) > couch.UnreachableLimit {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("reaching CouchDB at %s: %w", c.URL(), err)
+		case <-time.After(reachInterval):
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("reaching CouchDB at %s: %w", c.URL(), err)
 	}
