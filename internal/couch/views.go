@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"time"
 )
 
 func viewPath(db, ddocID, view string) string {
@@ -127,40 +126,27 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // again answers the same, and riding through every 5xx, as this did before, made a run
 // with such an arm wait forever.
 func (c *Client) WaitForView(ctx context.Context, db, ddocID, view string, params url.Values) (int, error) {
-	timeouts := 0
-	var unreachableSince time.Time
-	for {
-		_, err := c.QueryView(ctx, db, ddocID, view, params)
-		if err == nil {
-			return timeouts, nil
-		}
-		if ctx.Err() != nil {
-			return timeouts, ctx.Err()
-		}
+	for timeouts := 0; ; timeouts++ {
+		_, expired, err := Outlast(ctx, unreachable, func() error {
+			_, err := c.QueryView(ctx, db, ddocID, view, params)
+			return err
+		})
 		var ce *Error
 		switch {
-		case errors.As(err, &ce) && ce.Status == http.StatusInternalServerError && ce.Name == "timeout":
-			timeouts++
-			unreachableSince = time.Time{}
-		case unreachable(err):
-			if unreachableSince.IsZero() {
-				unreachableSince = time.Now()
-			} else if time.Since(unreachableSince) > UnreachableLimit {
-				return timeouts, fmt.Errorf("view %s of %s: CouchDB did not answer for %v: %w", view, ddocID, UnreachableLimit, err)
-			}
-		default:
+		case err == nil:
+			return timeouts, nil
+		case ctx.Err() != nil:
+			return timeouts, ctx.Err()
+		case expired:
+			return timeouts, fmt.Errorf("view %s of %s: CouchDB did not answer for %v: %w", view, ddocID, UnreachableLimit, err)
+		case !errors.As(err, &ce) || ce.Status != http.StatusInternalServerError || ce.Name != "timeout":
 			return timeouts, fmt.Errorf("view %s of %s: %w", view, ddocID, err)
 		}
-		select {
-		case <-ctx.Done():
-			return timeouts, ctx.Err()
-		case <-time.After(time.Second):
+		if err := pause(ctx, RetryInterval); err != nil {
+			return timeouts, err
 		}
 	}
 }
-
-// UnreachableLimit is how long WaitForView waits for a server that does not answer.
-var UnreachableLimit = 5 * time.Minute
 
 // unreachable: no answer at all (not the caller's own cancel or deadline), or a gateway's
 // 502, 503 or 504.

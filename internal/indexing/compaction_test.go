@@ -19,9 +19,9 @@ import (
 // quickOutages makes askThroughOutage ask again at once and give up after limit.
 func quickOutages(t *testing.T, limit time.Duration) {
 	t.Helper()
-	interval, unreachable := outageRetryInterval, couch.UnreachableLimit
-	t.Cleanup(func() { outageRetryInterval, couch.UnreachableLimit = interval, unreachable })
-	outageRetryInterval, couch.UnreachableLimit = 10*time.Millisecond, limit
+	interval, unreachable := couch.RetryInterval, couch.UnreachableLimit
+	t.Cleanup(func() { couch.RetryInterval, couch.UnreachableLimit = interval, unreachable })
+	couch.RetryInterval, couch.UnreachableLimit = 10*time.Millisecond, limit
 }
 
 // A node that answers 500 badrpc a few times, to the pause and to the restore, and then

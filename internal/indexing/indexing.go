@@ -349,10 +349,6 @@ func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID s
 	return ex, asked, err
 }
 
-// outageRetryInterval is how long askThroughOutage waits before asking again. A variable for
-// the tests.
-var outageRetryInterval = time.Second
-
 // askThroughOutage calls ask until it succeeds or fails for another reason than a node that
 // does not answer (couch.NodeDown, or a copy's answer lost), and returns how often it asked.
 // A stopped node answers like this for a while before Kubernetes marks it lost: failing at
@@ -360,23 +356,13 @@ var outageRetryInterval = time.Second
 // lost, and a node that only restarts answers again. Not answering for
 // couch.UnreachableLimit ends the asking with ErrNodeInterrupted, naming who did not answer.
 func askThroughOutage(ctx context.Context, who string, ask func() error) (int, error) {
-	var downSince time.Time
-	for asked := 1; ; asked++ {
-		err := ask()
-		if err == nil || ctx.Err() != nil || !couch.NodeDown(err) && !errors.Is(err, errAnswerLost) {
-			return asked, err
-		}
-		if downSince.IsZero() {
-			downSince = time.Now()
-		} else if time.Since(downSince) > couch.UnreachableLimit {
-			return asked, fmt.Errorf("%w: %s did not answer for %v: %w", ErrNodeInterrupted, who, couch.UnreachableLimit, err)
-		}
-		select {
-		case <-ctx.Done():
-			return asked, ctx.Err()
-		case <-time.After(outageRetryInterval):
-		}
+	asked, expired, err := couch.Outlast(ctx, func(err error) bool {
+		return couch.NodeDown(err) || errors.Is(err, errAnswerLost)
+	}, ask)
+	if expired {
+		return asked, fmt.Errorf("%w: %s did not answer for %v: %w", ErrNodeInterrupted, who, couch.UnreachableLimit, err)
 	}
+	return asked, err
 }
 
 // How a waiting request to a copy is looked after: every copyCheckInterval the copy's index

@@ -207,10 +207,6 @@ func (cfg Config) client(arm string) *couch.Client {
 	return cfg.Client
 }
 
-// reachInterval is how long describe waits before asking a server that did not answer again.
-// A variable for the tests.
-var reachInterval = time.Second
-
 // timedOut says whether err is a network operation that timed out (a lookup, a dial or a
 // request).
 func timedOut(err error) bool {
@@ -225,25 +221,16 @@ type server struct {
 }
 
 // describe asks a CouchDB what it is and which nodes it has. A first request that timed out
-// is made again every reachInterval for couch.UnreachableLimit: a runner's first request can
+// is made again for couch.UnreachableLimit (couch.Outlast): a runner's first request can
 // find the cluster's DNS, or the server, too slow to answer (seen in the e2e suite on a loaded
 // node: a lookup that timed out failed the run). Any other error (a refused connection, a
 // name that does not resolve, CouchDB's answer) is told at once.
 func describe(ctx context.Context, c *couch.Client) (*server, error) {
 	var info couch.ServerInfo
-	var err error
-	for since := time.Now(); ; {
+	if _, _, err := couch.Outlast(ctx, timedOut, func() (err error) {
 		info, err = c.Server(ctx)
-		if err == nil || !timedOut(err) || ctx.Err() != nil || time.Since(since) > couch.UnreachableLimit {
-			break
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("reaching CouchDB at %s: %w", c.URL(), err)
-		case <-time.After(reachInterval):
-		}
-	}
-	if err != nil {
+		return err
+	}); err != nil {
 		return nil, fmt.Errorf("reaching CouchDB at %s: %w", c.URL(), err)
 	}
 	members, err := c.Membership(ctx)

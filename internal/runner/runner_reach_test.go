@@ -17,8 +17,8 @@ import (
 // A first request that times out is made again, and the server is described once it answers;
 // one that keeps timing out past couch.UnreachableLimit is told, naming the URL.
 func TestDescribeAsksAgainAfterATimeout(t *testing.T) {
-	defer func(interval, limit time.Duration) { reachInterval, couch.UnreachableLimit = interval, limit }(reachInterval, couch.UnreachableLimit)
-	reachInterval, couch.UnreachableLimit = 10*time.Millisecond, time.Minute
+	defer func(interval, limit time.Duration) { couch.RetryInterval, couch.UnreachableLimit = interval, limit }(couch.RetryInterval, couch.UnreachableLimit)
+	couch.RetryInterval, couch.UnreachableLimit = 10*time.Millisecond, time.Minute
 	fake := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
 	c, err := couch.New(fake.URL, couch.Credentials{Username: "admin", Password: "pw"}, couch.Options{RequestTimeout: 100 * time.Millisecond})
 	if err != nil {
