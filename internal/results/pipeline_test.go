@@ -8,6 +8,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -298,6 +299,16 @@ func TestHandoffFrames(t *testing.T) {
 	got, err := ReadFrame(bytes.NewReader(log.Bytes()), parsed)
 	if err != nil || !bytes.Equal(got, payload) {
 		t.Fatalf("ReadFrame: %v", err)
+	}
+	// A stderr line that the container's log put inside the frame is passed over.
+	lines := strings.SplitAfter(log.String(), "\n")
+	mixed := strings.Join(slices.Insert(lines, 6, "couchbench: writes: round 3 of 3: 1,204 docs/s\n"), "")
+	if got, err := ReadFrame(strings.NewReader(mixed), parsed); err != nil || !bytes.Equal(got, payload) {
+		t.Errorf("ReadFrame of a frame with a stderr line inside: %v", err)
+	}
+	lost := strings.Join(slices.Delete(slices.Clone(lines), 6, 7), "")
+	if _, err := ReadFrame(strings.NewReader(lost), parsed); err == nil || !strings.Contains(err.Error(), "cut or mixed") {
+		t.Errorf("a frame that lost a line: %v", err)
 	}
 	cut := log.Bytes()[:log.Len()/2]
 	if _, err := ReadFrame(bytes.NewReader(cut), parsed); !errors.Is(err, ErrNoFrame) {
