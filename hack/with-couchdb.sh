@@ -22,8 +22,10 @@
 #
 # Environment: COUCHDB_KIT (the kit's directory, required), COUCHDB_TEST_ADMIN (USER:PASS of
 # the instances, default admin:couchbench-test; a directory keeps the admin it was created
-# with, so after changing it remove bin/couchdb). Everything else (KUBEBUILDER_ASSETS, K6, ...)
-# passes through to the command.
+# with, so after changing it remove bin/couchdb). COUCHDB_SINGLE_PORT (15984),
+# COUCHDB_CLUSTER_PORT (25984) and COUCHDB_NAME_PREFIX (cb) move the shared instances, so that
+# two checkouts can run their tests side by side on one host (Erlang node names are unique per
+# host). Everything else (KUBEBUILDER_ASSETS, K6, ...) passes through to the command.
 #
 # Usage: hack/with-couchdb.sh [--no-cluster] COMMAND [ARG...]
 set -euo pipefail
@@ -43,6 +45,9 @@ fi
 kit=${COUCHDB_KIT:?set COUCHDB_KIT to the Apache CouchDB kit directory (../shared/apache-couchdb)}
 admin=${COUCHDB_TEST_ADMIN:-admin:couchbench-test}
 fault_port=${COUCHDB_FAULT_PORT:-22984}
+single_port=${COUCHDB_SINGLE_PORT:-15984}
+cluster_port=${COUCHDB_CLUSTER_PORT:-25984}
+prefix=${COUCHDB_NAME_PREFIX:-cb}
 state=$root/bin/couchdb
 
 t0=$(date +%s)
@@ -91,14 +96,14 @@ mkdir -p "$state/own"
 # failed with "Could not get lock /var/lib/dpkg/lock-frontend"). The clusters then start side
 # by side, each printing its own progress.
 t=$(date +%s)
-start "1 node" "$state/single" 1 15984 cbsingle || {
+start "1 node" "$state/single" 1 "$single_port" "${prefix}single" || {
   echo "couchdb: error: CouchDB did not start (output above)" >&2
   exit 1
 }
 pids=()
 fault_pid=""
 if ((cluster)); then
-  start "3 nodes" "$state/cluster" 3 25984 cbcluster &
+  start "3 nodes" "$state/cluster" 3 "$cluster_port" "${prefix}cluster" &
   pids+=($!)
   start "3 nodes for the fault tests" "$state/own/cbfault-$fault_port" 3 "$fault_port" cbfault &
   fault_pid=$!
