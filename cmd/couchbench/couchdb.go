@@ -84,15 +84,14 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (targe
 	if url == "" && bench.Spec.CouchDB.Existing != nil {
 		url = bench.Spec.CouchDB.Existing.URL
 	}
+	all := armNames(bench)
 	for arm := range o.armURLs {
-		if !slices.ContainsFunc(bench.Spec.QueryServers, func(q benchv1.QueryServer) bool { return q.Name == arm }) {
+		if !slices.Contains(all, arm) {
 			return targets{}, usageError{fmt.Errorf("--arm-url %s=...: the benchmark has no query server %q", arm, arm)}
 		}
 	}
 	if len(arms) == 0 {
-		for _, q := range bench.Spec.QueryServers {
-			arms = append(arms, q.Name)
-		}
+		arms = all
 	}
 	shared := false // an arm without a CouchDB of its own runs against url
 	for _, arm := range arms {
@@ -151,6 +150,15 @@ func clients(o stepOptions, bench *benchv1.CouchBenchmark, arms []string) (targe
 		t.servers[arm] = c
 	}
 	return t, nil
+}
+
+// armNames are the names of the benchmark's query servers, its arms.
+func armNames(bench *benchv1.CouchBenchmark) []string {
+	names := make([]string, len(bench.Spec.QueryServers))
+	for i, q := range bench.Spec.QueryServers {
+		names[i] = q.Name
+	}
+	return names
 }
 
 func isDir(path string) bool {

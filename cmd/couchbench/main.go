@@ -28,14 +28,17 @@ func main() {
 // errors on stderr, and returns its exit status: 1 when it failed, 2 when it was called
 // wrongly (its usage then follows the error).
 func realMain(args []string, stdout, stderr io.Writer) int {
-	root := newRootCommand(stdout, stderr)
+	root := newRootCommand()
 	root.SetArgs(append([]string{}, args...)) // never nil: cobra would read os.Args
+	root.SetOut(stdout)
+	root.SetErr(stderr)
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintf(stderr, "%s: %v\n", cmd.CommandPath(), err)
-	if !errors.As(err, new(usageError)) {
+	fmt.Fprintf(stderr, "%s: %s\n", cmd.CommandPath(), strings.TrimRight(err.Error(), "\n"))
+	// What couchbench itself refuses is a usage error too: cobra's unknown command.
+	if !errors.As(err, new(usageError)) && cmd.HasParent() {
 		return 1
 	}
 	fmt.Fprintf(stderr, "\n%s", cmd.UsageString())
@@ -47,8 +50,7 @@ func init() {
 	cobra.EnableCommandSorting = false
 }
 
-// newRootCommand is couchbench and its commands, writing to stdout and stderr.
-func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+func newRootCommand() *cobra.Command {
 	var showVersion bool
 	root := &cobra.Command{
 		Use: "couchbench COMMAND [flags] [arguments]",
@@ -58,38 +60,23 @@ or not) or ConfigMaps holding them as kubectl prints them; "-" reads standard in
 
 Credentials (run and the steps): COUCHDB_USER and COUCHDB_PASSWORD, or --credentials-dir DIR
 with files "username" and "password"; never in the URL.`,
-		Args: unknownCommand,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if showVersion {
 				return printVersion(cmd.OutOrStdout())
 			}
 			return usageError{errors.New("name a command")}
 		},
-		SilenceErrors:              true,
-		SilenceUsage:               true,
-		SuggestionsMinimumDistance: 2, // cobra's, which SuggestionsFor does not apply
+		SilenceErrors: true,
+		SilenceUsage:  true,
 	}
-	root.SetOut(stdout) // before the completion command, which keeps the writer it finds
-	root.SetErr(stderr)
 	root.Flags().BoolVar(&showVersion, "version", false, "the same as couchbench version")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.SetHelpTemplate(helpTemplate)
 	root.SetUsageTemplate(usageTemplate)
-	root.AddCommand(newRunCommand(), newSeedCommand(), newIndexCommand(), newViewsCommand(), newWritesCommand(), newCleanCommand(),
-		newReportCommand(), newCompareCommand(), newHistoryCommand(), newVersionCommand())
-	// cobra's own commands, said as the others are.
-	root.InitDefaultHelpCmd()
-	root.InitDefaultCompletionCmd()
+	root.AddCommand(newRunCommand())
+	root.AddCommand(newStepCommands()...)
+	root.AddCommand(newCleanCommand(), newReportCommand(), newCompareCommand(), newHistoryCommand(), newVersionCommand())
 	for _, c := range root.Commands() {
-		switch c.Name() {
-		case "help":
-			c.Short, c.Example = "a command's usage, flags and examples", examples("couchbench help run")
-		case "completion":
-			c.Short = "the shell completion script for bash, zsh, fish or powershell"
-			c.Example = examples("source <(couchbench completion bash)   # in ~/.bashrc, say",
-				"couchbench completion zsh > \"${fpath[1]}/_couchbench\"",
-				"couchbench completion fish > ~/.config/fish/completions/couchbench.fish")
-		}
 		c.Flags().SortFlags = false // as each command defines them: the benchmark and its server first
 	}
 	return root
@@ -117,18 +104,6 @@ Examples:
 
 // usageError is a command called wrongly: exit status 2, and its usage.
 type usageError struct{ error }
-
-// unknownCommand refuses an argument of couchbench itself: it names no command.
-func unknownCommand(cmd *cobra.Command, args []string) error {
-	if len(args) == 0 {
-		return nil
-	}
-	err := fmt.Errorf("unknown command %q", args[0])
-	if similar := cmd.SuggestionsFor(args[0]); len(similar) > 0 {
-		err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(similar, " or "))
-	}
-	return usageError{err}
-}
 
 func noArgs(_ *cobra.Command, args []string) error {
 	if len(args) > 0 {

@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -362,7 +361,7 @@ var singleDashWord = regexp.MustCompile(`\n  -[a-z][a-z]`)
 // descriptions start in one column, as do the commands' in the overview, which the README
 // quotes.
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, c := range newRootCommand(io.Discard, io.Discard).Commands() {
+	for _, c := range newRootCommand().Commands() {
 		name := c.Name()
 		var stdout, stderr bytes.Buffer
 		if code := realMain([]string{name, "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 ||

@@ -23,6 +23,20 @@ import (
 	"github.com/couchbench/couchbench/internal/runner"
 )
 
+// newStepCommands are the runner's steps one by one, as the operator's Jobs run them.
+func newStepCommands() []*cobra.Command {
+	return []*cobra.Command{
+		stepCommand("seed", []benchv1.Step{benchv1.StepSeed}, "load the dataset (one database per query server and profile)",
+			"couchbench seed -f bench.yaml --url http://localhost:5984 --run-id r1"),
+		stepCommand("index", []benchv1.Step{benchv1.StepIndex}, "time the view builds (after seed)",
+			"couchbench index -f bench.yaml --url http://localhost:5984 --run-id r1 --arm js"),
+		stepCommand("views", []benchv1.Step{benchv1.StepViews}, "time full view reads (after seed)",
+			"couchbench views -f bench.yaml --url http://localhost:5984 --run-id r1"),
+		stepCommand("writes", []benchv1.Step{benchv1.StepWrites}, "time the insert modes",
+			"couchbench writes -f bench.yaml --url http://localhost:5984"),
+	}
+}
+
 // stepCommand is run or one runner step, named name: its summary, examples, and the flags
 // the steps share.
 func stepCommand(name string, steps []benchv1.Step, summary string, example ...string) *cobra.Command {
@@ -46,11 +60,7 @@ func stepCommand(name string, steps []benchv1.Step, summary string, example ...s
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		arms := make([]string, len(bench.Spec.QueryServers))
-		for i, q := range bench.Spec.QueryServers {
-			arms[i] = q.Name
-		}
-		return arms, cobra.ShellCompDirectiveNoFileComp
+		return armNames(bench), cobra.ShellCompDirectiveNoFileComp
 	}))
 	fs.StringVar(&o.out, "out", "", "write the full results document (JSON) to this `file`")
 	fs.StringVar(&o.handoff, "handoff", "", "hand the results to the operator: the document to standard output, framed, "+
