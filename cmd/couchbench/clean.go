@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,63 +10,72 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/spf13/cobra"
+
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
-// cleanCommand is `couchbench clean`: what a run left in CouchDB (kept with --keep or
+// newCleanCommand is `couchbench clean`: what a run left in CouchDB (kept with --keep or
 // spec.keepDatabases, or left by a run that could not delete it), deleted by the run's id.
-var cleanCommand = command{
-	name: "clean", summary: "delete the databases a run left in CouchDB, by its run id",
-	usage: "couchbench clean (-f bench.yaml [--run-id ID] | --benchmark NAME --run-id ID) [--url URL] [--dry-run]",
-	examples: "couchbench clean -f bench.yaml --run-id r1 --url http://localhost:5984\n" +
-		"couchbench clean -f bench.yaml --url http://localhost:5984   # a run by hand without --run-id\n" +
-		"couchbench clean --benchmark quickstart --run-id 1a2b3c4d --url http://couchdb:5984 --dry-run   # an operator's run",
-	flags: cleanFlags,
-}
-
-func cleanFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
+func newCleanCommand() *cobra.Command {
 	var o stepOptions
+	var benchmark string
+	var dryRun bool
+	cmd := &cobra.Command{
+		Use:   "clean (-f bench.yaml [--run-id ID] | --benchmark NAME --run-id ID) [--url URL]",
+		Short: "delete the databases a run left in CouchDB, by its run id",
+		Example: examples("couchbench clean -f bench.yaml --run-id r1 --url http://localhost:5984",
+			"couchbench clean -f bench.yaml --url http://localhost:5984   # a run by hand without --run-id",
+			"couchbench clean --benchmark quickstart --run-id 1a2b3c4d --url http://couchdb:5984 --dry-run   # an operator's run"),
+		Args:              noArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case (o.file == "") == (benchmark == ""):
+				return usageError{errors.New("name the run's benchmark with -f bench.yaml or --benchmark NAME (one of them)")}
+			case benchmark != "" && o.runID == "":
+				return usageError{errors.New("--benchmark needs --run-id: without it every run of the benchmark would go")}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			found, err := runDatabases(ctx, o, benchmark)
+			if err != nil {
+				return err
+			}
+			return deleteDatabases(ctx, cmd.OutOrStdout(), found, dryRun)
+		},
+	}
+	fs := cmd.Flags()
 	o.serverFlags(fs)
 	fs.StringVar(&o.runID, "run-id", "", "the run's `id`: its --run-id, or the runId of its results (an operator's run: the first 8 "+
 		"characters of the benchmark's UID)")
-	benchmark := fs.String("benchmark", "", "without -f: the benchmark's `name`; every database whose name begins with "+
+	fs.StringVar(&benchmark, "benchmark", "", "without -f: the benchmark's `name`; every database whose name begins with "+
 		"cb-NAME-ID- goes, whatever arms and profiles the run had (check with --dry-run when another benchmark's name begins with NAME-ID)")
-	dryRun := fs.Bool("dry-run", false, "list the run's databases, delete nothing")
-	return func(args []string, stdout, _ io.Writer) error {
-		switch {
-		case len(args) > 0:
-			return usageError{fmt.Errorf("unexpected argument %q", args[0])}
-		case (o.file == "") == (*benchmark == ""):
-			return usageError{errors.New("name the run's benchmark with -f bench.yaml or --benchmark NAME (one of them)")}
-		case *benchmark != "" && o.runID == "":
-			return usageError{errors.New("--benchmark needs --run-id: without it every run of the benchmark would go")}
-		}
-		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-		defer stop()
-		found, err := runDatabases(ctx, o, *benchmark)
-		if err != nil {
-			return err
-		}
-		var errs []error
-		for _, on := range found {
-			if *dryRun {
-				for _, db := range on.dbs {
-					fmt.Fprintf(stdout, "would delete %s from %s\n", db, on.c.URL())
-				}
-				continue
-			}
-			deleted, err := rundbs.DeleteDatabases(ctx, on.c, on.dbs)
-			for _, db := range deleted {
-				fmt.Fprintf(stdout, "deleted %s from %s\n", db, on.c.URL())
-			}
-			errs = append(errs, err)
-		}
-		if len(found) == 0 {
-			fmt.Fprintln(stdout, "the run has no databases there")
-		}
-		return errors.Join(errs...)
+	fs.BoolVar(&dryRun, "dry-run", false, "list the run's databases, delete nothing")
+	return cmd
+}
+
+// deleteDatabases deletes what was found and says so, or with dryRun says what it would delete.
+func deleteDatabases(ctx context.Context, w io.Writer, found []databasesOn, dryRun bool) error {
+	if len(found) == 0 {
+		fmt.Fprintln(w, "the run has no databases there")
 	}
+	var errs []error
+	for _, on := range found {
+		if dryRun {
+			for _, db := range on.dbs {
+				fmt.Fprintf(w, "would delete %s from %s\n", db, on.c.URL())
+			}
+			continue
+		}
+		deleted, err := rundbs.DeleteDatabases(ctx, on.c, on.dbs)
+		for _, db := range deleted {
+			fmt.Fprintf(w, "deleted %s from %s\n", db, on.c.URL())
+		}
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // databasesOn are databases of one CouchDB.

@@ -2,46 +2,71 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"path/filepath"
 	"sort"
+
+	"github.com/spf13/cobra"
 
 	"github.com/couchbench/couchbench/internal/history"
 	htmlreport "github.com/couchbench/couchbench/internal/report"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// The output formats of report, compare and history.
-const (
-	formatMarkdown = "markdown"
-	formatHTML     = "html"
-)
+// newHistoryCommand is `couchbench history`: a series of runs of one spec, as a schedule
+// keeps it, for runs outside Kubernetes.
+func newHistoryCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "history [flags] RESULTS...",
+		Short: "a series of runs of one spec: how much they differ from run to run, and where a metric shifted",
+		Example: examples("couchbench history nightly-*.json",
+			"couchbench history --format html nightly-*.json > history.html",
+			"couchbench history --format json runs/*.json > history.json"),
+		Args: atLeastArgs(2, "name the RESULTS of two runs or more, one file (or -) per run"),
+	}
+	format := formatFlag(cmd, "how to render the history; html draws every metric's trend with its shifts marked, then the tables",
+		formatMarkdown, formatJSON, formatHTML)
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		h, benchmark, err := readRuns(args, cmd.InOrStdin())
+		if err != nil {
+			return err
+		}
+		return writeHistory(cmd.OutOrStdout(), format.value, h, benchmark)
+	}
+	return cmd
+}
 
-// historyCommand is `couchbench history`: a series of runs of one spec, as a schedule keeps
-// it, for runs outside Kubernetes.
-var historyCommand = command{
-	name: "history", summary: "a series of runs of one spec: how much they differ from run to run, and where a metric shifted",
-	usage: "couchbench history [--format markdown|json|html] RESULTS...",
-	examples: "couchbench history nightly-*.json\n" +
-		"couchbench history --format html nightly-*.json > history.html\n" +
-		"couchbench history --format json runs/*.json > history.json",
-	flags: historyFlags,
+func writeHistory(w io.Writer, format string, h history.History, benchmark string) error {
+	shifts := h.Shifts()
+	switch format {
+	case formatJSON:
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		judged := h.Detections()
+		return enc.Encode(struct {
+			history.History
+			Shifts            []history.Shift     `json:"shifts"`
+			FalseAlarmsPerRun string              `json:"falseAlarmsPerRun"`
+			Detection         []history.Detection `json:"detection"`
+		}{h, shifts, history.Budget(len(judged)), judged})
+	case formatHTML:
+		return htmlreport.HistoryHTML(w, benchmark, h, shifts)
+	}
+	return results.WriteMarkdown(w, h.Tables(shifts))
 }
 
 // readRuns reads every argument as one run: its results documents (one with every arm, or
 // one per arm as the operator stores them), named by the file, in the order they started;
 // and the benchmark the newest run is of.
-func readRuns(args []string) (history.History, string, error) {
+func readRuns(args []string, stdin io.Reader) (history.History, string, error) {
 	type run struct {
 		name string
 		docs []*results.Document
 	}
 	var runs []run
 	for _, path := range args {
-		docs, err := readAll([]string{path})
+		docs, err := readAll([]string{path}, stdin)
 		if err != nil {
 			return history.History{}, "", err
 		}
@@ -60,35 +85,4 @@ func readRuns(args []string) (history.History, string, error) {
 		h.Add(entry, better)
 	}
 	return h, runs[len(runs)-1].docs[0].Benchmark, nil
-}
-
-func historyFlags(fs *flag.FlagSet) func([]string, io.Writer, io.Writer) error {
-	format := fs.String("format", formatMarkdown, "`format`: markdown, json, or html (every metric's trend, its shifts marked, and the tables)")
-	return func(args []string, stdout, _ io.Writer) error {
-		if len(args) < 2 {
-			return usageError{errors.New("name the RESULTS of two runs or more, one file (or -) per run")}
-		}
-		h, benchmark, err := readRuns(args)
-		if err != nil {
-			return err
-		}
-		shifts := h.Shifts()
-		switch *format {
-		case "json":
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			judged := h.Detections()
-			return enc.Encode(struct {
-				history.History
-				Shifts            []history.Shift     `json:"shifts"`
-				FalseAlarmsPerRun string              `json:"falseAlarmsPerRun"`
-				Detection         []history.Detection `json:"detection"`
-			}{h, shifts, history.Budget(len(judged)), judged})
-		case formatMarkdown:
-			return results.WriteMarkdown(stdout, h.Tables(shifts))
-		case formatHTML:
-			return htmlreport.HistoryHTML(stdout, benchmark, h, shifts)
-		}
-		return usageError{fmt.Errorf("--format %q: want markdown, json or html", *format)}
-	}
 }

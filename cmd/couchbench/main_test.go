@@ -26,6 +26,7 @@ import (
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/testenv"
 	"github.com/couchbench/couchbench/internal/turns"
 	"github.com/couchbench/couchbench/internal/version"
 )
@@ -320,21 +321,24 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"frobnicate"}, 2, `unknown command "frobnicate"`},
 		{[]string{"run"}, 2, "-f bench.yaml is required"},
 		{[]string{"run", "-f", spec}, 2, "--url is required"},
+		{[]string{"run", "--file", spec}, 2, "--url is required"}, // -f's long name, new with pflag
 		{[]string{"run", "-f", bad, "--url", "http://127.0.0.1:1"}, 1, "spec.dataset.documents"},
 		{[]string{"report"}, 2, "name at least one RESULTS file"},
-		{[]string{"report", "--format", "pdf", "x.json"}, 2, `--format "pdf": want markdown, csv or html`},
+		{[]string{"report", "--format", "pdf", "x.json"}, 2, `invalid argument "pdf" for "--format" flag: want markdown, csv or html`},
 		{[]string{"report", "x.json"}, 1, "no such file"},
 		{[]string{"compare", "a.json"}, 2, "name the BASELINE and the CURRENT results"},
-		{[]string{"index", "-f", spec, "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"index", "-f", spec, "--bogus"}, 2, "unknown flag: --bogus"},
+		// Go's flag package took a word flag after one dash; pflag reads -url as -u -r -l.
+		{[]string{"seed", "-f", spec, "-url", "http://127.0.0.1:1"}, 2, "unknown shorthand flag: 'u' in -url"},
 		// Only seeding and writes are shared between runner parts: the other steps do not
 		// take the flags.
-		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
-		{[]string{"views", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "1"}, 2, "flag provided but not defined: -part"},
-		{[]string{"run", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "flag provided but not defined: -parts"},
+		{[]string{"index", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "unknown flag: --parts"},
+		{[]string{"views", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "1"}, 2, "unknown flag: --part"},
+		{[]string{"run", "-f", spec, "--url", "http://127.0.0.1:1", "--parts", "2"}, 2, "unknown flag: --parts"},
 		{[]string{"version", "extra"}, 2, `unexpected argument "extra"`},
 		{[]string{"seed", "-f", spec, "--url", "http://127.0.0.1:1", "--part", "2", "--parts", "2"}, 1, "as parts 0 to 1"},
 		// --keep is a whole run's: its steps one by one keep their databases for the next.
-		{[]string{"seed", "-f", spec, "--keep"}, 2, "flag provided but not defined: -keep"},
+		{[]string{"seed", "-f", spec, "--keep"}, 2, "unknown flag: --keep"},
 		{[]string{"clean", "--run-id", "r1"}, 2, "name the run's benchmark with -f bench.yaml or --benchmark NAME"},
 		{[]string{"clean", "-f", spec, "--benchmark", "cli"}, 2, "name the run's benchmark with -f bench.yaml or --benchmark NAME (one of them)"},
 		{[]string{"clean", "--benchmark", "cli"}, 2, "--benchmark needs --run-id: without it every run of the benchmark would go"},
@@ -354,21 +358,21 @@ func TestUsageErrors(t *testing.T) {
 var singleDashWord = regexp.MustCompile(`\n  -[a-z][a-z]`)
 
 // Every command explains itself on --help, on standard output, and exits 0; its flags'
-// descriptions start in one column, as do the commands' in the overview.
+// descriptions start in one column, as do the commands' in the overview, which the README
+// quotes.
 func TestEveryCommandHasHelp(t *testing.T) {
-	for _, c := range commands {
+	for _, c := range newRootCommand().Commands() {
+		name := c.Name()
 		var stdout, stderr bytes.Buffer
-		if code := realMain([]string{c.name, "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 ||
-			!strings.Contains(stdout.String(), "Usage:\n  couchbench "+c.name) || !strings.Contains(stdout.String(), "Examples:") ||
+		if code := realMain([]string{name, "--help"}, &stdout, &stderr); code != 0 || stderr.Len() != 0 ||
+			!strings.Contains(stdout.String(), "Usage:\n  couchbench "+name) || !strings.Contains(stdout.String(), "Examples:") ||
 			singleDashWord.MatchString(stdout.String()) {
-			t.Errorf("%s --help: exit %d\nstdout:\n%s\nstderr:\n%s", c.name, code, stdout.String(), stderr.String())
+			t.Errorf("%s --help: exit %d\nstdout:\n%s\nstderr:\n%s", name, code, stdout.String(), stderr.String())
 		}
-		if c.name != "version" { // which has no flags
-			checkColumns(t, c.name+" --help", stdout.String(), "Flags:")
-		}
+		checkColumns(t, name+" --help", stdout.String(), "Flags:")
 		// Runner parts share seeding and writes only.
-		if parts := strings.Contains(stdout.String(), "--parts n"); parts != (c.name == "seed" || c.name == "writes") {
-			t.Errorf("%s --help offers --parts: %v", c.name, parts)
+		if parts := strings.Contains(stdout.String(), "--parts n"); parts != (name == "seed" || name == "writes") {
+			t.Errorf("%s --help offers --parts: %v", name, parts)
 		}
 	}
 	var stdout, stderr bytes.Buffer
@@ -376,10 +380,46 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		t.Errorf("--help: exit %d\n%s", code, stdout.String())
 	}
 	checkColumns(t, "--help", stdout.String(), "Commands:")
+	// The README quotes the commands as --help lists them.
+	_, commands, _ := strings.Cut(stdout.String(), "\nCommands:\n")
+	commands, _, _ = strings.Cut(commands, "\n\n")
+	readme, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "README.md"))
+	if err != nil || !strings.Contains(string(readme), "\nCommands:\n"+commands+"\n```\n") {
+		t.Errorf("README.md does not quote the commands as --help lists them (%v):\nCommands:\n%s", err, commands)
+	}
 }
 
-// checkColumns checks that the rows under heading (up to a blank line), "  name  text",
-// have their text in one column.
+// The shell completes commands, the formats, the benchmark's file and its query servers; no
+// server.
+func TestShellCompletion(t *testing.T) {
+	spec := writeFile(t, t.TempDir(), "bench.yaml", strings.Replace(bench, "queryServers: [{name: js, language: javascript}]",
+		"queryServers: [{name: js, language: javascript}, {name: py, language: python}]", 1))
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		// cobra's __complete: a candidate (and its description) a line, then ":" and what the
+		// shell does besides (4: no file names, 8: files with these extensions).
+		{[]string{"__complete", "r"}, "run\tevery workload of the benchmark"},
+		{[]string{"__complete", "r"}, "report\trender results documents"},
+		{[]string{"__complete", "report", "--format", ""}, "markdown\ncsv\nhtml\n:4\n"},
+		{[]string{"__complete", "compare", "--format", ""}, "markdown\njson\n:4\n"},
+		{[]string{"__complete", "run", "-f", ""}, "yaml\nyml\njson\n:8\n"},
+		{[]string{"__complete", "index", "-f", spec, "--arm", ""}, "js\npy\n:4\n"},
+		{[]string{"completion", "bash"}, "# bash completion V2 for couchbench"},
+		{[]string{"completion", "zsh"}, "#compdef couchbench"},
+		{[]string{"completion", "fish"}, "# fish completion for couchbench"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if code := realMain(c.args, &stdout, &stderr); code != 0 || !strings.Contains(stdout.String(), c.want) {
+			t.Errorf("%q: exit %d, stdout:\n%s\nstderr:\n%s\nwant %q", c.args, code, stdout.String(), stderr.String(), c.want)
+		}
+	}
+}
+
+// checkColumns checks that the rows under heading (up to a blank line), "  name  text"
+// (pflag indents a flag without a shorthand further: "      --name  text"), have their text
+// in one column.
 func checkColumns(t *testing.T, what, out, heading string) {
 	t.Helper()
 	_, block, ok := strings.Cut(out, "\n"+heading+"\n")
@@ -389,8 +429,9 @@ func checkColumns(t *testing.T, what, out, heading string) {
 	block, _, _ = strings.Cut(strings.TrimRight(block, "\n"), "\n\n")
 	column := -1
 	for _, line := range strings.Split(block, "\n") {
-		name, _, found := strings.Cut(strings.TrimPrefix(line, "  "), "  ")
-		at := len("  ") + len(name) + len("  ")
+		row := strings.TrimLeft(line, " ")
+		name, _, found := strings.Cut(row, "  ")
+		at := len(line) - len(row) + len(name) + len("  ")
 		for at < len(line) && line[at] == ' ' {
 			at++
 		}
