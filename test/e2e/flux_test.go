@@ -100,7 +100,9 @@ func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 	start := time.Now()
 	gitCommit(t, "a schedule of writes", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
 	createKustomization(t, k)
-	t.Cleanup(func() { removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}) })
+	t.Cleanup(func() {
+		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	})
 
 	if run := waitForRun(t, name, 1, start); run.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", run)
