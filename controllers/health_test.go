@@ -164,7 +164,7 @@ func scheduleStates(t *testing.T) []healthState {
 			s := schedule(next, nil, run("nightly-1", benchv1.PhaseSucceeded, "", 0))
 			s.Generation = 2
 			return s
-		}(), kstatus: status.InProgressStatus, argo: "Progressing", says: "generation 2"},
+		}(), kstatus: status.InProgressStatus, argo: "Progressing", says: "generation"},
 		{name: "being deleted", obj: func() runtime.Object {
 			s := schedule(next, nil)
 			s.DeletionTimestamp = &metav1.Time{Time: healthNow}

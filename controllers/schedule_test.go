@@ -658,13 +658,13 @@ func TestRunsRecordTheTemplateChangesTheyFollow(t *testing.T) {
 	}
 	s.Annotations = map[string]string{benchv1.AnnotationRevision: "main@sha1:0c6fe0d"}
 	s.Spec.Template.Spec.Dataset.Documents = 2000
-	s.Spec.Template.Spec.QueryServers[1].Config = map[string]map[string]string{"query_server_config": {"os_process_limit": "2"}}
+	s.Spec.Template.Spec.Workloads.Writes.Duration = "20s"
 	if err := env.Client.Update(context.Background(), &s); err != nil {
 		t.Fatal(err)
 	}
 	_, got := h.at(2*time.Minute + 5*time.Second)
 	second := h.runs()[h.slotName(2)]
-	const changes = "spec.dataset.documents, spec.queryServers[1].config"
+	const changes = "spec.dataset.documents, spec.workloads.writes.duration"
 	if second == nil || second.Annotations[benchv1.AnnotationScheduleGeneration] != "2" || second.Annotations[benchv1.AnnotationTemplateChanges] != changes ||
 		second.Annotations[benchv1.AnnotationRevision] != "main@sha1:0c6fe0d" {
 		t.Fatalf("the second run: %+v; want generation 2, the changes %q and the revision", second, changes)
