@@ -15,11 +15,11 @@ import (
 
 // lastLogLine is the last line a running Job of the step logged: the load generators write
 // a progress line at least every progress.Interval, and status.progress quotes it, read every
-// progressPoll, so that `kubectl get` says how far a long step got without reading logs. One List of that Job's
-// pods and one read of a single line, bounded in time and size (a kubelet that does not
-// answer holds no worker); "" when there is none yet, it cannot be read, or it is the results
-// frame a runner writes as it ends (progress is news, never a reason to fail or retry the
-// step).
+// progressPoll, so that `kubectl get` says how far a long step got without reading logs. One
+// List of that Job's pods and one read of a single line, bounded in time and size (a kubelet
+// that does not answer holds no worker); "" when there is none yet, it cannot be read, or it is
+// the results frame a runner writes as it ends (progress is news, never a reason to fail or
+// retry the step).
 func (r *CouchBenchmarkReconciler) lastLogLine(ctx context.Context, namespace string, s jobSet, container string) string {
 	job := ""
 	for _, o := range s {
