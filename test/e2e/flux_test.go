@@ -46,7 +46,7 @@ spec:
           url: %s
           credentialsSecret: {name: %s, usernameKey: %s, passwordKey: %s}
       queryServers: [{name: js, language: javascript}]
-      dataset: {profiles: [tiny]}
+      dataset: {profiles: [{type: tiny}]}
       workloads:
         writes: {duration: %s, bulkBatchSizes: [100]}
       timeout: %s
@@ -237,7 +237,7 @@ spec:
       url: %s
       credentialsSecret: {name: %s, usernameKey: %s, passwordKey: %s}
   queryServers: [{name: js, language: javascript}]
-  dataset: {profiles: [tiny], documents: %d}
+  dataset: {profiles: [{type: tiny}], documents: %d}
   workloads:
     writes: {duration: 2s, bulkBatchSizes: [100]}
 `, name, namespace, annotations, target.URL, target.CredentialsSecret.Name, target.CredentialsSecret.UsernameKey, target.CredentialsSecret.PasswordKey, documents)
