@@ -54,6 +54,22 @@ spec:
 		duration, timeout)
 }
 
+// committedSchedule commits scheduleYAML(name) into the folder name, makes the Kustomization of
+// that folder, and removes both when the test ends; it returns the Kustomization and when the
+// schedule was committed.
+func committedSchedule(t *testing.T, name string) (*unstructured.Unstructured, time.Time) {
+	t.Helper()
+	useFlux(t)
+	k := kustomization(name, name, false)
+	start := time.Now()
+	gitCommit(t, "a schedule of writes", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	createKustomization(t, k)
+	t.Cleanup(func() {
+		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	})
+	return k, start
+}
+
 func getSchedule(t *testing.T, name string) *benchv1.CouchBenchmarkSchedule {
 	t.Helper()
 	var s benchv1.CouchBenchmarkSchedule
@@ -94,16 +110,8 @@ func waitForRun(t *testing.T, name string, generation int64, since time.Time) be
 // operator writes nothing a manifest owns.
 func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 	t.Parallel()
-	useFlux(t)
 	const name = "flux-health"
-	k := kustomization(name, name, false)
-	start := time.Now()
-	gitCommit(t, "a schedule of writes", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
-	createKustomization(t, k)
-	t.Cleanup(func() {
-		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
-	})
-
+	k, start := committedSchedule(t, name)
 	if run := waitForRun(t, name, 1, start); run.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", run)
 	}
@@ -179,14 +187,9 @@ func historyRuns(t *testing.T, schedule string) ([]string, string) {
 // same name, it continues that history.
 func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	t.Parallel()
-	useFlux(t)
 	const name = "flux-history"
-	k := kustomization(name, name, false)
-	start := time.Now()
-	gitCommit(t, "a schedule", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
-	createKustomization(t, k)
+	k, start := committedSchedule(t, name)
 	t.Cleanup(func() {
-		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
 		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
 	})
 	first := waitForRun(t, name, 1, start)
