@@ -188,10 +188,11 @@ func historyRuns(t *testing.T, schedule string) ([]string, string) {
 func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	t.Parallel()
 	const name = "flux-history"
-	k, start := committedSchedule(t, name)
+	// Cleanups run last first: the history goes after the schedule.
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
 	})
+	k, start := committedSchedule(t, name)
 	first := waitForRun(t, name, 1, start)
 	if first.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", first)
