@@ -71,10 +71,16 @@ help: ## Show this help.
 ##@ Development
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and the operator chart) from the API and controller markers.
+manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and the operator chart's templates/crds and files/) from the API and controller markers.
 	hack/heartbeat.sh controller-gen "generating the CRDs and RBAC" \
 		$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
-	cp config/crd/bases/*.yaml charts/couchbench-operator/crds/
+	# The chart installs and upgrades the CRDs from templates/crds (Helm's crds/ folder is
+	# installed once and never upgraded), kept when the release is uninstalled.
+	for f in config/crd/bases/*.yaml; do \
+		{ echo '{{- if .Values.crds.create }}'; \
+		  sed -e '1{/^---$$/d}' -e 's|^  annotations:$$|&\n    helm.sh/resource-policy: keep|' "$$f"; \
+		  echo '{{- end }}'; } >"charts/couchbench-operator/templates/crds/$${f##*/}"; \
+	done
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
 	cp config/prometheus/couchbench-rules.yaml charts/couchbench-operator/files/couchbench-rules.yaml
 

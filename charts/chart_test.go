@@ -106,24 +106,42 @@ func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	}
 }
 
-// The chart installs the same CRDs as config/crd.
+// The chart installs the same CRDs as config/crd, from its templates (so that an upgrade
+// updates them) and kept on uninstall; crds.create false leaves them out.
 func TestChartCRDIsTheGeneratedOne(t *testing.T) {
 	generated, err := filepath.Glob(filepath.Join("..", "config", "crd", "bases", "*.yaml"))
 	if err != nil || len(generated) != 2 {
 		t.Fatalf("generated CRDs %v, %v; want CouchBenchmark and CouchBenchmarkSchedule", generated, err)
 	}
+	rendered := map[string]map[string]any{}
+	for _, crd := range render(t, nil)["CustomResourceDefinition"] {
+		meta := crd["metadata"].(map[string]any)
+		annotations := meta["annotations"].(map[string]any)
+		if annotations["helm.sh/resource-policy"] != "keep" {
+			t.Errorf("CRD %s is not kept on uninstall: annotations %v", meta["name"], annotations)
+		}
+		delete(annotations, "helm.sh/resource-policy")
+		rendered[meta["name"].(string)] = crd
+	}
 	for _, path := range generated {
-		a, err := os.ReadFile(filepath.Join(chartDir, "crds", filepath.Base(path)))
+		data, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
+		var want map[string]any
+		if err := yaml.Unmarshal(data, &want); err != nil {
 			t.Fatal(err)
 		}
-		if string(a) != string(b) {
-			t.Errorf("charts/couchbench-operator/crds/%s differs from config/crd/bases: run make manifests", filepath.Base(path))
+		name := want["metadata"].(map[string]any)["name"].(string)
+		if !reflect.DeepEqual(rendered[name], want) {
+			t.Errorf("the chart's CRD %s differs from %s: run make manifests", name, path)
 		}
+	}
+	if len(rendered) != len(generated) {
+		t.Errorf("the chart renders %d CRDs, want %d", len(rendered), len(generated))
+	}
+	if off := render(t, map[string]any{"crds": map[string]any{"create": false}}); len(off["CustomResourceDefinition"]) != 0 {
+		t.Errorf("crds.create false renders %d CRDs", len(off["CustomResourceDefinition"]))
 	}
 }
 

@@ -399,23 +399,34 @@ func (r *CouchBenchmarkReconciler) succeed(bench *benchv1.CouchBenchmark) {
 	now := r.Clock.Now()
 	st.Phase = benchv1.PhaseSucceeded
 	st.CompletionTime = &metav1.Time{Time: now}
+	st.Message = "succeeded; results in ConfigMap " + st.ResultsConfigMap
 	if st.Progress != nil {
-		st.Progress.Percent = 100
+		st.Progress.Percent, st.Progress.Message = 100, ""
 	}
 	markSucceeded(&st.Conditions, bench.Generation, now)
 	runsFinished.WithLabelValues(string(benchv1.PhaseSucceeded)).Inc()
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonSucceeded, "Complete", "benchmark finished; results in ConfigMap %s", st.ResultsConfigMap)
 }
 
-// fail ends the run; the results gathered so far stay in status and the ConfigMap.
+// fail ends the run; the results gathered so far stay in status and the ConfigMap. Its end is
+// said where a user looks first: status.message (the step it failed in and why), the progress
+// line no longer quoting the step's last log line, and a Warning event of its own, reason
+// RunFailed (a failure's cause, a NodeLost say, may have had its own events: one with the same
+// reason and message would be folded into them).
 func (r *CouchBenchmarkReconciler) fail(ctx context.Context, bench *benchv1.CouchBenchmark, reason, message string) {
 	st := &bench.Status
 	now := r.Clock.Now()
 	st.Phase = benchv1.PhaseFailed
 	st.CompletionTime = &metav1.Time{Time: now}
+	st.Message = "failed"
+	if p := st.Progress; p != nil {
+		st.Message += fmt.Sprintf(" in step %s of query server %s (%d%% of the run done)", p.Step, p.QueryServer, p.Percent)
+		p.Message = ""
+	}
+	st.Message += ": " + reason + ": " + message
 	markFailed(&st.Conditions, bench.Generation, now, reason, message)
 	runsFinished.WithLabelValues(string(benchv1.PhaseFailed)).Inc()
-	r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reason, "Failed", "%s", message)
+	r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonRunFailed, "Failed", "%s", st.Message)
 	log.FromContext(ctx).Info("benchmark failed", "reason", reason, "message", message)
 }
 

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,10 +25,17 @@ import (
 	"github.com/couchbench/couchbench/internal/results"
 )
 
-// A schedule's history (internal/history) lives in a ConfigMap the schedule owns: each of its
-// runs that succeeds adds its headline numbers there, and they stay after the run is pruned.
-// A run's verdict takes the run-to-run spread from the runs before it, and the schedule looks
-// for shifts over all of them and records there which shifts it has announced.
+// A schedule's history (internal/history) lives in the ConfigMap <schedule>-history: each of
+// its runs that succeeds adds its headline numbers there, and they stay after the run is
+// pruned. A run's verdict takes the run-to-run spread from the runs before it, and the schedule
+// looks for shifts over all of them and records there which shifts it has announced.
+//
+// The history is the schedule's by name, not by object (its labels, builders.HistoryLabels):
+// Git deletes and creates objects (a schedule removed from the repository and put back, renamed
+// back, moved to another folder), and months of history and its baseline must not go with
+// them. So it outlives its schedule unless spec.historyRetentionPolicy.whenDeleted is Delete,
+// in which case the schedule owns it and the garbage collector deletes it with the schedule
+// (keepHistory). Deleting it otherwise is the user's to do: `kubectl delete configmap`.
 
 // scheduleOf is the schedule that made a run, its controller owner reference; nil for a run
 // made by hand.
@@ -58,9 +67,9 @@ func (e *unusableHistoryError) unread() bool {
 }
 
 // readHistory reads a schedule's history ConfigMap, past the cache; an empty history and a
-// nil ConfigMap when there is none yet. A ConfigMap of that name that the schedule does not
-// own is not its history. A history that cannot be used is an *unusableHistoryError; any other
-// error may pass by itself.
+// nil ConfigMap when there is none yet. A ConfigMap of that name that is not the schedule's
+// (historyOf) is not its history. A history that cannot be used is an *unusableHistoryError;
+// any other error may pass by itself.
 func readHistory(ctx context.Context, reader client.Reader, namespace string, schedule metav1.OwnerReference) (history.History, *corev1.ConfigMap, error) {
 	var cm corev1.ConfigMap
 	name := builders.HistoryConfigMapName(schedule.Name)
@@ -71,13 +80,9 @@ func readHistory(ctx context.Context, reader client.Reader, namespace string, sc
 	if err != nil {
 		return history.History{}, nil, historyRequestError(reasonHistoryUnusable, "reading", namespace, name, err)
 	}
-	if owner := metav1.GetControllerOf(&cm); owner == nil || owner.UID != schedule.UID {
-		held := "it has no controller"
-		if owner != nil {
-			held = fmt.Sprintf("its controller is %s %s, uid %s", owner.Kind, owner.Name, owner.UID)
-		}
+	if why := notHistoryOf(&cm, schedule); why != "" {
 		return history.History{}, nil, &unusableHistoryError{reason: reasonHistoryNotOwned,
-			problem: fmt.Sprintf("ConfigMap %s/%s is not schedule %s's history (%s)", namespace, name, schedule.Name, held),
+			problem: fmt.Sprintf("ConfigMap %s/%s is not schedule %s's history (%s)", namespace, name, schedule.Name, why),
 			fix:     "delete it (copy it under another name first if it is someone's), and the schedule's next successful run starts its history there"}
 	}
 	var h history.History
@@ -88,6 +93,66 @@ func readHistory(ctx context.Context, reader client.Reader, namespace string, sc
 			fix: "delete it, and the schedule's next successful run starts a new history"}
 	}
 	return h, &cm, nil
+}
+
+// notHistoryOf says why a ConfigMap of the history's name is not the schedule's history, or ""
+// when it is: it carries the history's labels for the schedule's name (whichever schedule
+// object of that name made it), and no controller but a schedule of that name. A history
+// written before histories outlived their schedules lacks the labels' managed-by and is the
+// schedule's when the schedule object controls it.
+func notHistoryOf(cm *corev1.ConfigMap, schedule metav1.OwnerReference) string {
+	owner := metav1.GetControllerOf(cm)
+	if owner != nil && owner.UID == schedule.UID {
+		return ""
+	}
+	if owner != nil && (owner.Kind != schedule.Kind || owner.Name != schedule.Name) {
+		return fmt.Sprintf("its controller is %s %s, uid %s", owner.Kind, owner.Name, owner.UID)
+	}
+	for k, v := range builders.HistoryLabels(schedule.Name) {
+		if cm.Labels[k] != v {
+			return fmt.Sprintf("it lacks the label %s=%s", k, v)
+		}
+	}
+	return ""
+}
+
+// keepHistory sets who owns the schedule's history, as its historyRetentionPolicy says: the
+// schedule under Delete, so that the garbage collector deletes it with the schedule; no one
+// under Retain (a history made by an earlier schedule object of the same name, or by an
+// operator that had the schedule own it, is let go). A history that is not the schedule's is
+// left alone (observeShifts says so); one not made yet is made by the first successful run,
+// which sets no owner, and is taken under Delete at the next reconcile.
+func (r *CouchBenchmarkScheduleReconciler) keepHistory(ctx context.Context, s *benchv1.CouchBenchmarkSchedule) error {
+	ref := metav1.NewControllerRef(s, benchv1.GroupVersion.WithKind("CouchBenchmarkSchedule"))
+	var cm corev1.ConfigMap
+	err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: builders.HistoryConfigMapName(s.Name)}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil || notHistoryOf(&cm, *ref) != "" {
+		return client.IgnoreNotFound(err)
+	}
+	var owners []metav1.OwnerReference
+	if s.Spec.HistoryRetentionPolicy.WhenDeleted == benchv1.RetentionDelete {
+		owners = []metav1.OwnerReference{*ref}
+	}
+	labels := maps.Clone(cm.Labels)
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, builders.HistoryLabels(s.Name))
+	if equality.Semantic.DeepEqual(cm.OwnerReferences, owners) && maps.Equal(cm.Labels, labels) {
+		return nil
+	}
+	cm.OwnerReferences, cm.Labels = owners, labels
+	err = r.Update(ctx, &cm)
+	if refusedForGood(err) {
+		// Runs go on without it; the history stays as it was, which keeps it (the safe side).
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, reasonHistoryNotWritten, "History",
+			"the API server refused setting the owner of the history, ConfigMap %s/%s, per historyRetentionPolicy: %v", cm.Namespace, cm.Name, err)
+		return nil
+	}
+	return err
 }
 
 // jsonProblem says where JSON that did not decode went wrong.
@@ -213,7 +278,7 @@ func (r *CouchBenchmarkReconciler) addToHistory(ctx context.Context, bench *benc
 	if len(data)+page.Len() <= builders.MaxHistoryBytes {
 		html = page.Bytes()
 	}
-	want := builders.HistoryConfigMap(bench.Namespace, owner, data, html)
+	want := builders.HistoryConfigMap(bench.Namespace, owner.Name, data, html)
 	if cm == nil {
 		err = r.Create(ctx, want)
 	} else {

@@ -70,16 +70,16 @@ func TestABrokenHistoryHoldsNoRunUp(t *testing.T) {
 	}{{
 		name: "not the schedule's",
 		history: func(s *benchv1.CouchBenchmarkSchedule) *corev1.ConfigMap {
-			cm := builders.HistoryConfigMap(s.Namespace, *scheduleRef(s), []byte(`{"runs":[]}`), nil)
-			cm.OwnerReferences = nil
+			cm := builders.HistoryConfigMap(s.Namespace, s.Name, []byte(`{"runs":[]}`), nil)
+			cm.Labels = nil // someone's own ConfigMap of the history's name
 			return cm
 		},
 		reason: reasonHistoryNotOwned,
-		says:   []string{"is not schedule nightly's history (it has no controller)", "delete it"},
+		says:   []string{"is not schedule nightly's history (it lacks the label", "delete it"},
 	}, {
 		name: "bad JSON",
 		history: func(s *benchv1.CouchBenchmarkSchedule) *corev1.ConfigMap {
-			return builders.HistoryConfigMap(s.Namespace, *scheduleRef(s), []byte(`{"runs":[{"name":"nightly-0",}]}`), nil)
+			return builders.HistoryConfigMap(s.Namespace, s.Name, []byte(`{"runs":[{"name":"nightly-0",}]}`), nil)
 		},
 		reason: reasonHistoryUnusable,
 		says:   []string{"bad JSON at offset 30", "delete it, and the schedule's next successful run starts a new history"},
@@ -165,8 +165,7 @@ func TestAHistoryAtTheSizeLimitDropsItsOldestRuns(t *testing.T) {
 		t.Fatalf("the history built takes %d bytes in %d runs, want more than %d in fewer than %d", len(data), len(full.Runs),
 			builders.MaxHistoryBytes, history.MaxRuns)
 	}
-	owner := scheduleRef(sh.schedule)
-	create(t, builders.HistoryConfigMap(ns, *owner, data, nil))
+	create(t, builders.HistoryConfigMap(ns, sh.schedule.Name, data, nil))
 
 	run := scheduledRun(existingBenchmark(ns), sh.schedule, sh.minute)
 	run.Name = "nightly-new"
@@ -179,7 +178,7 @@ func TestAHistoryAtTheSizeLimitDropsItsOldestRuns(t *testing.T) {
 	if n := dataBytes(cm); n > builders.MaxHistoryBytes {
 		t.Errorf("the stored history's data takes %d bytes, more than %d", n, builders.MaxHistoryBytes)
 	}
-	stored, _, err := readHistory(context.Background(), env.Client, ns, *owner)
+	stored, _, err := readHistory(context.Background(), env.Client, ns, *scheduleRef(sh.schedule))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +211,7 @@ func TestAHistoryAtTheSizeLimitDropsItsOldestRuns(t *testing.T) {
 // it is reconciled.
 func TestABrokenHistoryHoldsNoScheduleUp(t *testing.T) {
 	h := newSchedule(t, everyMinute())
-	cm := builders.HistoryConfigMap(h.schedule.Namespace, *scheduleRef(h.schedule), []byte(`{"runs":[`), nil)
+	cm := builders.HistoryConfigMap(h.schedule.Namespace, h.schedule.Name, []byte(`{"runs":[`), nil)
 	create(t, cm)
 	var got *benchv1.CouchBenchmarkSchedule
 	for i := range 3 {

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/progress"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -189,7 +188,7 @@ func (r *CouchBenchmarkReconciler) running(ctx context.Context, bench *benchv1.C
 			}
 			out = stepOutcome{requeueAfter: podPoll, stalled: stuck}
 		} else {
-			out = stepOutcome{requeueAfter: progress.Interval, progress: r.lastLogLine(ctx, bench.Namespace, s, fix.container)}
+			out = stepOutcome{requeueAfter: progressPoll, progress: r.lastLogLine(ctx, bench.Namespace, s, fix.container)}
 		}
 	}
 	return out, true, r.stopParts(ctx, bench, s)

@@ -296,8 +296,9 @@ func TestLostCouchDBNodeFailsTheRunKeepingItsResults(t *testing.T) {
 	}
 	evs := drainEvents(h)
 	if strings.Count(evs, "Warning NodeLost node ") != 1 || !strings.Contains(evs, "Warning NodeLost "+lost+"\n") ||
-		strings.Count(evs, "Warning NodeLost query server js: index: ") != 1 {
-		t.Errorf("want one NodeLost event for the node and one for the failure, got:\n%s", evs)
+		strings.Count(evs, "Warning RunFailed failed in step index of query server js") != 1 ||
+		!strings.Contains(evs, "NodeLost: query server js: index: ") {
+		t.Errorf("want one NodeLost event for the node and one RunFailed event for the failure, naming it, got:\n%s", evs)
 	}
 	for _, other := range []string{nodes[0], nodes[2]} {
 		if strings.Contains(evs, other) {

@@ -23,7 +23,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/progress"
 )
 
 // podReads is the reconciler's APIReader, keeping the label selector of every pod List it
@@ -103,7 +102,7 @@ func TestUnschedulableRunnerPodIsReportedUntilItRuns(t *testing.T) {
 	}
 
 	// Resources are freed: the pod is scheduled and runs. The watch will say when its Job ends;
-	// meanwhile its progress line is read every progress.Interval, from that Job's pods only.
+	// meanwhile its progress line is read every progressPoll, from that Job's pods only.
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}
 	if err := env.Client.Status().Update(context.Background(), pod); err != nil {
 		t.Fatal(err)
@@ -114,9 +113,9 @@ func TestUnschedulableRunnerPodIsReportedUntilItRuns(t *testing.T) {
 	if isStalled(&got.Status.Conditions) || !meta.IsStatusConditionTrue(got.Status.Conditions, conditionReconciling) {
 		t.Errorf("conditions %+v; want Reconciling and no Stalled once the pod runs", got.Status.Conditions)
 	}
-	if res.RequeueAfter != progress.Interval || len(reads.selectors) != lists+1 || reads.selectors[lists] != batchv1.JobNameLabel+"="+seed.Name {
+	if res.RequeueAfter != progressPoll || len(reads.selectors) != lists+1 || reads.selectors[lists] != batchv1.JobNameLabel+"="+seed.Name {
 		t.Errorf("RequeueAfter %s, pod Lists %q; a Job whose pod runs is looked at for its progress only, every %s",
-			res.RequeueAfter, reads.selectors[lists:], progress.Interval)
+			res.RequeueAfter, reads.selectors[lists:], progressPoll)
 	}
 }
 

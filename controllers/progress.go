@@ -14,12 +14,12 @@ import (
 )
 
 // lastLogLine is the last line a running Job of the step logged: the load generators write
-// a progress line at least every progress.Interval, and status.progress quotes it, so that
-// `kubectl get` says how far a long step got without reading logs. One List of that Job's
-// pods and one read of a single line, bounded in time and size (a kubelet that does not
-// answer holds no worker); "" when there is none yet, it cannot be read, or it is the results
-// frame a runner writes as it ends (progress is news, never a reason to fail or retry the
-// step).
+// a progress line at least every progress.Interval, and status.progress quotes it, read every
+// progressPoll, so that `kubectl get` says how far a long step got without reading logs. One
+// List of that Job's pods and one read of a single line, bounded in time and size (a kubelet
+// that does not answer holds no worker); "" when there is none yet, it cannot be read, or it is
+// the results frame a runner writes as it ends (progress is news, never a reason to fail or
+// retry the step).
 func (r *CouchBenchmarkReconciler) lastLogLine(ctx context.Context, namespace string, s jobSet, container string) string {
 	job := ""
 	for _, o := range s {
@@ -65,6 +65,11 @@ func (r *CouchBenchmarkReconciler) lastLogLine(ctx context.Context, namespace st
 }
 
 const (
+	// progressPoll is how often a running step's progress line is read, and so how often at
+	// most it is written into status: every write is a new resourceVersion that a GitOps tool
+	// and every watcher of the benchmark (Argo CD refreshes its application on each) takes up;
+	// docs/gitops.md has the writes per minute it makes.
+	progressPoll = time.Minute
 	// maxProgressMessage bounds the line kept in status: a progress line, not a log.
 	maxProgressMessage = 512
 	// progressReadTimeout bounds the List and the log read of one progress line.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -84,6 +85,9 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	if err := r.observeShifts(ctx, s, now); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.keepHistory(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 
 	cron, err := schedule.Parse(s.Spec.Schedule, s.Spec.TimeZone)
 	if err != nil {
@@ -92,7 +96,7 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 	}
 	if s.Spec.Suspend {
 		s.Status.NextScheduleTime = nil
-		r.ready(s, now, metav1.ConditionTrue, reasonSuspended, "suspended: no new runs until spec.suspend is false")
+		r.conclude(s, runs, now, notice{reason: reasonSuspended, message: "suspended: no new runs until spec.suspend is false"})
 		return ctrl.Result{}, nil
 	}
 	// What the schedule said last: a wait or a skip is told once, not on every reconcile that
@@ -124,7 +128,6 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 		return ctrl.Result{}, nil
 	}
 	s.Status.NextScheduleTime = &metav1.Time{Time: due.Next}
-	r.ready(s, now, metav1.ConditionTrue, reasonScheduled, "next run at "+due.Next.UTC().Format(time.RFC3339))
 	skip := immediateSkip
 	switch {
 	case due.Slot.IsZero():
@@ -133,15 +136,20 @@ func (r *CouchBenchmarkScheduleReconciler) reconcileSchedule(ctx context.Context
 			"the run of %s was not started within startingDeadlineSeconds (%ds): skipped; next run at %s",
 			due.Slot.UTC().Format(time.RFC3339), *s.Spec.StartingDeadlineSeconds, due.Next.UTC().Format(time.RFC3339))}
 	default:
-		_, slotSkip, err := r.startRun(ctx, s, runs, due.Slot, false, now)
-		if err != nil {
+		var slotSkip *notice
+		if runs, slotSkip, err = r.startRun(ctx, s, runs, due.Slot, false, now); err != nil {
 			return ctrl.Result{}, err
 		}
 		if slotSkip != nil {
 			skip = slotSkip
 		}
 	}
-	r.announce(s, now, said, skip)
+	r.announce(s, said, skip)
+	says := notice{reason: reasonScheduled, message: "next run at " + due.Next.UTC().Format(time.RFC3339)}
+	if skip != nil {
+		says = *skip
+	}
+	r.conclude(s, runs, now, says)
 	return ctrl.Result{RequeueAfter: max(due.Next.Sub(now), time.Second)}, nil
 }
 
@@ -173,14 +181,11 @@ func hasImmediate(runs scheduledRuns) bool {
 // while it holds, and an event when it is new.
 type notice struct{ eventType, reason, message string }
 
-// announce shows a notice, if any, in the Ready condition, and as an event unless the
-// condition said it already (said: the condition before this reconcile).
-func (r *CouchBenchmarkScheduleReconciler) announce(s *benchv1.CouchBenchmarkSchedule, now time.Time, said *metav1.Condition, n *notice) {
-	if n == nil {
-		return
-	}
-	r.ready(s, now, metav1.ConditionTrue, n.reason, n.message)
-	if said == nil || said.Reason != n.reason || said.Message != n.message {
+// announce tells a notice, if any, as an event unless the Ready condition said it already
+// (said: the condition before this reconcile; conclude puts the notice at the end of its
+// message).
+func (r *CouchBenchmarkScheduleReconciler) announce(s *benchv1.CouchBenchmarkSchedule, said *metav1.Condition, n *notice) {
+	if n != nil && (said == nil || !strings.HasSuffix(said.Message, n.message)) {
 		r.Recorder.Eventf(s, nil, n.eventType, n.reason, "Schedule", "%s", n.message)
 	}
 }
@@ -213,8 +218,16 @@ func (r *CouchBenchmarkScheduleReconciler) startRun(ctx context.Context, s *benc
 				"the run of %s waits: %s is still running (concurrencyPolicy Forbid)", slot.UTC().Format(time.RFC3339), runs.active[0].Name)}, nil
 		}
 	}
-	run := builders.ScheduledRun(s, slot, r.baselineFor(s, runs), immediate)
-	err := r.Create(ctx, run)
+	var previous *benchv1.CouchBenchmark
+	if len(runs.all) > 0 {
+		previous = runs.all[0]
+	}
+	changes, err := templateChanges(previous, s.Spec.Template.Spec)
+	if err != nil {
+		return runs, nil, err
+	}
+	run := builders.ScheduledRun(s, slot, r.baselineFor(s, runs), immediate, changes, r.sourceRevision(ctx, s))
+	err = r.Create(ctx, run)
 	if apierrors.IsAlreadyExists(err) {
 		// Someone else's object of that name (not owned by this schedule): never adopt it.
 		return runs, &notice{corev1.EventTypeWarning, reasonNameCollision, fmt.Sprintf(
@@ -252,11 +265,22 @@ func (r *CouchBenchmarkScheduleReconciler) stallSchedule(s *benchv1.CouchBenchma
 	markStalled(&s.Status.Conditions, s.Generation, now, reasonInvalidSchedule, message)
 }
 
-// ready says the schedule works; the Regressed condition carries the runs' verdict.
-func (r *CouchBenchmarkScheduleReconciler) ready(s *benchv1.CouchBenchmarkSchedule, now time.Time, value metav1.ConditionStatus, reason, message string) {
-	meta.RemoveStatusCondition(&s.Status.Conditions, conditionStalled)
-	meta.RemoveStatusCondition(&s.Status.Conditions, conditionReconciling)
-	setCondition(&s.Status.Conditions, s.Generation, now, conditionReady, value, reason, message)
+// conclude sets the schedule's health (health.go): Ready with what the schedule says of its
+// start times (says) while it is healthy; Stalled, and Ready False, with what is wrong and then
+// what it says, while it is not, told once as a Warning event.
+func (r *CouchBenchmarkScheduleReconciler) conclude(s *benchv1.CouchBenchmarkSchedule, runs scheduledRuns, now time.Time, says notice) {
+	conds := &s.Status.Conditions
+	meta.RemoveStatusCondition(conds, conditionReconciling)
+	wrong := scheduleHealth(s, runs)
+	if wrong == nil {
+		meta.RemoveStatusCondition(conds, conditionStalled)
+		setCondition(conds, s.Generation, now, conditionReady, metav1.ConditionTrue, says.reason, says.message)
+		return
+	}
+	if c := meta.FindStatusCondition(*conds, conditionStalled); c == nil || c.Reason != wrong.reason || !strings.HasPrefix(c.Message, wrong.message) {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, wrong.reason, "Health", "%s", wrong.message)
+	}
+	markStalled(conds, s.Generation, now, wrong.reason, wrong.message+"; "+says.message)
 }
 
 // SetupWithManager registers the reconciler: schedules, and the runs they own (a run that

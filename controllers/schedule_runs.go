@@ -1,7 +1,14 @@
 package controllers
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -89,7 +96,9 @@ func (s scheduledRuns) observe(schedule *benchv1.CouchBenchmarkSchedule, now tim
 	}
 	for _, run := range s.all {
 		h := benchv1.ScheduledRun{Name: run.Name, ScheduledAt: metav1.Time{Time: scheduledAt(run)}, Phase: run.Status.Phase,
-			BestChangesPerSecond: run.Status.BestChangesPerSecond, ReadP95: run.Status.ReadP95}
+			BestChangesPerSecond: run.Status.BestChangesPerSecond, ReadP95: run.Status.ReadP95,
+			TemplateChanges: run.Annotations[benchv1.AnnotationTemplateChanges], Revision: run.Annotations[benchv1.AnnotationRevision]}
+		h.ScheduleGeneration, _ = strconv.ParseInt(run.Annotations[benchv1.AnnotationScheduleGeneration], 10, 64)
 		if c := run.Status.Comparison; c != nil {
 			h.Verdict, h.Comparison = c.Verdict, c.Summary
 		}
@@ -149,4 +158,76 @@ func (s scheduledRuns) prunable(schedule *benchv1.CouchBenchmarkSchedule) []*ben
 		}
 	}
 	return out
+}
+
+// maxTemplateChanges bounds the fields a run's template-changes annotation names.
+const maxTemplateChanges = 10
+
+// templateChanges are the fields of the template (as JSON paths under spec, e.g.
+// "spec.couchdb.provision.image" or "spec.queryServers[1].config") in which next differs from
+// the spec of the schedule's run before (previous; nil for a schedule's first run), the most
+// general path that holds a difference, at most maxTemplateChanges and a count of the rest: what
+// a shift that begins with the run may be due to. The baseline is the schedule's, not the
+// template's, and is left out.
+func templateChanges(previous *benchv1.CouchBenchmark, next benchv1.CouchBenchmarkSpec) (string, error) {
+	if previous == nil {
+		return "", nil
+	}
+	before, after := previous.Spec.DeepCopy(), next.DeepCopy()
+	before.Baseline, after.Baseline = nil, nil
+	a, err := asJSON(before)
+	if err != nil {
+		return "", err
+	}
+	b, err := asJSON(after)
+	if err != nil {
+		return "", err
+	}
+	var paths []string
+	jsonDiff("spec", a, b, &paths)
+	if len(paths) > maxTemplateChanges {
+		paths = append(paths[:maxTemplateChanges], fmt.Sprintf("and %d more", len(paths)-maxTemplateChanges))
+	}
+	return strings.Join(paths, ", "), nil
+}
+
+func asJSON(v any) (any, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var out any
+	return out, json.Unmarshal(data, &out)
+}
+
+// jsonDiff adds to paths, in order, where the JSON values a and b differ: a key of two objects
+// (one that only one has, or whose values differ), an item of two lists of equal length; else
+// the path itself.
+func jsonDiff(path string, a, b any, paths *[]string) {
+	switch a := a.(type) {
+	case map[string]any:
+		if b, ok := b.(map[string]any); ok {
+			keys := slices.Collect(maps.Keys(a))
+			for k := range b {
+				if _, ok := a[k]; !ok {
+					keys = append(keys, k)
+				}
+			}
+			slices.Sort(keys)
+			for _, k := range keys {
+				jsonDiff(path+"."+k, a[k], b[k], paths)
+			}
+			return
+		}
+	case []any:
+		if b, ok := b.([]any); ok && len(a) == len(b) {
+			for i := range a {
+				jsonDiff(fmt.Sprintf("%s[%d]", path, i), a[i], b[i], paths)
+			}
+			return
+		}
+	}
+	if !reflect.DeepEqual(a, b) {
+		*paths = append(*paths, path)
+	}
 }

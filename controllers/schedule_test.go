@@ -18,9 +18,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -71,7 +74,7 @@ func (h *scheduleHarness) createHistory(hist history.History) {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	create(h.t, builders.HistoryConfigMap(h.schedule.Namespace, *scheduleRef(h.schedule), data, nil))
+	create(h.t, builders.HistoryConfigMap(h.schedule.Namespace, h.schedule.Name, data, nil))
 }
 
 // at reconciles with the clock at the creation's minute plus d, and returns the schedule.
@@ -572,13 +575,166 @@ func TestScheduledRunsAddToTheirSchedulesHistory(t *testing.T) {
 	if v := hist.Runs[1].Values["js/small/indexing/builtin/changes_per_second"]; v <= 0 {
 		t.Errorf("nightly-2's values %v lack js's indexing rate", hist.Runs[1].Values)
 	}
-	if !metav1.IsControlledBy(cm, sh.schedule) {
-		t.Errorf("history ConfigMap owners %v, want the schedule", cm.OwnerReferences)
+	if len(cm.OwnerReferences) != 0 {
+		t.Errorf("history ConfigMap owners %v, want none: the history outlives its schedule by default", cm.OwnerReferences)
 	}
 	// Its page draws every metric's trend over both runs.
 	page := cm.Data[builders.HistoryHTMLKey]
 	if !strings.Contains(page, "<h1>couchbench: history of "+sh.schedule.Name+"</h1>") ||
 		strings.Count(page, "<svg") != len(hist.Keys()) || !strings.Contains(page, "2 runs,") {
 		t.Errorf("history page: %d charts for %d metrics:\n%.600s", strings.Count(page, "<svg"), len(hist.Keys()), page)
+	}
+}
+
+// kstatusOf is what Flux's health checks read of the stored schedule: kstatus' own
+// status.Compute.
+func kstatusOf(t *testing.T, s *benchv1.CouchBenchmarkSchedule) *status.Result {
+	t.Helper()
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := status.Compute(&unstructured.Unstructured{Object: content})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// A schedule is unhealthy from the moment its latest finished run failed, naming it and why,
+// told once as an event, while the next run goes on, and healthy again once a run succeeds:
+// as Flux reads it (kstatus on the object the API server stored).
+func TestScheduleHealthFollowsItsRuns(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	h.at(65 * time.Second)
+	first := h.runs()[h.slotName(1)]
+	first.Status.Message = "failed in step writes of query server js (40% of the run done): Timeout: the run did not finish within spec.timeout (1m)"
+	if err := env.Client.Status().Update(context.Background(), first); err != nil {
+		t.Fatal(err)
+	}
+	h.finish(h.slotName(1), benchv1.PhaseFailed, "")
+	for _, at := range []time.Duration{70 * time.Second, 75 * time.Second, 2*time.Minute + 5*time.Second} {
+		_, got := h.at(at)
+		stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+		if stalled == nil || stalled.Reason != reasonRunFailed || !strings.Contains(stalled.Message, "run "+h.slotName(1)+" failed: failed in step writes") ||
+			meta.IsStatusConditionTrue(got.Status.Conditions, conditionReady) {
+			t.Fatalf("at +%s: Stalled %+v, Ready %+v; want RunFailed naming %s and why", at, stalled, meta.FindStatusCondition(got.Status.Conditions, conditionReady), h.slotName(1))
+		}
+		if res := kstatusOf(t, got); res.Status != status.FailedStatus || !strings.Contains(res.Message, h.slotName(1)) {
+			t.Errorf("at +%s: kstatus %s %q, want Failed naming the run", at, res.Status, res.Message)
+		}
+	}
+	if h.runs()[h.slotName(2)] == nil {
+		t.Fatalf("runs %v: the schedule stopped making runs after a failure", keys(h.runs()))
+	}
+	if evs := drainRecorder(h.recorder); strings.Count(evs, "Warning "+reasonRunFailed) != 1 {
+		t.Errorf("events %s; want one %s", evs, reasonRunFailed)
+	}
+	h.finish(h.slotName(2), benchv1.PhaseSucceeded, "")
+	_, got := h.at(2*time.Minute + 10*time.Second)
+	if !meta.IsStatusConditionTrue(got.Status.Conditions, conditionReady) || meta.FindStatusCondition(got.Status.Conditions, conditionStalled) != nil {
+		t.Errorf("conditions %+v after a run succeeded; want Ready and no Stalled", got.Status.Conditions)
+	}
+	if res := kstatusOf(t, got); res.Status != status.CurrentStatus {
+		t.Errorf("kstatus %s %q after a run succeeded, want Current", res.Status, res.Message)
+	}
+}
+
+// A run records what it was made from: the schedule's generation, the template's fields that
+// changed since the run before, and the revision the schedule's annotation names; the
+// schedule's status lists them per run.
+func TestRunsRecordTheTemplateChangesTheyFollow(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	h.at(65 * time.Second)
+	first := h.runs()[h.slotName(1)]
+	if first.Annotations[benchv1.AnnotationScheduleGeneration] != "1" || first.Annotations[benchv1.AnnotationTemplateChanges] != "" {
+		t.Errorf("the first run's annotations %v; want generation 1 and no changes", first.Annotations)
+	}
+	h.finish(h.slotName(1), benchv1.PhaseSucceeded, "")
+
+	var s benchv1.CouchBenchmarkSchedule
+	if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(h.schedule), &s); err != nil {
+		t.Fatal(err)
+	}
+	s.Annotations = map[string]string{benchv1.AnnotationRevision: "main@sha1:0c6fe0d"}
+	s.Spec.Template.Spec.Dataset.Documents = 2000
+	s.Spec.Template.Spec.Workloads.Writes.Duration = "20s"
+	if err := env.Client.Update(context.Background(), &s); err != nil {
+		t.Fatal(err)
+	}
+	_, got := h.at(2*time.Minute + 5*time.Second)
+	second := h.runs()[h.slotName(2)]
+	const changes = "spec.dataset.documents, spec.workloads.writes.duration"
+	if second == nil || second.Annotations[benchv1.AnnotationScheduleGeneration] != "2" || second.Annotations[benchv1.AnnotationTemplateChanges] != changes ||
+		second.Annotations[benchv1.AnnotationRevision] != "main@sha1:0c6fe0d" {
+		t.Fatalf("the second run: %+v; want generation 2, the changes %q and the revision", second, changes)
+	}
+	if h := got.Status.History[0]; h.ScheduleGeneration != 2 || h.TemplateChanges != changes || h.Revision != "main@sha1:0c6fe0d" {
+		t.Errorf("status.history[0] %+v; want the second run's generation, changes and revision", h)
+	}
+}
+
+// The history outlives its schedule unless historyRetentionPolicy says Delete, and a schedule
+// made again with the same name continues it: against envtest's kube-apiserver, which runs no
+// garbage collector, so the test reads the owner references that the collector acts on.
+func TestHistoryIsKeptAsTheScheduleSays(t *testing.T) {
+	h := newSchedule(t, everyMinute())
+	ns := h.schedule.Namespace
+	const key = "js/small/indexing/builtin/changes_per_second"
+	var hist history.History
+	hist.Add(history.Run{Name: "nightly-00", ScheduledAt: h.minute.Add(-time.Hour), Values: map[string]float64{key: 10000}}, map[string]string{key: "higher"})
+	data, err := json.Marshal(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// As an operator that had the schedule own its history left it.
+	old := builders.HistoryConfigMap(ns, h.schedule.Name, data, nil)
+	old.OwnerReferences = []metav1.OwnerReference{*scheduleRef(h.schedule)}
+	create(t, old)
+	owners := func() []metav1.OwnerReference { return historyConfigMap(t, ns, h.schedule.Name).OwnerReferences }
+
+	h.at(10 * time.Second)
+	if o := owners(); len(o) != 0 {
+		t.Errorf("owners %v under Retain (the default); want none", o)
+	}
+	setPolicy := func(p benchv1.RetentionPolicy) {
+		var s benchv1.CouchBenchmarkSchedule
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(h.schedule), &s); err != nil {
+			t.Fatal(err)
+		}
+		s.Spec.HistoryRetentionPolicy.WhenDeleted = p
+		if err := env.Client.Update(context.Background(), &s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setPolicy(benchv1.RetentionDelete)
+	h.at(20 * time.Second)
+	if o := owners(); len(o) != 1 || o[0].UID != h.schedule.UID {
+		t.Errorf("owners %v under Delete; want the schedule", o)
+	}
+	setPolicy(benchv1.RetentionRetain)
+	h.at(30 * time.Second)
+	if o := owners(); len(o) != 0 {
+		t.Errorf("owners %v back under Retain; want none", o)
+	}
+
+	// Deleted and made again under the same name (what Git does when a schedule is moved):
+	// a new object, the same history.
+	if err := env.Client.Delete(context.Background(), h.schedule); err != nil {
+		t.Fatal(err)
+	}
+	again := &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: h.schedule.Name}, Spec: h.schedule.Spec}
+	again.Spec.HistoryRetentionPolicy = benchv1.HistoryRetentionPolicy{}
+	create(t, again)
+	if again.UID == h.schedule.UID {
+		t.Fatal("the schedule made again has the old one's uid")
+	}
+	h.schedule = again
+	_, got := h.at(40 * time.Second)
+	if c := meta.FindStatusCondition(got.Status.Conditions, conditionShifted); c == nil || c.Reason != reasonNoShift || !strings.Contains(c.Message, "of 1 in the history") {
+		t.Errorf("Shifted %+v; want the history of 1 run read as the schedule's own", c)
+	}
+	if evs := drainRecorder(h.recorder); strings.Contains(evs, reasonHistoryNotOwned) {
+		t.Errorf("events %s; the history was taken for someone else's", evs)
 	}
 }

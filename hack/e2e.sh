@@ -35,6 +35,7 @@ mkdir -p bin
 "$kind" get kubeconfig --name "$name" >bin/kind-e2e.kubeconfig
 export KUBECONFIG=$PWD/bin/kind-e2e.kubeconfig
 KIND=$kind hack/images.sh kind "$tag" "$name"
+KIND=$kind hack/flux/images.sh "$tag" "$name"
 
 # The suite's HTTP server (a chart repository; a volume's preparation) runs busybox, as
 # Debian packages it.

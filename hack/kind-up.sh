@@ -56,7 +56,7 @@ step "API server ready" "What it said is above; \`make demo-clean\` and running 
   kind_api_ready "$name"
 
 step "operator chart" "\`kubectl -n couchbench-system get pods\` and \`kubectl -n couchbench-system describe pods\` say why the manager is not ready." \
-  "$helm" upgrade --install couchbench charts/couchbench-operator --namespace couchbench-system --create-namespace \
+  "$helm" upgrade --install couchbench charts/couchbench-operator --namespace couchbench-system --create-namespace --take-ownership \
   --set image.repository=couchbench/manager --set image.tag="$tag" --set k6.image=couchbench/k6:"$tag" --wait --timeout 5m
 
 step "benchmark config/samples/bench.yaml" "\`kubectl describe couchbenchmark quickstart\` shows its conditions and events." \

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml
-  charts/couchbench-operator/crds charts/couchbench-operator/files/manager-role.yaml)
+  charts/couchbench-operator/templates/crds charts/couchbench-operator/files/manager-role.yaml)
 
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT

@@ -62,12 +62,39 @@ type CouchBenchmarkScheduleSpec struct {
 	// +kubebuilder:default={}
 	Baseline ScheduleBaseline `json:"baseline"`
 
+	// HistoryRetentionPolicy says what becomes of the schedule's history (the ConfigMap
+	// <schedule>-history: its runs' numbers, shifts and what was announced) when the schedule
+	// is deleted, as a StatefulSet's persistentVolumeClaimRetentionPolicy does for its volumes.
+	// Retain (the default) keeps it, so that a schedule removed from Git, renamed back or moved
+	// (deleted and created again with the same name in the same namespace) continues the same
+	// history; Delete deletes it with the schedule.
+	// +optional
+	// +kubebuilder:default={}
+	HistoryRetentionPolicy HistoryRetentionPolicy `json:"historyRetentionPolicy"`
+
 	// Template is the CouchBenchmark each run is made from. Its spec is validated as a
 	// CouchBenchmark's; a run's baseline comes from the schedule.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="!has(self.spec.baseline)",fieldPath=".spec.baseline",message="template.spec.baseline is set by the schedule for each run: use the schedule's spec.baseline"
 	Template BenchmarkTemplate `json:"template"`
 }
+
+// HistoryRetentionPolicy says what becomes of a schedule's history when the schedule goes.
+type HistoryRetentionPolicy struct {
+	// WhenDeleted: Retain (the default) or Delete.
+	// +optional
+	// +kubebuilder:default=Retain
+	WhenDeleted RetentionPolicy `json:"whenDeleted,omitempty"`
+}
+
+// RetentionPolicy says whether an object outlives its schedule.
+// +kubebuilder:validation:Enum=Retain;Delete
+type RetentionPolicy string
+
+const (
+	RetentionRetain RetentionPolicy = "Retain"
+	RetentionDelete RetentionPolicy = "Delete"
+)
 
 // ConcurrencyPolicy says what a schedule does when a run is due while another runs.
 // +kubebuilder:validation:Enum=Forbid;Allow;Replace
@@ -148,11 +175,16 @@ type CouchBenchmarkScheduleStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Ready (the schedule works and its latest finished run succeeded; reason
-	// SkippedSchedule while a start time waits for a run under way, MissedSchedule when one
-	// could not start within startingDeadlineSeconds, each told once as an event), Stalled
-	// (an invalid schedule or time zone, with what to fix), Regressed (the latest finished
-	// run's verdict against its baseline), Shifted (True when a metric's level shifted
+	// Conditions in the kstatus style, which Flux's health checks and the Argo CD health
+	// check (docs/gitops.md) read: Ready (True while the schedule works, its latest finished
+	// run succeeded and no recent shift is a regression; reason SkippedSchedule while a start
+	// time waits for a run under way, MissedSchedule when one could not start within
+	// startingDeadlineSeconds, each told once as an event), Stalled (True, and Ready False,
+	// with what a person must look at: InvalidSchedule, an invalid schedule or time zone, with
+	// what to fix; RunFailed, the latest finished run failed, naming it and why, until a later
+	// run succeeds; ShiftRegressed, a metric's level got worse within the last 10 runs, naming
+	// the shift), Regressed (the latest finished run's verdict against its baseline: one
+	// run's verdict, not the schedule's health), Shifted (True when a metric's level shifted
 	// within the last 10 runs: the newest shifts, reason Regressed or Improved).
 	// +optional
 	// +listType=map
@@ -268,6 +300,18 @@ type ScheduledRun struct {
 	// Shift names the shifts that began with this run.
 	// +optional
 	Shift string `json:"shift,omitempty"`
+	// ScheduleGeneration is the schedule's metadata.generation the run was made from.
+	// +optional
+	ScheduleGeneration int64 `json:"scheduleGeneration,omitempty"`
+	// TemplateChanges are the fields of the template that changed since the schedule's run
+	// before it, e.g. "spec.couchdb.provision.image, spec.queryServers[0].config": what a
+	// shift that begins with this run may be due to.
+	// +optional
+	TemplateChanges string `json:"templateChanges,omitempty"`
+	// Revision is the source revision the schedule carried when the run was made (its
+	// annotation bench.couchbench.io/revision, e.g. set from Git by the tool that applies it).
+	// +optional
+	Revision string `json:"revision,omitempty"`
 }
 
 // +kubebuilder:object:root=true
@@ -309,4 +353,13 @@ const (
 	LabelImmediate = "bench.couchbench.io/immediate"
 	// AnnotationScheduledAt is the run's start time in the schedule, RFC 3339.
 	AnnotationScheduledAt = "bench.couchbench.io/scheduled-at"
+	// AnnotationScheduleGeneration is the schedule's generation a run was made from.
+	AnnotationScheduleGeneration = "bench.couchbench.io/schedule-generation"
+	// AnnotationTemplateChanges lists the template's fields that changed since the schedule's
+	// run before, comma-separated; absent on a schedule's first run.
+	AnnotationTemplateChanges = "bench.couchbench.io/template-changes"
+	// AnnotationRevision is the source revision of an object a GitOps tool applies (the user
+	// sets it, e.g. with Flux's postBuild substitution of the commit): on a schedule, each run
+	// made from it carries it on.
+	AnnotationRevision = "bench.couchbench.io/revision"
 )

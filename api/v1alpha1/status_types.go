@@ -24,6 +24,11 @@ type CouchBenchmarkStatus struct {
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
 
+	// Message says how a finished run ended, in one line: where its results are, or in which
+	// step it failed and why.
+	// +optional
+	Message string `json:"message,omitempty"`
+
 	// Conditions in the kstatus style: Ready, Reconciling, Stalled.
 	// +optional
 	// +listType=map
@@ -36,7 +41,7 @@ type CouchBenchmarkStatus struct {
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
-	// Progress is the step in flight.
+	// Progress is the step in flight; once the run has ended, the step it ended in.
 	// +optional
 	Progress *Progress `json:"progress,omitempty"`
 
@@ -145,7 +150,8 @@ type Progress struct {
 	// +optional
 	Step Step `json:"step,omitempty"`
 
-	// Percent of the whole run done, 0-100.
+	// Percent of the whole run done, 0-100: 100 once it succeeded, how far it got when it
+	// failed.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
@@ -155,9 +161,10 @@ type Progress struct {
 	// +optional
 	StepStartTime *metav1.Time `json:"stepStartTime,omitempty"`
 
-	// Message is the last line the step's load generator logged, read every 10 s while
+	// Message is the last line the step's load generator logged, read once a minute while
 	// its pods run: documents seeded, the build's share of changes done, write rounds, a
-	// wait for other parts, or k6's own progress.
+	// wait for other parts, or k6's own progress. Empty once the run has ended (status.message
+	// says how).
 	// +optional
 	Message string `json:"message,omitempty"`
 }

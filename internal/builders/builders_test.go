@@ -369,7 +369,7 @@ func TestSpecConfigMapIsWhatTheRunnerReads(t *testing.T) {
 
 func schedule() *benchv1.CouchBenchmarkSchedule {
 	return &benchv1.CouchBenchmarkSchedule{
-		ObjectMeta: metav1.ObjectMeta{Name: "nightly-query-servers", Namespace: "ns", UID: types.UID("5c4ed"), CreationTimestamp: metav1.Now()},
+		ObjectMeta: metav1.ObjectMeta{Name: "nightly-query-servers", Namespace: "ns", UID: types.UID("5c4ed"), Generation: 4, CreationTimestamp: metav1.Now()},
 		Spec: benchv1.CouchBenchmarkScheduleSpec{
 			Schedule: "0 2 * * *",
 			Baseline: benchv1.ScheduleBaseline{Policy: benchv1.BaselinePreviousSuccessful, TolerancePercent: 7, Tolerances: map[string]int32{"reads": 20}},
@@ -384,12 +384,14 @@ func schedule() *benchv1.CouchBenchmarkSchedule {
 func TestScheduledRun(t *testing.T) {
 	s := schedule()
 	slot := time.Date(2026, 11, 23, 2, 0, 0, 0, time.UTC)
-	run := ScheduledRun(s, slot, "nightly-query-servers-202611220200", false)
+	run := ScheduledRun(s, slot, "nightly-query-servers-202611220200", false, "spec.couchdb.provision.image", "main@sha1:0c6fe0d")
 	if run.Name != "nightly-query-servers-202611230200" || run.Namespace != "ns" {
 		t.Errorf("name %s/%s", run.Namespace, run.Name)
 	}
 	if run.Labels["team"] != "db" || run.Labels[benchv1.LabelSchedule] != "nightly-query-servers" || run.Labels[benchv1.LabelImmediate] != "" ||
-		run.Annotations[benchv1.AnnotationScheduledAt] != "2026-11-23T02:00:00Z" || run.Annotations["note"] != "x" {
+		run.Annotations[benchv1.AnnotationScheduledAt] != "2026-11-23T02:00:00Z" || run.Annotations["note"] != "x" ||
+		run.Annotations[benchv1.AnnotationScheduleGeneration] != "4" || run.Annotations[benchv1.AnnotationTemplateChanges] != "spec.couchdb.provision.image" ||
+		run.Annotations[benchv1.AnnotationRevision] != "main@sha1:0c6fe0d" {
 		t.Errorf("labels %v annotations %v", run.Labels, run.Annotations)
 	}
 	if !metav1.IsControlledBy(run, s) {
@@ -401,8 +403,12 @@ func TestScheduledRun(t *testing.T) {
 	if s.Spec.Template.Metadata.Labels[benchv1.LabelSchedule] != "" {
 		t.Error("the template's labels were changed")
 	}
-	if first := ScheduledRun(s, slot, "", true); first.Spec.Baseline != nil || first.Labels[benchv1.LabelImmediate] != "true" {
+	first := ScheduledRun(s, slot, "", true, "", "")
+	if first.Spec.Baseline != nil || first.Labels[benchv1.LabelImmediate] != "true" {
 		t.Errorf("a first, immediate run: baseline %+v labels %v", first.Spec.Baseline, first.Labels)
+	}
+	if _, ok := first.Annotations[benchv1.AnnotationTemplateChanges]; ok {
+		t.Errorf("a first run's annotations %v name template changes", first.Annotations)
 	}
 }
 

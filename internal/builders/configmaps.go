@@ -79,6 +79,11 @@ const HistoryKey = "history.json"
 // shifts (internal/report.HistoryHTML).
 const HistoryHTMLKey = "history.html"
 
+// HistoryLabels mark a ConfigMap as the history of the schedule of that name in its namespace.
+func HistoryLabels(schedule string) map[string]string {
+	return map[string]string{benchv1.LabelSchedule: LabelValue(schedule), LabelManagedBy: ManagedBy}
+}
+
 // HistoryConfigMapName is a schedule's history: "<schedule>-history".
 func HistoryConfigMapName(schedule string) string { return name(maxObjectName, schedule, "history") }
 
@@ -91,15 +96,15 @@ const MaxHistoryBytes = 900 << 10
 
 // HistoryConfigMap keeps the headline numbers of a schedule's successful runs, the newest
 // history.MaxRuns or as many as fit MaxHistoryBytes, after the runs themselves are pruned: what its
-// verdicts take the spread between runs from, and where it looks for shifts. Owned by the
-// schedule (owner, its controller reference as a run carries it), so that it goes with it.
-// page, when there is one, is the history's HTML page.
-func HistoryConfigMap(namespace string, owner metav1.OwnerReference, data, page []byte) *corev1.ConfigMap {
+// verdicts take the spread between runs from, and where it looks for shifts. It is the history
+// of the schedule of that name (its labels say so), not of one schedule object: it outlives a
+// deleted schedule unless the schedule's historyRetentionPolicy says Delete (the schedule then
+// owns it). page, when there is one, is the history's HTML page.
+func HistoryConfigMap(namespace, schedule string, data, page []byte) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: HistoryConfigMapName(owner.Name), Namespace: namespace,
-			Labels:          map[string]string{benchv1.LabelSchedule: LabelValue(owner.Name), LabelManagedBy: ManagedBy},
-			OwnerReferences: []metav1.OwnerReference{owner},
+			Name: HistoryConfigMapName(schedule), Namespace: namespace,
+			Labels: HistoryLabels(schedule),
 		},
 		Data: map[string]string{HistoryKey: string(data)},
 	}

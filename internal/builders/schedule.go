@@ -2,6 +2,7 @@ package builders
 
 import (
 	"maps"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,8 +22,11 @@ func ScheduledRunName(schedule *benchv1.CouchBenchmarkSchedule, slot time.Time) 
 
 // ScheduledRun is the CouchBenchmark a schedule makes for a start time: the template, the
 // schedule's labels and the start time on it, owned by the schedule, compared with baseline
-// ("" for none).
-func ScheduledRun(schedule *benchv1.CouchBenchmarkSchedule, slot time.Time, baseline string, immediate bool) *benchv1.CouchBenchmark {
+// ("" for none). Its annotations say what it was made from, for a shift that begins with it to
+// be traced to a change: the schedule's generation, the template's fields that changed since
+// the schedule's run before (changes, "" on its first run) and the source revision
+// (revision, "" when unknown).
+func ScheduledRun(schedule *benchv1.CouchBenchmarkSchedule, slot time.Time, baseline string, immediate bool, changes, revision string) *benchv1.CouchBenchmark {
 	t := schedule.Spec.Template
 	labels := maps.Clone(t.Metadata.Labels)
 	if labels == nil {
@@ -37,6 +41,14 @@ func ScheduledRun(schedule *benchv1.CouchBenchmarkSchedule, slot time.Time, base
 		annotations = map[string]string{}
 	}
 	annotations[benchv1.AnnotationScheduledAt] = slot.UTC().Format(time.RFC3339)
+	annotations[benchv1.AnnotationScheduleGeneration] = strconv.FormatInt(schedule.Generation, 10)
+	for key, value := range map[string]string{benchv1.AnnotationTemplateChanges: changes, benchv1.AnnotationRevision: revision} {
+		if value != "" {
+			annotations[key] = value
+		} else {
+			delete(annotations, key)
+		}
+	}
 	run := &benchv1.CouchBenchmark{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: ScheduledRunName(schedule, slot), Namespace: schedule.Namespace, Labels: labels, Annotations: annotations,

@@ -31,13 +31,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/yaml"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -195,26 +195,25 @@ func setUp(dir string) error {
 }
 
 // installOperator installs the operator chart afresh, so that a cluster kept from an earlier
-// run (kind's is) tests this checkout: Helm installs a chart's CRDs only when they are missing
-// and never updates them, so they are applied first; a release left by an earlier run is
-// uninstalled rather than kept. With watchNamespaces the install is namespaced (the chart's
-// watchNamespaces); they must exist.
+// run (kind's is) tests this checkout: a release left by an earlier run is uninstalled rather
+// than kept. The chart installs and upgrades the CRDs from its templates and keeps them on
+// uninstall; CRDs it did not install (a cluster kept from before it did) are handed to the
+// release first, as docs/gitops.md tells a user upgrading from chart 0.1.0. With
+// watchNamespaces the install is namespaced (the chart's watchNamespaces); they must exist.
 func installOperator(ctx context.Context, watchNamespaces ...string) error {
-	crds, err := filepath.Glob(filepath.Join(operatorChart, "crds", "*.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, file := range crds {
-		data, err := os.ReadFile(file)
+	for _, name := range []string{"couchbenchmarks.bench.couchbench.io", "couchbenchmarkschedules.bench.couchbench.io"} {
+		crd := &unstructured.Unstructured{}
+		crd.SetAPIVersion("apiextensions.k8s.io/v1")
+		crd.SetKind("CustomResourceDefinition")
+		crd.SetName(name)
+		crd.SetLabels(map[string]string{"app.kubernetes.io/managed-by": "Helm"})
+		crd.SetAnnotations(map[string]string{"meta.helm.sh/release-name": "couchbench", "meta.helm.sh/release-namespace": operatorNamespace})
+		patch, err := crd.MarshalJSON()
 		if err != nil {
 			return err
 		}
-		crd := &unstructured.Unstructured{}
-		if err := yaml.Unmarshal(data, &crd.Object); err != nil {
-			return fmt.Errorf("%s: %w", file, err)
-		}
-		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(crd), client.FieldOwner("couchbench-e2e"), client.ForceOwnership); err != nil {
-			return fmt.Errorf("applying %s: %w", file, err)
+		if err := c.Patch(ctx, crd, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("handing CRD %s to the release: %w", name, err)
 		}
 	}
 	if err := releases.Uninstall(ctx, operatorNamespace, "couchbench"); err != nil {

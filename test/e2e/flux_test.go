@@ -1,0 +1,299 @@
+//go:build e2e
+
+package e2e
+
+// A team's regression suite in Git, applied by the real Flux (flux_setup_test.go): every test
+// commits to the suite's repository and reads what Flux and the operator made of it, against
+// the suite's existing CouchDB (real Apache CouchDB 3.4.3 pods). Each test has its own folder,
+// Kustomization and objects, and runs beside the others.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/history"
+)
+
+// scheduleYAML is an every-minute schedule of a small writes-only benchmark of the tiny
+// profile against the suite's existing CouchDB, as a team would commit it; timeout and
+// duration are the run's spec.timeout and its write mode's duration.
+func scheduleYAML(name, timeout, duration string) string {
+	target := existingTarget().Existing
+	return fmt.Sprintf(`apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmarkSchedule
+metadata:
+  name: %s
+  namespace: %s
+spec:
+  schedule: "* * * * *"
+  successfulRunsHistoryLimit: 2
+  template:
+    spec:
+      couchdb:
+        existing:
+          url: %s
+          credentialsSecret: {name: %s, usernameKey: %s, passwordKey: %s}
+      queryServers: [{name: js, language: javascript}]
+      dataset: {profiles: [{type: tiny}]}
+      workloads:
+        writes: {duration: %s, bulkBatchSizes: [100]}
+      timeout: %s
+`, name, namespace, target.URL, target.CredentialsSecret.Name, target.CredentialsSecret.UsernameKey, target.CredentialsSecret.PasswordKey,
+		duration, timeout)
+}
+
+// committedSchedule commits scheduleYAML(name) into the folder name, makes the Kustomization of
+// that folder, and removes both when the test ends; it returns the Kustomization and when the
+// schedule was committed.
+func committedSchedule(t *testing.T, name string) (*unstructured.Unstructured, time.Time) {
+	t.Helper()
+	useFlux(t)
+	k := kustomization(name, name, false)
+	start := time.Now()
+	gitCommit(t, "a schedule of writes", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	createKustomization(t, k)
+	t.Cleanup(func() {
+		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+	})
+	return k, start
+}
+
+func getSchedule(t *testing.T, name string) *benchv1.CouchBenchmarkSchedule {
+	t.Helper()
+	var s benchv1.CouchBenchmarkSchedule
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+		t.Fatal(err)
+	}
+	return &s
+}
+
+// waitForRun waits until the schedule's history shows a run made after since, by the
+// schedule's generation at least generation, that has finished; it returns that run.
+func waitForRun(t *testing.T, name string, generation int64, since time.Time) benchv1.ScheduledRun {
+	t.Helper()
+	var found benchv1.ScheduledRun
+	if err := poll(context.Background(), 8*time.Minute, func() (bool, string) {
+		var s benchv1.CouchBenchmarkSchedule
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+			return false, err.Error()
+		}
+		for _, h := range s.Status.History {
+			if h.ScheduleGeneration >= generation && h.ScheduledAt.After(since) && (h.Phase == benchv1.PhaseSucceeded || h.Phase == benchv1.PhaseFailed) {
+				found = h
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("history %+v", s.Status.History)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+// A schedule committed to Git is applied and runs; the Kustomization's health (wait: true)
+// follows the schedule's: healthy while its runs succeed, unhealthy, naming the run, once the
+// latest finished run failed, healthy again once one succeeds after it. Each commit that changes
+// the template is named by the runs made from it (the schedule's generation, the fields, the
+// revision Flux applied). Many reconciles later, Flux has changed nothing it applied: the
+// operator writes nothing a manifest owns.
+func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
+	t.Parallel()
+	const name = "flux-health"
+	k, start := committedSchedule(t, name)
+	if run := waitForRun(t, name, 1, start); run.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("run %+v; want it to succeed", run)
+	}
+	if status, reason, message := reconcileNow(t, k); status != "True" {
+		t.Fatalf("Kustomization Ready %s %s: %s; want True while the runs succeed", status, reason, message)
+	}
+
+	// A commit that makes the runs fail: each write mode takes longer than the run may.
+	failing := gitCommit(t, "runs that time out", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "1m", "90s")})
+	reconcileNow(t, k)
+	run := waitForRun(t, name, 2, start)
+	if run.Phase != benchv1.PhaseFailed || run.TemplateChanges != "spec.timeout, spec.workloads.writes.duration" ||
+		!strings.HasSuffix(run.Revision, failing) {
+		t.Fatalf("run %+v; want it Failed, made from generation 2, naming spec.timeout and the writes' duration and revision %s", run, failing)
+	}
+	s := getSchedule(t, name)
+	stalled := meta.FindStatusCondition(s.Status.Conditions, "Stalled")
+	if stalled == nil || stalled.Reason != "RunFailed" || !strings.Contains(stalled.Message, "run "+run.Name+" failed") || !strings.Contains(stalled.Message, "Timeout") {
+		t.Errorf("the schedule's Stalled %+v; want RunFailed naming %s and its timeout", stalled, run.Name)
+	}
+	status, reason, message := reconcileNow(t, k)
+	if status != "False" || reason != "HealthCheckFailed" || !strings.Contains(message, "CouchBenchmarkSchedule/"+namespace+"/"+name) {
+		t.Errorf("Kustomization Ready %s %s: %s; want False, HealthCheckFailed naming the schedule", status, reason, message)
+	}
+	t.Logf("Flux says, the latest run failed: %s %s: %s", status, reason, message)
+
+	fixed := gitCommit(t, "runs that fit again", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	reconcileNow(t, k)
+	if run := waitForRun(t, name, 3, start); run.Phase != benchv1.PhaseSucceeded || !strings.HasSuffix(run.Revision, fixed) {
+		t.Fatalf("run %+v; want it to succeed, from revision %s", run, fixed)
+	}
+	if status, reason, message := reconcileNow(t, k); status != "True" {
+		t.Errorf("Kustomization Ready %s %s: %s; want True once a run succeeded after the failure", status, reason, message)
+	}
+
+	// No drift: reconciles that apply the same revision change nothing Flux applied.
+	before := getSchedule(t, name)
+	for range 5 {
+		if status, reason, message := reconcileNow(t, k); status != "True" {
+			t.Fatalf("Kustomization Ready %s %s: %s", status, reason, message)
+		}
+	}
+	after := getSchedule(t, name)
+	if after.Generation != before.Generation || after.UID != before.UID {
+		t.Errorf("after 5 reconciles the schedule is generation %d (uid %s), was %d (uid %s)", after.Generation, after.UID, before.Generation, before.UID)
+	}
+	for _, f := range after.ManagedFields {
+		if f.Subresource == "" && f.Manager != "kustomize-controller" {
+			t.Errorf("field manager %s (%s) writes the schedule's metadata or spec, which Flux applies", f.Manager, f.Operation)
+		}
+	}
+}
+
+// historyRuns are the names of the runs in the schedule's history ConfigMap, and its UID.
+func historyRuns(t *testing.T, schedule string) ([]string, string) {
+	t.Helper()
+	var cm corev1.ConfigMap
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: builders.HistoryConfigMapName(schedule)}, &cm); err != nil {
+		t.Fatalf("the history of %s: %v", schedule, err)
+	}
+	var h history.History
+	if err := json.Unmarshal([]byte(cm.Data[builders.HistoryKey]), &h); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range h.Runs {
+		names = append(names, r.Name)
+	}
+	return names, string(cm.UID)
+}
+
+// A schedule removed from Git is pruned with its runs and keeps its history; put back under the
+// same name, it continues that history.
+func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
+	t.Parallel()
+	const name = "flux-history"
+	// Cleanups run last first: the history goes after the schedule.
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
+	})
+	k, start := committedSchedule(t, name)
+	first := waitForRun(t, name, 1, start)
+	if first.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("run %+v; want it to succeed", first)
+	}
+	kept, uid := historyRuns(t, name)
+
+	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": ""})
+	reconcileNow(t, k)
+	gone(t, "runs of "+name, &benchv1.CouchBenchmarkList{}, map[string]string{benchv1.LabelSchedule: name})
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &benchv1.CouchBenchmarkSchedule{}); err == nil {
+		t.Fatalf("schedule %s is still there after it left Git", name)
+	}
+	if runs, sameUID := historyRuns(t, name); sameUID != uid || len(runs) != len(kept) {
+		t.Fatalf("the history after the schedule was pruned: runs %v (uid %s); want %v kept (uid %s)", runs, sameUID, kept, uid)
+	}
+
+	again := time.Now()
+	gitCommit(t, "the schedule again", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	reconcileNow(t, k)
+	if run := waitForRun(t, name, 1, again); run.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("run %+v; want it to succeed", run)
+	}
+	runs, sameUID := historyRuns(t, name)
+	if sameUID != uid || len(runs) <= len(kept) || runs[0] != kept[0] {
+		t.Errorf("the history after the schedule came back: runs %v (uid %s); want %v continued (uid %s)", runs, sameUID, kept, uid)
+	}
+}
+
+// oneOffYAML is a one-off benchmark as docs/gitops.md says to keep one in Git (created once, by
+// a name per run), or, without ifNotPresent, as a plain manifest; documents is its dataset size.
+func oneOffYAML(name string, ifNotPresent bool, documents int) string {
+	target := existingTarget().Existing
+	annotations := "{}"
+	if ifNotPresent {
+		annotations = "{kustomize.toolkit.fluxcd.io/ssa: IfNotPresent, kustomize.toolkit.fluxcd.io/prune: disabled}"
+	}
+	return fmt.Sprintf(`apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata:
+  name: %s
+  namespace: %s
+  annotations: %s
+spec:
+  couchdb:
+    existing:
+      url: %s
+      credentialsSecret: {name: %s, usernameKey: %s, passwordKey: %s}
+  queryServers: [{name: js, language: javascript}]
+  dataset: {profiles: [{type: tiny}], documents: %d}
+  workloads:
+    writes: {duration: 2s, bulkBatchSizes: [100]}
+`, name, namespace, annotations, target.URL, target.CredentialsSecret.Name, target.CredentialsSecret.UsernameKey, target.CredentialsSecret.PasswordKey, documents)
+}
+
+// A one-off benchmark kept in Git as docs/gitops.md says keeps its finished run's results when
+// a commit edits its spec and the Kustomization forces what it cannot apply: Flux leaves it
+// alone. The same benchmark as a plain manifest is deleted and made again by that force, and its
+// first run's results go with it: what the way in the docs avoids.
+func TestFluxOneOffBenchmarkSurvivesForce(t *testing.T) {
+	t.Parallel()
+	useFlux(t)
+	const folder = "flux-oneoff"
+	kept, plain := folder+"-kept", folder+"-plain"
+	k := kustomization(folder, folder, true)
+	gitCommit(t, "two one-off benchmarks", map[string]string{folder + "/kept.yaml": oneOffYAML(kept, true, 1000), folder + "/plain.yaml": oneOffYAML(plain, false, 1000)})
+	createKustomization(t, k)
+	uids := map[string]string{}
+	for _, name := range []string{kept, plain} {
+		b := &benchv1.CouchBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		t.Cleanup(func() { _ = removeBenchmark(b) })
+		if err := poll(context.Background(), 3*time.Minute, func() (bool, string) {
+			err := c.Get(context.Background(), client.ObjectKeyFromObject(b), &benchv1.CouchBenchmark{})
+			return err == nil, fmt.Sprint(err)
+		}); err != nil {
+			t.Fatal(err)
+		}
+		got := mustSucceed(t, b, 5*time.Minute)
+		uids[name] = string(got.UID)
+	}
+	results := resultsMarkdown(t, &benchv1.CouchBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: kept}})
+
+	edit := gitCommit(t, "both benchmarks edited", map[string]string{folder + "/kept.yaml": oneOffYAML(kept, true, 2000), folder + "/plain.yaml": oneOffYAML(plain, false, 2000)})
+	if status, reason, message := reconcileNow(t, k); status == "False" && reason != "HealthCheckFailed" {
+		t.Fatalf("Kustomization Ready %s %s: %s", status, reason, message)
+	}
+	applied, _, _ := unstructured.NestedString(fluxObject(t, k).Object, "status", "lastAttemptedRevision")
+	if !strings.HasSuffix(applied, edit) {
+		t.Fatalf("Flux attempted %s, want the edit %s", applied, edit)
+	}
+	got := get(t, &benchv1.CouchBenchmark{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: kept}})
+	if string(got.UID) != uids[kept] || got.Spec.Dataset.Documents != 1000 || got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Errorf("%s after a forced edit: uid %s (was %s), %d documents, phase %s; want the run as it was", kept, got.UID, uids[kept], got.Spec.Dataset.Documents, got.Status.Phase)
+	}
+	if after := resultsMarkdown(t, got); after != results {
+		t.Errorf("%s's results changed after a forced edit", kept)
+	}
+	if err := poll(context.Background(), 3*time.Minute, func() (bool, string) {
+		var b benchv1.CouchBenchmark
+		err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: plain}, &b)
+		return err == nil && string(b.UID) != uids[plain], fmt.Sprintf("uid %s (%v)", b.UID, err)
+	}); err != nil {
+		t.Errorf("%s, a plain manifest, was not made again by force: %v", plain, err)
+	}
+}
