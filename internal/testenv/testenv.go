@@ -72,6 +72,11 @@ func start() (*Env, error) {
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
+		// envtest's default (20 s) is for an idle machine: on these shared 2-core machines,
+		// at load averages of 80 and more, kube-apiserver took longer to answer its first
+		// health check and whole test packages failed before a test ran.
+		ControlPlaneStartTimeout: 3 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}
 	cfg, err := env.Start()
 	if err != nil {
