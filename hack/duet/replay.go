@@ -20,7 +20,10 @@ type recordedRun struct {
 	id, label, order string
 	load             []float64
 	rounds           []record
-	end              *record
+	// seconds is each counted round's time, from its start to the next round's (or the
+	// run's end).
+	seconds []float64
+	end     *record
 }
 
 // ratios are the run's round ratios of a metric, candidate over reference.
@@ -36,6 +39,9 @@ func (r *recordedRun) ratios(metric string) []float64 {
 	}
 	return xs
 }
+
+// roundSeconds is the median time of the run's counted rounds.
+func (r *recordedRun) roundSeconds() float64 { return median(r.seconds) }
 
 func (r *recordedRun) meanLoad() float64 {
 	var s float64
@@ -68,10 +74,13 @@ func replayCommand(args []string, w io.Writer) error {
 	return nil
 }
 
-// readRuns reads the records of every file, run by run, in the order recorded.
+// readRuns reads the records of every file, run by run, in the order recorded; a run of mixed
+// orders counts as one run per order, each with its own rounds.
 func readRuns(files []string) ([]*recordedRun, error) {
 	var runs []*recordedRun
 	byID := map[string]*recordedRun{}
+	// previous is the run (by id as recorded) whose last round's time the next record ends.
+	previous := map[string]*recordedRun{}
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -85,18 +94,30 @@ func readRuns(files []string) ([]*recordedRun, error) {
 				f.Close()
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
-			r := byID[rec.Run]
-			if r == nil {
-				r = &recordedRun{id: rec.Run, label: rec.Label, order: rec.Order}
-				byID[rec.Run] = r
-				runs = append(runs, r)
+			if p := previous[rec.Run]; p != nil {
+				p.seconds = append(p.seconds, rec.At.Sub(p.rounds[len(p.rounds)-1].At).Seconds())
+				delete(previous, rec.Run)
 			}
-			switch {
-			case rec.Kind == "run":
-				r.end = &rec
-			case rec.Round > 0:
-				r.rounds = append(r.rounds, rec)
-				r.load = append(r.load, rec.Load1)
+			orders := []string{rec.Order}
+			if rec.Kind == "run" && rec.Order == orderMixed {
+				orders = []string{orderTurns, orderDuet}
+			}
+			for _, order := range orders {
+				id := rec.Run + "/" + order
+				r := byID[id]
+				if r == nil {
+					r = &recordedRun{id: id, label: rec.Label, order: order}
+					byID[id] = r
+					runs = append(runs, r)
+				}
+				switch {
+				case rec.Kind == "run":
+					r.end = &rec
+				case rec.Round > 0:
+					r.rounds = append(r.rounds, rec)
+					r.load = append(r.load, rec.Load1)
+					previous[rec.Run] = r
+				}
 			}
 		}
 		f.Close()
@@ -134,24 +155,25 @@ func spreads(w io.Writer, runs []*recordedRun) {
 	slices.SortFunc(keys, func(a, b key) int {
 		return strings.Compare(a.label+a.band+a.order, b.label+b.band+b.order)
 	})
-	fmt.Fprintln(w, "| label | order | load band | runs | rounds | load average | round spread: wall | cpu | run-to-run: wall | cpu | ratio: wall | cpu |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| label | order | load band | runs | rounds | s per round | load average | round spread: wall | cpu | run-to-run: wall | cpu | ratio: wall | cpu |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, k := range keys {
 		g := groups[k]
-		var loads, rounds []float64
+		var loads, rounds, seconds []float64
 		within := map[string][]float64{}
 		means := map[string][]float64{}
 		for _, r := range g {
 			loads = append(loads, r.load...)
 			rounds = append(rounds, float64(len(r.rounds)))
+			seconds = append(seconds, r.roundSeconds())
 			for _, m := range []string{metricWall, metricCPU} {
 				mean, sd := logMeanSD(r.ratios(m))
 				within[m] = append(within[m], sd)
 				means[m] = append(means[m], math.Exp(mean))
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %.0f | %.1f–%.1f | %s | %s | %s | %s | %.3f | %.3f |\n", k.label, k.order, k.band, len(g),
-			median(rounds), slices.Min(loads), slices.Max(loads),
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.0f | %.1f | %.1f–%.1f | %s | %s | %s | %s | %.3f | %.3f |\n", k.label, k.order, k.band, len(g),
+			median(rounds), median(seconds), slices.Min(loads), slices.Max(loads),
 			pct(median(within[metricWall])), pct(median(within[metricCPU])), runToRun(means[metricWall]), runToRun(means[metricCPU]),
 			geomean(means[metricWall]), geomean(means[metricCPU]))
 	}

@@ -28,6 +28,9 @@ import (
 const (
 	orderTurns = "turns"
 	orderDuet  = "duet"
+	// orderMixed alternates the orders round by round in one run (odd rounds take turns):
+	// both orders meet the same servers, databases and neighbours.
+	orderMixed = "mixed"
 )
 
 // The ratios judged, candidate over reference: a build's CPU cost and its wall time.
@@ -100,7 +103,7 @@ func runCommand(ctx context.Context, args []string) (err error) {
 	bURL := fs.String("b", "", "the candidate arm's CouchDB URL")
 	aDir := fs.String("a-dir", "", "the reference server's kit directory")
 	bDir := fs.String("b-dir", "", "the candidate server's kit directory")
-	fs.StringVar(&cfg.order, "order", "alternate", "turns, duet, or alternate (runs alternate between the two)")
+	fs.StringVar(&cfg.order, "order", "alternate", "turns, duet, alternate (runs alternate between the two) or mixed (rounds alternate, turns first)")
 	fs.IntVar(&cfg.runs, "runs", 1, "runs, each on databases seeded afresh")
 	fs.IntVar(&cfg.rounds, "rounds", 20, "counted rounds per run, after a warm-up (with -target: at most this many)")
 	fs.Int64Var(&cfg.docs, "docs", 20000, "documents (the nightly sample's 20,000)")
@@ -117,8 +120,8 @@ func runCommand(ctx context.Context, args []string) (err error) {
 	if *aURL == "" || *bURL == "" || *aDir == "" || *bDir == "" || *out == "" {
 		return errors.New("-a, -b, -a-dir, -b-dir and -out are required")
 	}
-	if cfg.order != orderTurns && cfg.order != orderDuet && cfg.order != "alternate" {
-		return fmt.Errorf("-order %q: turns, duet or alternate", cfg.order)
+	if cfg.order != orderTurns && cfg.order != orderDuet && cfg.order != "alternate" && cfg.order != orderMixed {
+		return fmt.Errorf("-order %q: turns, duet, alternate or mixed", cfg.order)
 	}
 	cfg.out, err = os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -210,8 +213,12 @@ func (cfg *config) run(ctx context.Context, order string) (err error) {
 	stopped := fmt.Sprintf("%d rounds", cfg.rounds)
 	rounds := 0
 	for round := 0; round <= cfg.rounds; round++ {
-		rec := record{Kind: "round", Run: runID, Label: cfg.label, Order: order, At: time.Now().UTC(), Load1: load1(), Round: round}
-		if rec.Arms, err = cfg.round(ctx, order, runID, round); err != nil {
+		roundOrder := order
+		if order == orderMixed {
+			roundOrder = []string{orderDuet, orderTurns}[round%2]
+		}
+		rec := record{Kind: "round", Run: runID, Label: cfg.label, Order: roundOrder, At: time.Now().UTC(), Load1: load1(), Round: round}
+		if rec.Arms, err = cfg.round(ctx, roundOrder, runID, round); err != nil {
 			return fmt.Errorf("run %s, round %d: %w", runID, round, err)
 		}
 		if err := cfg.write(rec); err != nil {
