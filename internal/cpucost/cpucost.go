@@ -159,7 +159,7 @@ func hierarchyAt(root string) (hierarchy, error) {
 // that runs as plain processes (the kit's CouchDB) then has a cgroup that also takes every
 // process it starts later. A cgroup without limits changes nothing about how its processes
 // are scheduled. Adopt returns the cgroup and restore, which moves every process in it back
-// to where pid was and removes it. Moving processes needs root.
+// to where pid was and removes it (and couchbench/ once empty). Moving processes needs root.
 func Adopt(name string, pid int) (g Cgroup, restore func() error, err error) {
 	h, err := hierarchyAt("/sys/fs/cgroup")
 	if err != nil {
@@ -180,7 +180,14 @@ func Adopt(name string, pid int) (g Cgroup, restore func() error, err error) {
 		if err := moveAll(dir, from); err != nil {
 			return err
 		}
-		return os.Remove(dir)
+		if err := os.Remove(dir); err != nil {
+			return err
+		}
+		// The parent goes too once no other server's cgroup is in it.
+		if err := os.Remove(filepath.Dir(dir)); err != nil && !errors.Is(err, syscall.EBUSY) && !errors.Is(err, syscall.ENOTEMPTY) {
+			return err
+		}
+		return nil
 	}
 	// A process forked while the tree is moved may have been left out of the listing: look
 	// again until every process of the tree is in.
