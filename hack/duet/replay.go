@@ -231,69 +231,95 @@ func replayed(w io.Writer, runs []*recordedRun, alpha float64, tunedFor int, rul
 
 // simulate runs the sequences over A/A runs resampled from the recorded ones: each simulated
 // run takes one recorded A/A run of its order and draws its rounds, with replacement, from that
-// run's, so that what belongs to a run (its servers' own offset) stays in; the same with the
-// candidate 5% and 10% slower on both metrics.
+// run's. As recorded, what belongs to a run (its two servers' own offset) stays in, and a
+// sequence that finds it says "changed" of an A/A pair; centered (each run's rounds divided by
+// their geometric mean), only the rounds' own scatter is left, which is what the sequence's
+// level is about. The same with the candidate 5% and 10% slower on both metrics.
 func simulate(w io.Writer, runs []*recordedRun, aaLabel string, alpha float64, tunedFor int, rule sequential.Rule, maxRounds, n int) {
 	fmt.Fprintf(w, "\nSimulated runs, rounds resampled from the recorded A/A runs (labels %s*), at most %d rounds, %d per row:\n\n",
 		aaLabel, maxRounds, n)
-	fmt.Fprintln(w, "| order | recorded runs | change | cpu: right | false | rounds (median) | wall: right | false | rounds (median) | both decided |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
-	for _, order := range []string{orderTurns, orderDuet} {
-		var pool []*recordedRun
-		for _, r := range runs {
-			if r.order == order && strings.HasPrefix(r.label, aaLabel) {
-				pool = append(pool, r)
-			}
-		}
-		if len(pool) == 0 {
-			continue
-		}
-		for _, change := range []float64{0, 0.05, 0.10} {
-			rng := rand.New(rand.NewPCG(uint64(len(pool)), uint64(1000*change)))
-			right := map[string]int{}
-			wrong := map[string]int{}
-			rounds := map[string][]float64{}
-			both := 0
-			for range n {
-				r := pool[rng.IntN(len(pool))]
-				cpu, wall := r.ratios(metricCPU), r.ratios(metricWall)
-				f := sequential.NewFamily(alpha, tunedFor, rule, metricCPU, metricWall)
-				at := map[string]int{}
-				for i := range maxRounds {
-					j := rng.IntN(len(cpu))
-					f.Add(metricCPU, cpu[j]*(1+change))
-					f.Add(metricWall, wall[j]*(1+change))
-					for _, m := range f.Metrics() {
-						if at[m] == 0 && f.Decision(m).Outcome != sequential.Undecided {
-							at[m] = i + 1
-						}
-					}
-					if f.Done() {
-						break
-					}
-				}
-				if f.Done() {
-					both++
-				}
-				for _, m := range f.Metrics() {
-					o := f.Decision(m).Outcome
-					switch {
-					case change == 0 && o == sequential.Within, change > 0 && o == sequential.Higher:
-						right[m]++
-					case change == 0 && o != sequential.Undecided, change > 0 && (o == sequential.Lower || o == sequential.Within):
-						wrong[m]++
-					}
-					if at[m] > 0 {
-						rounds[m] = append(rounds[m], float64(at[m]))
-					}
-				}
-			}
-			fmt.Fprintf(w, "| %s | %d | %+.0f%% | %s | %s | %s | %s | %s | %s | %s |\n", order, len(pool), 100*change,
-				share(right[metricCPU], n), share(wrong[metricCPU], n), medianOrDash(rounds[metricCPU]),
-				share(right[metricWall], n), share(wrong[metricWall], n), medianOrDash(rounds[metricWall]), share(both, n))
+	fmt.Fprintln(w, "| order | rounds | recorded runs | change | cpu: right | false | rounds (median) | wall: right | false | rounds (median) | both decided |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, centered := range []bool{false, true} {
+		for _, order := range []string{orderTurns, orderDuet} {
+			simulateOrder(w, runs, aaLabel, order, centered, alpha, tunedFor, rule, maxRounds, n)
 		}
 	}
 	fmt.Fprintln(w, "\nright: A/A within the target, a change found higher; false: A/A called a change, a change called lower or within the target")
+}
+
+// ratiosOf are a recorded run's round ratios of a metric, divided by their geometric mean
+// when centered.
+func ratiosOf(r *recordedRun, metric string, centered bool) []float64 {
+	xs := r.ratios(metric)
+	if centered {
+		m, _ := logMeanSD(xs)
+		for i := range xs {
+			xs[i] /= math.Exp(m)
+		}
+	}
+	return xs
+}
+
+func simulateOrder(w io.Writer, runs []*recordedRun, aaLabel, order string, centered bool, alpha float64, tunedFor int,
+	rule sequential.Rule, maxRounds, n int) {
+	var pool []*recordedRun
+	for _, r := range runs {
+		if r.order == order && strings.HasPrefix(r.label, aaLabel) {
+			pool = append(pool, r)
+		}
+	}
+	if len(pool) == 0 {
+		return
+	}
+	for _, change := range []float64{0, 0.05, 0.10} {
+		rng := rand.New(rand.NewPCG(uint64(len(pool)), uint64(1000*change)))
+		right := map[string]int{}
+		wrong := map[string]int{}
+		rounds := map[string][]float64{}
+		both := 0
+		for range n {
+			r := pool[rng.IntN(len(pool))]
+			cpu, wall := ratiosOf(r, metricCPU, centered), ratiosOf(r, metricWall, centered)
+			f := sequential.NewFamily(alpha, tunedFor, rule, metricCPU, metricWall)
+			at := map[string]int{}
+			for i := range maxRounds {
+				j := rng.IntN(len(cpu))
+				f.Add(metricCPU, cpu[j]*(1+change))
+				f.Add(metricWall, wall[j]*(1+change))
+				for _, m := range f.Metrics() {
+					if at[m] == 0 && f.Decision(m).Outcome != sequential.Undecided {
+						at[m] = i + 1
+					}
+				}
+				if f.Done() {
+					break
+				}
+			}
+			if f.Done() {
+				both++
+			}
+			for _, m := range f.Metrics() {
+				o := f.Decision(m).Outcome
+				switch {
+				case change == 0 && o == sequential.Within, change > 0 && o == sequential.Higher:
+					right[m]++
+				case change == 0 && o != sequential.Undecided, change > 0 && (o == sequential.Lower || o == sequential.Within):
+					wrong[m]++
+				}
+				if at[m] > 0 {
+					rounds[m] = append(rounds[m], float64(at[m]))
+				}
+			}
+		}
+		how := "as recorded"
+		if centered {
+			how = "centered"
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %+.0f%% | %s | %s | %s | %s | %s | %s | %s |\n", order, how, len(pool), 100*change,
+			share(right[metricCPU], n), share(wrong[metricCPU], n), medianOrDash(rounds[metricCPU]),
+			share(right[metricWall], n), share(wrong[metricWall], n), medianOrDash(rounds[metricWall]), share(both, n))
+	}
 }
 
 func interval(iv sequential.Interval) string {
