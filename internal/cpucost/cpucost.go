@@ -97,9 +97,15 @@ func truncate(b []byte) string {
 // image's sh and cat), whichever cgroup version its node runs: a container sees its own
 // cgroup at /sys/fs/cgroup (v2, with its cgroup namespace) or under /sys/fs/cgroup/cpuacct
 // (v1, its own directory mounted there). ParseUsage reads what it prints.
-var ContainerCommand = []string{"sh", "-c",
-	"cat /sys/fs/cgroup/" + v2Stat + " 2>/dev/null || cat /sys/fs/cgroup/" + v1Mounts[0] + "/" + v1Usage +
-		" 2>/dev/null || cat /sys/fs/cgroup/" + v1Mounts[1] + "/" + v1Usage}
+var ContainerCommand = []string{"sh", "-c", containerScript()}
+
+func containerScript() string {
+	cats := []string{"cat /sys/fs/cgroup/" + v2Stat + " 2>/dev/null"}
+	for _, m := range v1Mounts {
+		cats = append(cats, "cat /sys/fs/cgroup/"+m+"/"+v1Usage+" 2>/dev/null")
+	}
+	return strings.Join(cats, " || ")
+}
 
 // Cgroup is a cgroup's CPU accounting.
 type Cgroup struct {
