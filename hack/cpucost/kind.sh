@@ -3,7 +3,7 @@
 # rights: a one-node kind cluster, a CouchDB 3.4.3 pod, and a ServiceAccount whose only rights
 # are to get that pod and exec into it (a Role with resourceNames: no nodes/proxy, no
 # hostPath, no privileged pod). As that ServiceAccount, `kubectl exec` reads the couchdb
-# container's own cgroup from inside it (cpucost.ContainerCommand); the host reads the same
+# container's own cgroup from inside it (cpucost.ContainerReader); the host reads the same
 # cgroup from outside (the kernel's view, under the kind node's container); hack/cpucost holds
 # the two against each other over a seeding and view builds of the nightly sample's size.
 #
@@ -91,4 +91,4 @@ echo "inside the container: $("$kubectl" "${as[@]}" -n "$ns" exec couchdb -- cat
 forward=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/_up" >/dev/null && break; sleep 0.2; done
 COUCHDB_USER=admin COUCHDB_PASSWORD=admin go run ./hack/cpucost -url "http://127.0.0.1:$port" \
-  -container "$kubectl ${as[*]} -n $ns exec couchdb --" -node "cat $file"
+  -container "$kubectl ${as[*]} -n $ns exec -i couchdb --" -host "$file"

@@ -3,7 +3,6 @@ package cpucost
 import (
 	"os"
 	"os/exec"
-	"strings"
 	"testing"
 	"time"
 )
@@ -30,25 +29,40 @@ func TestParseUsage(t *testing.T) {
 	}
 }
 
-// The command a container's accounting is read with finds this machine's, whichever cgroup
-// version it runs, and its CPU time grows with work done in the cgroup (this test's process
-// is in it: the machine's root cgroup here, a container's own cgroup in a pod).
-func TestContainerCommandReadsThisMachinesAccounting(t *testing.T) {
-	read := func() time.Duration {
-		out, err := exec.Command(ContainerCommand[0], ContainerCommand[1:]...).Output()
-		if err != nil {
-			t.Fatalf("%s: %v", strings.Join(ContainerCommand, " "), err)
-		}
-		cpu, err := ParseUsage(out)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return cpu
+// The reader a container runs finds this machine's accounting, whichever cgroup version it
+// runs, and its CPU time grows with work done in the cgroup (this test's process is in it: the
+// machine's root cgroup here, a container's own cgroup in a pod).
+func TestContainerReaderReadsThisMachinesAccounting(t *testing.T) {
+	cmd := exec.Command(ContainerReader[0], ContainerReader[1:]...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	first := read()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("the reader: %v", err)
+		}
+	}()
+	s := NewSession(stdin, stdout)
+	first, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
 	spin(20 * time.Millisecond)
-	if last := read(); last-first < 20*time.Millisecond {
-		t.Errorf("the cgroup's CPU time grew by %v while this process alone spent 20ms", last-first)
+	last, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spent := Between(first, last); spent.CPU < 20*time.Millisecond {
+		t.Errorf("the cgroup's CPU time grew by %v while this process alone spent 20ms", spent.CPU)
 	}
 }
 
