@@ -1,0 +1,155 @@
+// Command cpucost holds two readings of a container's CPU time against each other over units
+// of work: the reading a runner can take (the container's own cgroup, read from inside it by
+// cpucost.ContainerReader, started once through an exec with stdin open, as pods/exec allows)
+// and an independent one (the host's or node's view of the same cgroup). With -url, the units
+// are a seeding of the nightly sample's 20,000 documents into that CouchDB and view builds;
+// without, intervals of -interval in which the container works on its own. The two readings
+// of a unit must agree within 1%. hack/cpucost/docker.sh runs it on a Docker container,
+// hack/cpucost/kind.sh on a CouchDB pod of a kind cluster.
+//
+//	cpucost -container 'CMD...' -host FILE [-url URL [-builds 3] | -units 5 -interval 10s]
+//
+// -container is a command that runs a command in the container with stdin open
+// (`kubectl exec -i POD --`, `docker exec -i NAME`; ContainerReader is appended), -host the
+// accounting file of that container's cgroup as the host sees it. Credentials: COUCHDB_USER,
+// COUCHDB_PASSWORD.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/cpucost"
+	"github.com/couchbench/couchbench/internal/dataset"
+	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/seeding"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "cpucost:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	url := flag.String("url", "", "a CouchDB in the container, to seed and build views in (unset: the container works on its own)")
+	container := flag.String("container", "", "the command prefix that runs a command in the container with stdin open")
+	host := flag.String("host", "", "the host's accounting file of the container's cgroup")
+	builds := flag.Int("builds", 3, "with -url: view builds after the seeding")
+	docs := flag.Int64("docs", 20000, "with -url: documents")
+	units := flag.Int("units", 5, "without -url: intervals")
+	interval := flag.Duration("interval", 10*time.Second, "without -url: an interval's length")
+	flag.Parse()
+	if *container == "" || *host == "" {
+		return fmt.Errorf("-container and -host are required")
+	}
+	argv := append(strings.Fields(*container), cpucost.ContainerReader...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	fromContainer := cpucost.NewSession(stdin, stdout).Read
+	fromNode := cpucost.Cgroup{File: *host}.Read
+
+	// What a reading costs the container: three in a row, the container's own work beside them.
+	var in [3]cpucost.Usage
+	for i := range in {
+		if in[i], err = fromContainer(); err != nil {
+			return err
+		}
+	}
+	fmt.Printf("a reading costs the container at most %.3f ms and %.3f ms of CPU time (three in a row)\n",
+		float64(cpucost.Between(in[0], in[1]).CPU.Microseconds())/1000, float64(cpucost.Between(in[1], in[2]).CPU.Microseconds())/1000)
+	fmt.Printf("%-22s %9s %12s %12s %9s %8s\n", "unit", "wall s", "container s", "host s", "diff ms", "diff")
+	unit := func(name string, do func() error) error {
+		c1, err := fromContainer()
+		if err != nil {
+			return err
+		}
+		n1, err := fromNode()
+		if err != nil {
+			return err
+		}
+		if err := do(); err != nil {
+			return err
+		}
+		n2, err := fromNode()
+		if err != nil {
+			return err
+		}
+		c2, err := fromContainer()
+		if err != nil {
+			return err
+		}
+		inside, outside := cpucost.Between(c1, c2), cpucost.Between(n1, n2)
+		diff := inside.CPU - outside.CPU
+		fmt.Printf("%-22s %9.3f %12.4f %12.4f %+9.3f %+7.3f%%\n", name, outside.Wall.Seconds(), inside.CPU.Seconds(), outside.CPU.Seconds(),
+			float64(diff.Microseconds())/1000, 100*diff.Seconds()/outside.CPU.Seconds())
+		return nil
+	}
+	if *url == "" {
+		for i := range *units {
+			if err := unit(fmt.Sprintf("interval %d", i+1), func() error { time.Sleep(*interval); return nil }); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return couchDBUnits(*url, *docs, *builds, unit)
+}
+
+// couchDBUnits seeds a new database of the CouchDB at url and builds views in it, each a unit.
+func couchDBUnits(url string, docs int64, builds int, unit func(string, func() error) error) error {
+	ctx := context.Background()
+	c, err := couch.New(url, couch.Credentials{Username: os.Getenv("COUCHDB_USER"), Password: os.Getenv("COUCHDB_PASSWORD")},
+		couch.Options{MaxConns: 8})
+	if err != nil {
+		return err
+	}
+	m, err := c.Membership(ctx)
+	if err != nil {
+		return err
+	}
+	db := fmt.Sprintf("cpucost-%d", time.Now().Unix())
+	if err := c.RecreateDB(ctx, db, 2, 1); err != nil {
+		return err
+	}
+	defer c.DeleteDB(context.WithoutCancel(ctx), db) //nolint:errcheck // a left database is harmless here
+	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
+	if err := unit("seed", func() error {
+		_, err := seeding.Load(ctx, c, gen, seeding.Options{DB: db, Documents: docs, BatchSize: 1000, Concurrency: 4,
+			Retry: seeding.DefaultBackoff})
+		return err
+	}); err != nil {
+		return err
+	}
+	for i := range builds {
+		if err := unit(fmt.Sprintf("build %d (javascript)", i+1), func() error {
+			_, err := indexing.Build(ctx, c, m.ClusterNodes, indexing.Options{DB: db, Documents: docs, Replicas: 1,
+				Language: "javascript", Reducer: benchv1.ReducerBuiltin, Nonce: fmt.Sprintf("%s-%d", db, i),
+				Expected: gen.Expected(docs)})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
