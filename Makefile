@@ -76,6 +76,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and
 		$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./..." output:crd:artifacts:config=config/crd/bases
 	cp config/crd/bases/*.yaml charts/couchbench-operator/crds/
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
+	cp config/rbac/installer_role.yaml charts/couchbench-operator/files/installer-role.yaml
 	cp config/prometheus/couchbench-rules.yaml charts/couchbench-operator/files/couchbench-rules.yaml
 
 .PHONY: generate

@@ -172,7 +172,7 @@ func setUp(dir string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building couchbench: %w", err)
 	}
-	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm")); err != nil {
+	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm"), helmrelease.Options{}); err != nil {
 		return err
 	}
 	operatorChart = filepath.Join(root, "charts", "couchbench-operator")
