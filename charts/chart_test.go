@@ -82,7 +82,7 @@ func rulesOf(t *testing.T, obj map[string]any) []rbacv1.PolicyRule {
 
 func TestDefaultRender(t *testing.T) {
 	docs := render(t, nil)
-	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 2, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 2} {
+	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 2} {
 		if len(docs[kind]) != n {
 			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
 		}
@@ -117,7 +117,7 @@ func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a", "bench-b"}, "image": map[string]any{"tag": "dev"}, "logLevel": "debug"})
 	// Per namespace: the manager's rules; cluster-wide only reading nodes, for the provenance
 	// and to see a node that holds a benchmark's pods stop answering.
-	if len(docs["ClusterRole"]) != 2 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
+	if len(docs["ClusterRole"]) != 3 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
 		t.Fatalf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
 			len(docs["ClusterRole"]), len(docs["Role"]), len(docs["RoleBinding"]))
 	}

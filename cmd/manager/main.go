@@ -27,7 +27,10 @@ func main() {
 	var runnerImage, k6Image, chartCache, watchNamespaces, installerRole, chartRepositories string
 	var settings controllers.ManagerSettings
 	var sources helmrelease.Sources
-	flag.StringVar(&settings.MetricsAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.StringVar(&settings.MetricsAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.BoolVar(&settings.SecureMetrics, "metrics-secure", true,
+		"Serve the metrics over HTTPS to scrapers the API server authenticates and authorizes for GET /metrics "+
+			"(the metrics-reader ClusterRole); false: plain HTTP to anyone.")
 	flag.StringVar(&settings.HealthProbeAddress, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&settings.LeaderElection, "leader-elect", false,
 		"Elect a leader, so that only one of several replicas reconciles; the leader gives its Lease back when it stops.")
