@@ -342,7 +342,7 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	case step.Step == benchv1.StepProvision:
 		return eachArm(ctx, bench, arms, r.provision)
 	case step.Step == benchv1.StepCluster:
-		return eachArm(ctx, bench, arms, r.waitForCluster)
+		return r.formCluster(ctx, bench, arms)
 	case step.Step.IsRunnerStep():
 		return r.runStep(ctx, bench, step)
 	case step.Step == benchv1.StepReads:
@@ -350,7 +350,7 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	case step.Step == benchv1.StepTeardown:
 		return eachArm(ctx, bench, arms, r.teardown)
 	case step.Step == benchv1.StepCleanup:
-		return r.cleanup(ctx, bench, step.Arms)
+		return r.cleanup(ctx, bench)
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
 }

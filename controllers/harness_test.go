@@ -254,6 +254,11 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 			h.finishJob(job, builders.K6Container, results.PayloadK6Summary, summary, nil, false)
 			continue
 		}
+		if step == benchv1.StepCluster || step == benchv1.StepCleanup {
+			// Setup Jobs hand over nothing: their end is their answer.
+			h.finishJob(job, builders.RunnerContainer, results.PayloadDocument, nil, nil, step == h.failStep)
+			continue
+		}
 		doc := h.stepDocument(job, step)
 		if doc == nil {
 			continue

@@ -87,6 +87,7 @@ var commands = []command{
 	},
 	historyCommand,
 	cleanCommand,
+	clusterCommand,
 }
 
 const intro = `Usage: couchbench COMMAND [flags] [arguments]
