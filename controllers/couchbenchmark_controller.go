@@ -437,8 +437,8 @@ func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.benchmarksOnNode), builder.WithPredicates(nodeTroubleChanged)).
 		Named("couchbenchmark").
-		// Helm installs and CouchDB checks run inside a reconcile: one slow benchmark must
-		// not hold the others up.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		// Helm installs (at most helmrelease's 2 min) and log reads (at most logReadTimeout)
+		// run inside a reconcile: one slow benchmark, or a dozen, must not hold the others up.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
