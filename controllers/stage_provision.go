@@ -57,6 +57,9 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	switch {
 	case errors.As(err, &refused):
 		return failed(reasonChartRefused, "%s as release %s was refused, and nothing of it was created: %v%s", ref, release, err, refusalHint(refused)), nil
+	case apierrors.IsForbidden(err):
+		return failed(reasonChartRefused, "%s as release %s was refused by the API server: it asked for what the installer ServiceAccount %s may not do "+
+			"(the installer ClusterRole's rights in namespace %s): %v", ref, release, builders.InstallerName, bench.Namespace, err), nil
 	case errors.Is(err, helmrelease.ErrChartNotAllowed):
 		return failed(reasonChartNotAllowed, "%v; %s", err, chartSourceHint(ref)), nil
 	case err != nil && helmrelease.Transient(err):

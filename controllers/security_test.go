@@ -1,0 +1,419 @@
+package controllers
+
+// A benchmark can do no more than its author could. These tests act as a namespace's editor
+// (the built-in edit role, into which config/rbac aggregates the CouchBenchmark editor role;
+// never as the operator): the editor makes a chart ConfigMap and a CouchBenchmark, and the
+// operator (the harness's reconciler, as the operator's service account with the generated
+// RBAC) installs it with the real Helm SDK, confined. They talk to envtest's kube-apiserver
+// only; no CouchDB is involved (the operator contacts none).
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/testenv"
+)
+
+var editorRoleOnce sync.Once
+
+// editorIn is a client acting as a user who may edit namespace ns and nothing else: bound
+// there to the built-in edit role, into which the CouchBenchmark editor role
+// (config/rbac/couchbenchmark_editor_role.yaml) is aggregated, as the kustomize install does.
+func editorIn(t *testing.T, ns string) client.Client {
+	t.Helper()
+	ctx := context.Background()
+	editorRoleOnce.Do(func() {
+		data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "config", "rbac", "couchbenchmark_editor_role.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var role rbacv1.ClusterRole
+		if err := yaml.UnmarshalStrict(data, &role); err != nil {
+			t.Fatal(err)
+		}
+		if err := env.Client.Create(ctx, &role); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	})
+	user := "editor-of-" + ns
+	create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The aggregation reaches the edit role a moment after the editor role is made.
+	waitFor(t, "the editor to be allowed CouchBenchmarks", func() bool {
+		return allowed(t, c, ns, "bench.couchbench.io", "couchbenchmarks", "create")
+	})
+	return c
+}
+
+// allowed asks the API server whether c's identity may verb resource in ns.
+func allowed(t *testing.T, c client.Client, ns, group, resource, verb string) bool {
+	t.Helper()
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Group: group, Resource: resource, Verb: verb}}}
+	if err := c.Create(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	return review.Status.Allowed
+}
+
+// chartArchive packages a chart of templates (and values) as `helm package` would.
+func packageChart(t *testing.T, templates map[string]string) []byte {
+	t.Helper()
+	ch := &chart.Chart{Metadata: &chart.Metadata{APIVersion: chart.APIVersionV2, Name: "escalate", Version: "1.0.0"}}
+	for name, text := range templates {
+		ch.Templates = append(ch.Templates, &chart.File{Name: "templates/" + name, Data: []byte(text)})
+	}
+	dir := t.TempDir()
+	path, err := chartutil.Save(ch, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// A namespace editor tries, through a CouchBenchmark, what the edit role does not let them do
+// themselves. Each try fails the run with ChartRefused naming the object and the rule, or, for
+// a source the installer did not allow, stalls it with ChartNotAllowed before any request;
+// nothing is created anywhere: in the namespace, in kube-system, in another namespace, or
+// cluster-wide.
+func TestSecurityEditorCannotEscalateThroughABenchmark(t *testing.T) {
+	ctx := context.Background()
+	elsewhere := env.Namespace(t)
+	create(t, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: "cluster-secret"},
+		StringData: map[string]string{"token": "s3cret"}})
+	configMap := func(name, namespace string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n", name, namespace)
+	}
+	binding := func(kind, name string) string {
+		return "apiVersion: rbac.authorization.k8s.io/v1\nkind: " + kind + "\nmetadata:\n  name: " + name +
+			"\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n" +
+			"subjects: [{kind: ServiceAccount, name: default, namespace: {{ .Release.Namespace }}}]\n"
+	}
+	for _, tc := range []struct {
+		name string
+		// templates make a chart the editor puts in a ConfigMap; none: the built-in chart.
+		templates map[string]string
+		values    string
+		// refused are words of the Stalled message.
+		refused []string
+	}{{
+		name:      "a template with another namespace",
+		templates: map[string]string{"a.yaml": configMap("escaped", "kube-system")},
+		refused:   []string{"ConfigMap kube-system/escaped", "only in its own namespace"},
+	}, {
+		name:      "a template with a namespace of another tenant",
+		templates: map[string]string{"a.yaml": configMap("escaped", elsewhere)},
+		refused:   []string{"ConfigMap " + elsewhere + "/escaped", "only in its own namespace"},
+	}, {
+		name:      "a ClusterRoleBinding",
+		templates: map[string]string{"a.yaml": binding("ClusterRoleBinding", "escalated")},
+		refused:   []string{"ClusterRoleBinding", "/escalated", "may create only"},
+	}, {
+		name:      "a RoleBinding to cluster-admin",
+		templates: map[string]string{"a.yaml": binding("RoleBinding", "escalated")},
+		refused:   []string{"RoleBinding", "/escalated", "may create only"},
+	}, {
+		name: "a lookup of a Secret elsewhere",
+		templates: map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: stolen\ndata:\n" +
+			"  secret: {{ lookup \"v1\" \"Secret\" \"kube-system\" \"cluster-secret\" | toJson | quote }}\n"},
+		refused: []string{"forbidden", "system:serviceaccount:", builders.InstallerName, "kube-system"},
+	}, {
+		name:    "values that run the pods as another ServiceAccount",
+		values:  `{"serviceAccount": {"enabled": true, "create": false, "name": "couchbench-installer"}}`,
+		refused: []string{"StatefulSet", `"couchbench-installer"`, "no ServiceAccount but one the release makes"},
+	}, {
+		name:    "values that make the pods privileged",
+		values:  `{"containerSecurityContext": {"privileged": true}}`,
+		refused: []string{"StatefulSet", "baseline", "privileged"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			editor := editorIn(t, ns)
+			if allowed(t, editor, "kube-system", "", "configmaps", "create") || allowed(t, editor, "", "rbac.authorization.k8s.io", "clusterrolebindings", "create") {
+				t.Fatal("the editor may do by themselves what the chart tries")
+			}
+			h := newHarness(t)
+			bench := provisionedBenchmark(ns)
+			if tc.templates != nil {
+				if err := editor.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chart"},
+					BinaryData: map[string][]byte{"chart.tgz": packageChart(t, tc.templates)}}); err != nil {
+					t.Fatal(err)
+				}
+				bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "chart"}}
+			}
+			if tc.values != "" {
+				bench.Spec.CouchDB.Provision.Values = &apiextensionsv1.JSON{Raw: []byte(tc.values)}
+			}
+			if err := editor.Create(ctx, bench); err != nil {
+				t.Fatal(err)
+			}
+			got := h.drive(bench, 10)
+			stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+			if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonChartRefused {
+				t.Fatalf("phase %s, Stalled %+v; want Failed with ChartRefused", got.Status.Phase, stalled)
+			}
+			for _, want := range tc.refused {
+				if !strings.Contains(stalled.Message, want) {
+					t.Errorf("the refusal %q does not say %q", stalled.Message, want)
+				}
+			}
+			nothingCreated(t, ns, elsewhere, builders.ReleaseName(got, "js"))
+		})
+	}
+}
+
+// nothingCreated fails the test if a refused release left anything: the escaping objects the
+// charts above try, anywhere, and Helm's record and the release's objects in ns.
+func nothingCreated(t *testing.T, ns, elsewhere, release string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, where := range []string{ns, "kube-system", elsewhere, "default"} {
+		for _, name := range []string{"escaped", "stolen"} {
+			if err := env.Client.Get(ctx, client.ObjectKey{Namespace: where, Name: name}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				t.Errorf("ConfigMap %s/%s: %v; want none", where, name, err)
+			}
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: where, Name: "escalated"}, &rbacv1.RoleBinding{}); !apierrors.IsNotFound(err) {
+			t.Errorf("RoleBinding %s/escalated: %v; want none", where, err)
+		}
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Name: "escalated"}, &rbacv1.ClusterRoleBinding{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ClusterRoleBinding escalated: %v; want none", err)
+	}
+	var secrets corev1.SecretList
+	if err := env.Client.List(ctx, &secrets, client.InNamespace(ns), client.MatchingLabels{"owner": "helm"}); err != nil || len(secrets.Items) > 0 {
+		t.Errorf("Helm's records in %s: %d, %v; want none", ns, len(secrets.Items), err)
+	}
+	var services corev1.ServiceList
+	if err := env.Client.List(ctx, &services, client.InNamespace(ns), client.MatchingLabels{"release": release}); err != nil || len(services.Items) > 0 {
+		t.Errorf("the release's Services: %d, %v; want none", len(services.Items), err)
+	}
+}
+
+// A chart from a source the installer did not allow (a repository, a ConfigMap when
+// ConfigMaps are not allowed) stalls the run before any request, saying which value of the
+// operator's chart allows it; the repository is never asked.
+func TestSecurityChartSourceNotAllowed(t *testing.T) {
+	var requests atomic.Int64
+	repository := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		requests.Add(1)
+		http.NotFound(w, nil)
+	}))
+	t.Cleanup(repository.Close)
+	for _, tc := range []struct {
+		name   string
+		chart  *benchv1.ChartSource
+		noMaps bool
+		want   []string
+	}{
+		{"a repository", &benchv1.ChartSource{Repository: repository.URL, Name: "couchdb", Version: "4.6.2"}, false,
+			[]string{repository.URL, "chartSources.repositories", "--chart-repositories"}},
+		{"an OCI registry", &benchv1.ChartSource{Repository: "oci://" + strings.TrimPrefix(repository.URL, "http://") + "/charts/couchdb", Version: "4.6.2"}, false,
+			[]string{"oci://", "chartSources.repositories"}},
+		{"a ConfigMap", &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "chart"}}, true,
+			[]string{"ConfigMap", "chartSources.configMaps=true", "--allow-configmap-charts"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := env.Namespace(t)
+			editor := editorIn(t, ns)
+			h := newHarness(t)
+			if tc.noMaps {
+				h.r.ChartSources.Archives = false
+			}
+			bench := provisionedBenchmark(ns)
+			bench.Spec.CouchDB.Provision.Chart = tc.chart
+			if err := editor.Create(context.Background(), bench); err != nil {
+				t.Fatal(err)
+			}
+			h.reconcile(bench) // the finalizer
+			_, got := h.reconcile(bench)
+			stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+			if got.Status.StartTime != nil || stalled == nil || stalled.Reason != reasonChartNotAllowed {
+				t.Fatalf("start %v, Stalled %+v; want the run stalled before it starts with ChartNotAllowed", got.Status.StartTime, stalled)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(stalled.Message, want) {
+					t.Errorf("Stalled %q does not say %q", stalled.Message, want)
+				}
+			}
+		})
+	}
+	if n := requests.Load(); n > 0 {
+		t.Errorf("the repository was asked %d time(s)", n)
+	}
+}
+
+// The positive path: the built-in chart installs for an editor's benchmark, as the
+// namespace's installer ServiceAccount, which the operator made and bound to the installer
+// ClusterRole; the operator itself may not create what Helm created.
+func TestSecurityBuiltInChartInstallsAsTheInstaller(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	editor := editorIn(t, ns)
+	h := newHarness(t)
+	bench := provisionedBenchmark(ns)
+	if err := editor.Create(ctx, bench); err != nil {
+		t.Fatal(err)
+	}
+	adminSecretFor(t, bench)
+	got := h.drive(bench, 40)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	var binding rbacv1.RoleBinding
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: builders.InstallerName}, &binding); err != nil {
+		t.Fatal(err)
+	}
+	if binding.RoleRef.Name != testenv.InstallerClusterRole || len(binding.Subjects) != 1 || binding.Subjects[0].Name != builders.InstallerName {
+		t.Errorf("the installer's RoleBinding %+v", binding)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: builders.InstallerName}, &corev1.ServiceAccount{}); err != nil {
+		t.Errorf("the installer ServiceAccount: %v", err)
+	}
+	for _, res := range []string{"statefulsets", "services"} {
+		group := ""
+		if res == "statefulsets" {
+			group = "apps"
+		}
+		if allowed(t, h.operator, ns, group, res, "create") {
+			t.Errorf("the operator may create %s itself: Helm need not have acted as the installer", res)
+		}
+	}
+}
+
+// A pathological benchmark fails itself with a clear message, and nothing else: values of
+// 1 MiB, a chart of 10,000 templates, a log of 1 GiB (read no further than its cap), a log
+// that declares 1 GiB.
+func TestSecurityPathologicalBenchmarksFailThemselves(t *testing.T) {
+	t.Run("1 MiB of values", func(t *testing.T) {
+		ns := env.Namespace(t)
+		h := newHarness(t)
+		bench := provisionedBenchmark(ns)
+		bench.Spec.CouchDB.Provision.Values = &apiextensionsv1.JSON{Raw: []byte(`{"blob": "` + strings.Repeat("x", 1<<20) + `"}`)}
+		create(t, bench)
+		got := h.drive(bench, 10)
+		refusedWith(t, got, "values are", "spec.couchdb.provision.values")
+	})
+	t.Run("a chart of 10,000 templates", func(t *testing.T) {
+		ns := env.Namespace(t)
+		h := newHarness(t)
+		templates := map[string]string{}
+		for i := range 10000 {
+			templates[fmt.Sprintf("t%05d.yaml", i)] = "# nothing\n"
+		}
+		create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "chart"},
+			BinaryData: map[string][]byte{"chart.tgz": packageChart(t, templates)}})
+		bench := provisionedBenchmark(ns)
+		bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{ConfigMap: &benchv1.ChartConfigMap{Name: "chart"}}
+		create(t, bench)
+		got := h.drive(bench, 10)
+		refusedWith(t, got, "10000 templates", "at most")
+	})
+	t.Run("a log of 1 GiB", func(t *testing.T) {
+		ns := env.Namespace(t)
+		h := newHarness(t)
+		huge := &endlessLog{size: 1 << 30}
+		h.r.Logs = huge
+		create(t, credentials(ns))
+		bench := existingBenchmark(ns)
+		create(t, bench)
+		got := h.drive(bench, 10)
+		stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+		if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonStepFailed ||
+			!strings.Contains(stalled.Message, errLogTooLong.Error()) {
+			t.Fatalf("phase %s, Stalled %+v; want the step failed for its log", got.Status.Phase, stalled)
+		}
+		// The harness's documents are a few KiB: 64 KiB bounds what they declare.
+		_, limit := frameBounds(64 << 10)
+		if read := huge.read.Load(); read > limit {
+			t.Errorf("read %d bytes of the log; the cap is %d", read, limit)
+		}
+	})
+	t.Run("a log that declares 1 GiB", func(t *testing.T) {
+		ns := env.Namespace(t)
+		h := newHarness(t)
+		h.failStep, h.earlyExit = benchv1.StepSeed, string(results.Handoff{V: results.HandoffVersion, Payload: results.PayloadDocument,
+			Bytes: 1 << 30, SHA256: strings.Repeat("0", 64)}.Marshal())
+		create(t, credentials(ns))
+		bench := existingBenchmark(ns)
+		create(t, bench)
+		got := h.drive(bench, 10)
+		stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+		if stalled == nil || !strings.Contains(stalled.Message, "declares 1073741824 bytes of results") {
+			t.Fatalf("Stalled %+v; want the declared size refused", stalled)
+		}
+	})
+}
+
+func refusedWith(t *testing.T, got *benchv1.CouchBenchmark, words ...string) {
+	t.Helper()
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonChartRefused {
+		t.Fatalf("phase %s, Stalled %+v; want Failed with ChartRefused", got.Status.Phase, stalled)
+	}
+	for _, w := range words {
+		if !strings.Contains(stalled.Message, w) {
+			t.Errorf("the refusal %q does not say %q", stalled.Message, w)
+		}
+	}
+}
+
+// endlessLog serves, for every pod, a log of size bytes of progress lines, whatever the
+// lines asked for (as a kubelet that ignores them would), and counts what was read of it.
+type endlessLog struct {
+	size int64
+	read atomic.Int64
+}
+
+func (l *endlessLog) Logs(context.Context, string, string, string, int64) (io.ReadCloser, error) {
+	return io.NopCloser(io.LimitReader(lineReader{read: &l.read}, l.size)), nil
+}
+
+type lineReader struct{ read *atomic.Int64 }
+
+func (r lineReader) Read(p []byte) (int, error) {
+	const line = "12:00:00 js/small: load 1: documents seeded 4000 of 10000 (40%)\n"
+	for i := range p {
+		p[i] = line[i%len(line)]
+	}
+	r.read.Add(int64(len(p)))
+	return len(p), nil
+}
