@@ -23,6 +23,7 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 		t.Fatalf("kustomize build config/default: %v", err)
 	}
 	var kDeploy appsv1.Deployment
+	var kPolicy, kBinding map[string]any
 	var kRules, kLeaderRules, kInstallerRules []rbacv1.PolicyRule
 	for _, r := range resources.Resources() {
 		data, err := r.AsYAML()
@@ -40,6 +41,14 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 				t.Fatal(err)
 			}
 			kRules = role.Rules
+		case r.GetKind() == "ValidatingAdmissionPolicy":
+			if kPolicy, err = r.Map(); err != nil {
+				t.Fatal(err)
+			}
+		case r.GetKind() == "ValidatingAdmissionPolicyBinding":
+			if kBinding, err = r.Map(); err != nil {
+				t.Fatal(err)
+			}
 		case r.GetKind() == "ClusterRole" && r.GetName() == "couchbench-installer":
 			var role rbacv1.ClusterRole
 			if err := yaml.Unmarshal(data, &role); err != nil {
@@ -64,6 +73,16 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 	chart := testenv.OperatorChart(t, "couchbench", "couchbench-system", map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": "dev"}})
 	if leader := chart["Role"]; len(leader) != 1 || !reflect.DeepEqual(rulesOf(t, leader[0]), kLeaderRules) {
 		t.Errorf("the leader election roles differ: kustomize %+v, chart %+v", kLeaderRules, leader)
+	}
+	// The same admission policy, bound to itself, but for the operator's name.
+	cPolicy := chart["ValidatingAdmissionPolicy"][0]["spec"].(map[string]any)
+	kSpec := kPolicy["spec"].(map[string]any)
+	if !reflect.DeepEqual(kSpec["validations"], cPolicy["validations"]) || !reflect.DeepEqual(kSpec["variables"], cPolicy["variables"]) ||
+		!reflect.DeepEqual(kSpec["matchConstraints"], cPolicy["matchConstraints"]) {
+		t.Errorf("the admission policies differ:\nkustomize %v\nchart %v", kSpec, cPolicy)
+	}
+	if bound := kBinding["spec"].(map[string]any)["policyName"]; bound != kPolicy["metadata"].(map[string]any)["name"] {
+		t.Errorf("config/default binds policy %v, not its policy %v", bound, kPolicy["metadata"])
 	}
 	data, _ := yaml.Marshal(chart["Deployment"][0])
 	var cDeploy appsv1.Deployment

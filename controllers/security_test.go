@@ -29,6 +29,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -416,4 +417,60 @@ func (r lineReader) Read(p []byte) (int, error) {
 	}
 	r.read.Add(int64(len(p)))
 	return len(p), nil
+}
+
+// The chart's ValidatingAdmissionPolicy, run by envtest's kube-apiserver (its binding limited
+// here to the test's namespace): a user who may create CouchBenchmarks but not the Jobs and
+// ConfigMaps a run makes, nor a CouchDB release's kinds, is refused a benchmark and a schedule
+// with a message that names what they may not create; a namespace editor (edit) is not.
+func TestSecurityAdmissionRequiresTheAuthorsRights(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	docs := testenv.OperatorChart(t, "vaptest", "couchbench-system", nil)
+	policy, binding := docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
+	if len(policy) != 1 || len(binding) != 1 {
+		t.Fatalf("the chart renders %d policies and %d bindings", len(policy), len(binding))
+	}
+	spec := binding[0]["spec"].(map[string]any)
+	spec["matchResources"] = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}
+	for _, obj := range []map[string]any{policy[0], binding[0]} {
+		u := &unstructured.Unstructured{Object: obj}
+		create(t, u)
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
+	}
+
+	// Only the CouchBenchmark editor role, not edit.
+	const user = "benchmarks-only"
+	create(t, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "benchmarks-only"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "couchbenchmark-editor-role"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	})
+	editor := editorIn(t, ns) // makes the editor role, and a namespace editor to compare with
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
+	limited, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench := provisionedBenchmark(ns)
+	var refusal error
+	// The policy is enforced once the API server has compiled it.
+	waitFor(t, "the admission policy to refuse the benchmark", func() bool {
+		refusal = limited.Create(ctx, bench.DeepCopy())
+		return refusal != nil
+	})
+	for _, want := range []string{"runs with its author's rights", user, "may not create jobs.batch, configmaps, secrets", "statefulsets.apps", ns} {
+		if !strings.Contains(refusal.Error(), want) {
+			t.Errorf("the refusal %q does not say %q", refusal, want)
+		}
+	}
+	schedule := &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nightly"},
+		Spec: benchv1.CouchBenchmarkScheduleSpec{Schedule: "0 2 * * *", Template: benchv1.BenchmarkTemplate{Spec: bench.Spec}}}
+	if err := limited.Create(ctx, schedule.DeepCopy()); err == nil || !strings.Contains(err.Error(), "may not create jobs.batch") {
+		t.Errorf("a schedule by a user who may not create Jobs: %v; want it refused", err)
+	}
+	if err := editor.Create(ctx, bench); err != nil {
+		t.Errorf("a namespace editor's benchmark: %v; want it admitted", err)
+	}
 }
