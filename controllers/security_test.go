@@ -9,8 +9,10 @@ package controllers
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -22,6 +24,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,7 +33,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -473,4 +478,88 @@ func TestSecurityAdmissionRequiresTheAuthorsRights(t *testing.T) {
 	if err := editor.Create(ctx, bench); err != nil {
 		t.Errorf("a namespace editor's benchmark: %v; want it admitted", err)
 	}
+}
+
+// The manager's metrics as cmd/manager serves them by default (SecureMetrics), on envtest's
+// API server: HTTPS, and only to a bearer token the API server authenticates whose identity
+// may get /metrics (the metrics-reader ClusterRole): none is 401, one without the role 403.
+func TestSecureMetrics(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	addr := freeAddress(t)
+	runManager(t, env.OperatorConfig(t), ManagerSettings{MetricsAddress: addr, HealthProbeAddress: "0", SecureMetrics: true}, func(ctrl.Manager) {})
+
+	data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "config", "rbac", "metrics_reader_role.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reader rbacv1.ClusterRole
+	if err := yaml.UnmarshalStrict(data, &reader); err != nil {
+		t.Fatal(err)
+	}
+	reader.Name = "metrics-reader-" + ns
+	create(t, &reader)
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "prometheus"}})
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nobody"}})
+	create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader-" + ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: reader.Name},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: "prometheus"}}})
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := func(sa string) string {
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr.Status.Token
+	}
+	// The manager's certificate is its own, self-signed.
+	scraper := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // a test of who may scrape, not of the certificate
+	scrape := func(bearer string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bearer != "" {
+			req.Header.Set("Authorization", "Bearer "+bearer)
+		}
+		resp, err := scraper.Do(req)
+		if err != nil {
+			return 0, err.Error()
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	var code int
+	var body string
+	waitFor(t, "the metrics endpoint to answer", func() bool {
+		code, body = scrape(token("prometheus"))
+		return code == http.StatusOK
+	})
+	if !strings.Contains(body, "couchbench_runs_started_total") && !strings.Contains(body, "go_goroutines") {
+		t.Errorf("the metrics with a token: %.200s", body)
+	}
+	if code, body = scrape(""); code != http.StatusUnauthorized {
+		t.Errorf("a scrape without a token: %d %s; want 401", code, body)
+	}
+	if code, body = scrape(token("nobody")); code != http.StatusForbidden {
+		t.Errorf("a scrape with a token not allowed /metrics: %d %s; want 403", code, body)
+	}
+	if code, _ = scrape("not-a-token"); code != http.StatusUnauthorized {
+		t.Errorf("a scrape with a token the API server does not know: %d; want 401", code)
+	}
+}
+
+// freeAddress is a loopback address with a port free a moment ago.
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
 }
