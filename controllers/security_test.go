@@ -12,7 +12,6 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -66,10 +65,20 @@ func editorIn(t *testing.T, ns string) client.Client {
 			t.Fatal(err)
 		}
 	})
-	user := "editor-of-" + ns
+	c := userIn(t, ns, "editor-of-"+ns, "edit")
+	// The aggregation reaches the edit role a moment after the editor role is made.
+	waitFor(t, "the editor to be allowed CouchBenchmarks", func() bool {
+		return allowed(t, c, ns, "bench.couchbench.io", "couchbenchmarks", "create")
+	})
+	return c
+}
+
+// userIn is a client acting as user, bound in ns to the ClusterRole role.
+func userIn(t *testing.T, ns, user, role string) client.Client {
+	t.Helper()
 	create(t, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "editor"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
 		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 	})
 	cfg := rest.CopyConfig(env.Config)
@@ -78,10 +87,6 @@ func editorIn(t *testing.T, ns string) client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The aggregation reaches the edit role a moment after the editor role is made.
-	waitFor(t, "the editor to be allowed CouchBenchmarks", func() bool {
-		return allowed(t, c, ns, "bench.couchbench.io", "couchbenchmarks", "create")
-	})
 	return c
 }
 
@@ -444,20 +449,10 @@ func TestSecurityAdmissionRequiresTheAuthorsRights(t *testing.T) {
 		t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
 	}
 
+	editor := editorIn(t, ns) // makes the editor role, and a namespace editor to compare with
 	// Only the CouchBenchmark editor role, not edit.
 	const user = "benchmarks-only"
-	create(t, &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "benchmarks-only"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "couchbenchmark-editor-role"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
-	})
-	editor := editorIn(t, ns) // makes the editor role, and a namespace editor to compare with
-	cfg := rest.CopyConfig(env.Config)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: user, Groups: []string{"system:authenticated"}}
-	limited, err := client.New(cfg, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	limited := userIn(t, ns, user, "couchbenchmark-editor-role")
 	bench := provisionedBenchmark(ns)
 	var refusal error
 	// The policy is enforced once the API server has compiled it.
@@ -486,7 +481,7 @@ func TestSecurityAdmissionRequiresTheAuthorsRights(t *testing.T) {
 func TestSecureMetrics(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	addr := freeAddress(t)
+	addr := freeLoopbackAddr(t)
 	runManager(t, env.OperatorConfig(t), ManagerSettings{MetricsAddress: addr, HealthProbeAddress: "0", SecureMetrics: true}, func(ctrl.Manager) {})
 
 	data, err := os.ReadFile(filepath.Join(testenv.ModuleRoot(t), "config", "rbac", "metrics_reader_role.yaml"))
@@ -551,15 +546,4 @@ func TestSecureMetrics(t *testing.T) {
 	if code, _ = scrape("not-a-token"); code != http.StatusUnauthorized {
 		t.Errorf("a scrape with a token the API server does not know: %d; want 401", code)
 	}
-}
-
-// freeAddress is a loopback address with a port free a moment ago.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().String()
 }
