@@ -292,14 +292,52 @@ func TestSecurityChartSourceNotAllowed(t *testing.T) {
 	}
 }
 
+// operatorTokenConfig authenticates as the operator's ServiceAccount by a token of its own, as
+// a manager pod does, rather than as the test's administrator impersonating it: Kubernetes
+// impersonates one identity at a time, so only then does the operator's own right to
+// impersonate the installer take part.
+func operatorTokenConfig(t *testing.T) *rest.Config {
+	t.Helper()
+	ctx := context.Background()
+	env.OperatorConfig(t) // the operator's RBAC
+	ns, name, _ := strings.Cut(strings.TrimPrefix(testenv.OperatorServiceAccount, "system:serviceaccount:"), ":")
+	for _, obj := range []client.Object{&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}} {
+		if err := env.Client.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			t.Fatal(err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.AnonymousClientConfig(env.Config)
+	cfg.BearerToken = tr.Status.Token
+	return cfg
+}
+
 // The positive path: the built-in chart installs for an editor's benchmark, as the
 // namespace's installer ServiceAccount, which the operator made and bound to the installer
-// ClusterRole; the operator itself may not create what Helm created.
+// ClusterRole. The operator runs with a token of its own, so its right to impersonate the
+// installer (and no other ServiceAccount) is what Helm uses; it may not create what Helm
+// created itself.
 func TestSecurityBuiltInChartInstallsAsTheInstaller(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
 	editor := editorIn(t, ns)
 	h := newHarness(t)
+	cfg := operatorTokenConfig(t)
+	var refused forbiddenRequests
+	cfg.WrapTransport = refused.wrap
+	var err error
+	if h.operator, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
+		t.Fatal(err)
+	}
+	h.r = h.reconciler(operatorReleases(t, cfg, testChartSources))
 	bench := provisionedBenchmark(ns)
 	if err := editor.Create(ctx, bench); err != nil {
 		t.Fatal(err)
@@ -327,6 +365,19 @@ func TestSecurityBuiltInChartInstallsAsTheInstaller(t *testing.T) {
 		if allowed(t, h.operator, ns, group, res, "create") {
 			t.Errorf("the operator may create %s itself: Helm need not have acted as the installer", res)
 		}
+	}
+	refused.none(t)
+	impersonate := func(sa string) bool {
+		review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: ns, Resource: "serviceaccounts", Verb: "impersonate", Name: sa}}}
+		if err := h.operator.Create(ctx, review); err != nil {
+			t.Fatal(err)
+		}
+		return review.Status.Allowed
+	}
+	if !impersonate(builders.InstallerName) || impersonate("default") {
+		t.Errorf("the operator may impersonate %s: %v, default: %v; want only the installer", builders.InstallerName,
+			impersonate(builders.InstallerName), impersonate("default"))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,8 +32,18 @@ func (r *CouchBenchmarkReconciler) teardown(ctx context.Context, bench *benchv1.
 // its admin Secret; each is a no-op when already gone.
 func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *benchv1.CouchBenchmark, arm string) error {
 	release := builders.ReleaseName(bench, arm)
-	if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+	// Helm uninstalls as the installer too (a release's record is a Secret the namespace's
+	// users can change); a benchmark deleted before its first install finds none yet. In a
+	// namespace being deleted nothing can be made, and its deletion takes the release's
+	// objects with it.
+	switch err := r.ensureInstaller(ctx, bench.Namespace); {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+	case err != nil:
 		return err
+	default:
+		if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+			return err
+		}
 	}
 	err := r.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(bench.Namespace),
 		client.MatchingLabels(builders.CouchDBPodLabels(release)))
