@@ -61,11 +61,10 @@ func (e *RefusedError) Error() string {
 	if e.Kind == "" {
 		return e.Rule
 	}
-	ns := e.Namespace
-	if ns == "" {
-		ns = "(the release's)"
+	if e.Namespace == "" {
+		return fmt.Sprintf("%s %s: %s", e.Kind, e.Name, e.Rule)
 	}
-	return fmt.Sprintf("%s %s/%s: %s", e.Kind, ns, e.Name, e.Rule)
+	return fmt.Sprintf("%s %s/%s: %s", e.Kind, e.Namespace, e.Name, e.Rule)
 }
 
 // confinement is the post-renderer of a confined release: it passes the rendered manifests

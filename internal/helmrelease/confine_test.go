@@ -52,27 +52,27 @@ spec:
 			[]string{"ConfigMap kube-system/a", "only in its own namespace, bench"}},
 		{"a ClusterRoleBinding", "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: x\n" +
 			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n",
-			[]string{"ClusterRoleBinding", "/x", "may create only", "StatefulSet.apps"}},
+			[]string{"ClusterRoleBinding", " x:", "may create only", "StatefulSet.apps"}},
 		{"a RoleBinding", "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: admin\n" +
 			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n",
-			[]string{"RoleBinding", "/admin", "may create only"}},
+			[]string{"RoleBinding", " admin:", "may create only"}},
 		{"a Deployment", "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: d\n", []string{"Deployment", "may create only"}},
 		{"an ExternalName Service", "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  type: ExternalName\n  externalName: kubernetes.default\n",
-			[]string{"Service", "/s", "ExternalName"}},
+			[]string{"Service", " s:", "ExternalName"}},
 		{"a Service with externalIPs", "apiVersion: v1\nkind: Service\nmetadata:\n  name: s\nspec:\n  ports: [{port: 80}]\n  externalIPs: [192.0.2.1]\n",
-			[]string{"Service", "/s", "externalIPs"}},
+			[]string{"Service", " s:", "externalIPs"}},
 		{"a ServiceAccount token", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: t\n  annotations: {kubernetes.io/service-account.name: couchbench-installer}\n" +
-			"type: kubernetes.io/service-account-token\n", []string{"Secret", "/t", "service-account-token"}},
+			"type: kubernetes.io/service-account-token\n", []string{"Secret", " t:", "service-account-token"}},
 		{"pods as another ServiceAccount", statefulSet("      serviceAccountName: couchbench-installer\n      containers: [{name: c, image: i}]\n"),
-			[]string{"StatefulSet", "/db", `"couchbench-installer"`}},
+			[]string{"StatefulSet", " db:", `"couchbench-installer"`}},
 		{"pods as the release's ServiceAccount", "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: db\n---\n" +
 			statefulSet("      serviceAccountName: db\n      containers: [{name: c, image: i}]\n"), nil},
 		{"privileged pods", statefulSet("      containers: [{name: c, image: i, securityContext: {privileged: true}}]\n"),
-			[]string{"StatefulSet", "/db", "baseline", "privileged"}},
+			[]string{"StatefulSet", " db:", "baseline", "privileged"}},
 		{"pods on the host's network", statefulSet("      hostNetwork: true\n      containers: [{name: c, image: i}]\n"),
-			[]string{"StatefulSet", "/db", "baseline", "host namespaces"}},
+			[]string{"StatefulSet", " db:", "baseline", "host namespaces"}},
 		{"a hostPath volume", statefulSet("      containers: [{name: c, image: i}]\n      volumes: [{name: root, hostPath: {path: /}}]\n"),
-			[]string{"StatefulSet", "/db", "baseline", "hostPath"}},
+			[]string{"StatefulSet", " db:", "baseline", "hostPath"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := newConfinement(ns)
@@ -229,7 +229,7 @@ func TestConfinedInstallRefusesEscalation(t *testing.T) {
 	configMap := func(name, namespace string) string {
 		return fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\n  namespace: %s\n", name, namespace)
 	}
-	for _, tc := range []struct {
+	for i, tc := range []struct {
 		name      string
 		templates map[string]string
 		values    map[string]any
@@ -257,7 +257,7 @@ func TestConfinedInstallRefusesEscalation(t *testing.T) {
 		want: []string{"forbidden", "system:serviceaccount:" + ns + ":" + testInstaller, "kube-system"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			release := strings.ReplaceAll(strings.ToLower(tc.name), " ", "-")[:10]
+			release := fmt.Sprintf("escalate-%d", i)
 			_, err := m.Install(ctx, ns, release, ChartRef{Path: writeChart(t, tc.templates)}, tc.values, nil)
 			if err == nil {
 				t.Fatal("Install succeeded")
