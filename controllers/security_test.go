@@ -64,9 +64,10 @@ func editorIn(t *testing.T, ns string) client.Client {
 			t.Fatal(err)
 		}
 	})
-	// envtest runs no controller-manager, whose controller aggregates the editor role into
-	// edit: bind both, as an administrator does for the chart's users.
-	c := userIn(t, ns, "editor-of-"+ns, "edit", "couchbenchmark-editor-role")
+	// envtest runs no controller-manager, whose controller fills the aggregated edit role
+	// (and aggregates the editor role into it): bind what edit aggregates, the bootstrap
+	// roles system:aggregate-to-edit and -view, and the editor role.
+	c := userIn(t, ns, "editor-of-"+ns, "system:aggregate-to-edit", "system:aggregate-to-view", "couchbenchmark-editor-role")
 	if !allowed(t, c, ns, "bench.couchbench.io", "couchbenchmarks", "create") {
 		t.Fatal("the editor may not create CouchBenchmarks")
 	}
@@ -508,9 +509,18 @@ func TestSecurityAdmissionRequiresTheAuthorsRights(t *testing.T) {
 	limited := userIn(t, ns, user, "couchbenchmark-editor-role")
 	bench := provisionedBenchmark(ns)
 	var refusal error
-	// The policy is enforced once the API server has compiled it.
+	// The policy is enforced once the API server has loaded it; a benchmark admitted before
+	// then is deleted, and the next one has another name.
+	tries := 0
 	waitFor(t, "the admission policy to refuse the benchmark", func() bool {
-		refusal = limited.Create(ctx, bench.DeepCopy())
+		probe := bench.DeepCopy()
+		tries++
+		probe.Name = fmt.Sprintf("probe-%d", tries)
+		if refusal = limited.Create(ctx, probe); refusal == nil {
+			if err := env.Client.Delete(ctx, probe); err != nil {
+				t.Fatal(err)
+			}
+		}
 		return refusal != nil
 	})
 	for _, want := range []string{"runs with its author's rights", user, "may not create jobs.batch, configmaps, secrets", "statefulsets.apps", ns} {
