@@ -82,6 +82,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and
 		  echo '{{- end }}'; } >"charts/couchbench-operator/templates/crds/$${f##*/}"; \
 	done
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
+	cp config/rbac/installer_role.yaml charts/couchbench-operator/files/installer-role.yaml
 	cp config/prometheus/couchbench-rules.yaml charts/couchbench-operator/files/couchbench-rules.yaml
 
 .PHONY: generate

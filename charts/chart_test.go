@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -37,9 +38,28 @@ func render(t *testing.T, values map[string]any) map[string][]map[string]any {
 	return testenv.OperatorChart(t, "cb", "couchbench-system", values)
 }
 
-func generatedRules(t *testing.T) []rbacv1.PolicyRule {
+// generatedRules are the manager's rules as generated, with the installer ClusterRole it may
+// bind named installerRole, as a chart or kustomize install names it.
+func generatedRules(t *testing.T, installerRole string) []rbacv1.PolicyRule {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", "role.yaml"))
+	rules := roleFile(t, "role.yaml")
+	for i, r := range rules {
+		if slices.Contains(r.Resources, "clusterroles") {
+			rules[i].ResourceNames = []string{installerRole}
+		}
+	}
+	return rules
+}
+
+// installerRules are the rules of the installer ClusterRole (config/rbac/installer_role.yaml).
+func installerRules(t *testing.T) []rbacv1.PolicyRule {
+	t.Helper()
+	return roleFile(t, "installer_role.yaml")
+}
+
+func roleFile(t *testing.T, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,13 +82,18 @@ func rulesOf(t *testing.T, obj map[string]any) []rbacv1.PolicyRule {
 
 func TestDefaultRender(t *testing.T) {
 	docs := render(t, nil)
-	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 2} {
+	for kind, n := range map[string]int{"Deployment": 1, "ServiceAccount": 1, "ClusterRole": 3, "ClusterRoleBinding": 1, "Role": 1, "RoleBinding": 1, "Service": 2} {
 		if len(docs[kind]) != n {
 			t.Errorf("%d %s, want %d", len(docs[kind]), kind, n)
 		}
 	}
-	if got, want := rulesOf(t, docs["ClusterRole"][0]), generatedRules(t); !reflect.DeepEqual(got, want) {
+	if got, want := rulesOf(t, docs["ClusterRole"][0]), generatedRules(t, "cb-installer"); !reflect.DeepEqual(got, want) {
 		t.Errorf("the chart's ClusterRole differs from config/rbac/role.yaml:\n%v\n%v", got, want)
+	}
+	installer := docs["ClusterRole"][1]
+	if name := installer["metadata"].(map[string]any)["name"]; name != "cb-installer" ||
+		!reflect.DeepEqual(rulesOf(t, installer), installerRules(t)) {
+		t.Errorf("the chart's installer ClusterRole %v differs from config/rbac/installer_role.yaml", name)
 	}
 	dep, _ := yaml.Marshal(docs["Deployment"][0])
 	for _, want := range []string{"image: couchbench/manager:0.1.0", "runAsNonRoot: true", "readOnlyRootFilesystem: true", "--leader-elect",
@@ -92,7 +117,7 @@ func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a", "bench-b"}, "image": map[string]any{"tag": "dev"}, "logLevel": "debug"})
 	// Per namespace: the manager's rules; cluster-wide only reading nodes, for the provenance
 	// and to see a node that holds a benchmark's pods stop answering.
-	if len(docs["ClusterRole"]) != 1 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
+	if len(docs["ClusterRole"]) != 3 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
 		t.Fatalf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
 			len(docs["ClusterRole"]), len(docs["Role"]), len(docs["RoleBinding"]))
 	}

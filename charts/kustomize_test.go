@@ -10,6 +10,8 @@ import (
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 // The kustomize install (config/default) and the chart deploy the same operator: the same
@@ -21,7 +23,8 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 		t.Fatalf("kustomize build config/default: %v", err)
 	}
 	var kDeploy appsv1.Deployment
-	var kRules, kLeaderRules []rbacv1.PolicyRule
+	var kPolicy, kBinding map[string]any
+	var kRules, kLeaderRules, kInstallerRules []rbacv1.PolicyRule
 	for _, r := range resources.Resources() {
 		data, err := r.AsYAML()
 		if err != nil {
@@ -38,6 +41,20 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 				t.Fatal(err)
 			}
 			kRules = role.Rules
+		case r.GetKind() == "ValidatingAdmissionPolicy":
+			if kPolicy, err = r.Map(); err != nil {
+				t.Fatal(err)
+			}
+		case r.GetKind() == "ValidatingAdmissionPolicyBinding":
+			if kBinding, err = r.Map(); err != nil {
+				t.Fatal(err)
+			}
+		case r.GetKind() == "ClusterRole" && r.GetName() == "couchbench-installer":
+			var role rbacv1.ClusterRole
+			if err := yaml.Unmarshal(data, &role); err != nil {
+				t.Fatal(err)
+			}
+			kInstallerRules = role.Rules
 		case r.GetKind() == "Role" && r.GetName() == "couchbench-leader-election-role":
 			var role rbacv1.Role
 			if err := yaml.Unmarshal(data, &role); err != nil {
@@ -46,13 +63,26 @@ func TestKustomizeInstallMatchesTheChart(t *testing.T) {
 			kLeaderRules = role.Rules
 		}
 	}
-	if !reflect.DeepEqual(kRules, generatedRules(t)) {
+	if !reflect.DeepEqual(kRules, generatedRules(t, "couchbench-installer")) {
 		t.Errorf("config/default's manager role differs from the generated rules")
 	}
+	if !reflect.DeepEqual(kInstallerRules, installerRules(t)) {
+		t.Errorf("config/default has no installer ClusterRole couchbench-installer, which the manager's rules let it bind")
+	}
 
-	chart := render(t, map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": "dev"}})
+	chart := testenv.OperatorChart(t, "couchbench", "couchbench-system", map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": "dev"}})
 	if leader := chart["Role"]; len(leader) != 1 || !reflect.DeepEqual(rulesOf(t, leader[0]), kLeaderRules) {
 		t.Errorf("the leader election roles differ: kustomize %+v, chart %+v", kLeaderRules, leader)
+	}
+	// The same admission policy, bound to itself, but for the operator's name.
+	cPolicy := chart["ValidatingAdmissionPolicy"][0]["spec"].(map[string]any)
+	kSpec := kPolicy["spec"].(map[string]any)
+	if !reflect.DeepEqual(kSpec["validations"], cPolicy["validations"]) || !reflect.DeepEqual(kSpec["variables"], cPolicy["variables"]) ||
+		!reflect.DeepEqual(kSpec["matchConstraints"], cPolicy["matchConstraints"]) {
+		t.Errorf("the admission policies differ:\nkustomize %v\nchart %v", kSpec, cPolicy)
+	}
+	if bound := kBinding["spec"].(map[string]any)["policyName"]; bound != kPolicy["metadata"].(map[string]any)["name"] {
+		t.Errorf("config/default binds policy %v, not its policy %v", bound, kPolicy["metadata"])
 	}
 	data, _ := yaml.Marshal(chart["Deployment"][0])
 	var cDeploy appsv1.Deployment

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -74,4 +75,25 @@ func WatchNamespaces(list string) ([]string, error) {
 		namespaces = append(namespaces, ns)
 	}
 	return namespaces, nil
+}
+
+// ChartRepositories reads the manager's --chart-repositories: a comma-separated list of
+// chart repository (http://, https://) and OCI registry (oci://) URLs, or empty for none.
+func ChartRepositories(list string) ([]string, error) {
+	if strings.TrimSpace(list) == "" {
+		return nil, nil
+	}
+	var out []string
+	for item := range strings.SplitSeq(list, ",") {
+		raw := strings.TrimSpace(item)
+		u, err := url.Parse(raw)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("--chart-repositories: %q: %w", raw, err)
+		case u.Scheme != "https" && u.Scheme != "http" && u.Scheme != "oci", u.Host == "":
+			return nil, fmt.Errorf("--chart-repositories: %q is not an https://, http:// or oci:// URL with a host", raw)
+		}
+		out = append(out, raw)
+	}
+	return out, nil
 }

@@ -47,6 +47,8 @@ const (
 	reasonSucceeded             = "Succeeded"
 	reasonTimeout               = "Timeout"
 	reasonChartFailed           = "ChartFailed"
+	reasonChartRefused          = "ChartRefused"
+	reasonChartNotAllowed       = "ChartNotAllowed"
 	reasonClusterNotReady       = "ClusterNotReady"
 	reasonImagePullFailed       = "ImagePullFailed"
 	reasonPodNotStarting        = "PodNotStarting"

@@ -76,6 +76,12 @@ type CouchBenchmarkReconciler struct {
 	K6Image string
 	// ServiceURL is the base URL of a Service; tests point it at a local server.
 	ServiceURL func(namespace, service string) string
+	// InstallerClusterRole is what the installer ServiceAccount of a namespace where the
+	// operator provisions is bound to: Helm acts as that ServiceAccount (stage_provision.go).
+	InstallerClusterRole string
+	// ChartSources are the chart sources the operator's installer allowed; Releases holds
+	// charts to the same.
+	ChartSources helmrelease.Sources
 }
 
 // ClusterServiceURL is how pods and the operator reach a Service inside the cluster.
@@ -103,12 +109,13 @@ const (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods/log,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;update;patch;delete;deletecollection
-// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// Helm acts as the installer ServiceAccount of the benchmark's namespace, never as the
+// operator (stage_provision.go): the manager itself only reads credentials and makes and
+// deletes the admin Secret of a provisioned CouchDB, reads the chart's StatefulSet, and
+// deletes the volumes it claimed.
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=deletecollection
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get
 
 // Reconcile reads the benchmark and the world it made, decides the one thing to do next,
 // does it, and writes the status it observed. A conflict with another writer is retried
@@ -335,7 +342,7 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	case step.Step == benchv1.StepProvision:
 		return eachArm(ctx, bench, arms, r.provision)
 	case step.Step == benchv1.StepCluster:
-		return eachArm(ctx, bench, arms, r.waitForCluster)
+		return r.formCluster(ctx, bench, arms)
 	case step.Step.IsRunnerStep():
 		return r.runStep(ctx, bench, step)
 	case step.Step == benchv1.StepReads:
@@ -343,7 +350,7 @@ func (r *CouchBenchmarkReconciler) act(ctx context.Context, bench *benchv1.Couch
 	case step.Step == benchv1.StepTeardown:
 		return eachArm(ctx, bench, arms, r.teardown)
 	case step.Step == benchv1.StepCleanup:
-		return r.cleanup(ctx, bench, step.Arms)
+		return r.cleanup(ctx, bench)
 	}
 	return stepOutcome{}, fmt.Errorf("unknown step %q", step.Step)
 }
@@ -441,8 +448,8 @@ func (r *CouchBenchmarkReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&batchv1.Job{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.benchmarksOnNode), builder.WithPredicates(nodeTroubleChanged)).
 		Named("couchbenchmark").
-		// Helm installs and CouchDB checks run inside a reconcile: one slow benchmark must
-		// not hold the others up.
-		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
+		// Helm installs (at most helmrelease's 2 min) and log reads (at most logReadTimeout)
+		// run inside a reconcile: one slow benchmark, or a dozen, must not hold the others up.
+		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }

@@ -64,9 +64,10 @@ func TestExistingCouchDBRunsEveryStepOnce(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
-	// The arms share the CouchDB, so each step is one Job in which they take turns.
-	want := map[string]int{"/seed": 1, "/index": 1, "/views": 1, "/writes": 1}
-	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["/index"] != 1 || jobs["/writes"] != 1 {
+	// The arms share the CouchDB, so each step is one Job in which they take turns; the
+	// clean-up's Job deletes the run's databases.
+	want := map[string]int{"/seed": 1, "/index": 1, "/views": 1, "/writes": 1, "/cleanup": 1}
+	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["/index"] != 1 || jobs["/writes"] != 1 || jobs["/cleanup"] != 1 {
 		t.Errorf("jobs %v, want one per step %v", jobs, want)
 	}
 	ready := meta.FindStatusCondition(got.Status.Conditions, conditionReady)
@@ -399,8 +400,16 @@ func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
-	if srv.Requests("POST", "/_cluster_setup") != 1 {
-		t.Errorf("finish_cluster sent %d times, want once", srv.Requests("POST", "/_cluster_setup"))
+	// The cluster Job asks CouchDB, not the operator, which sent the fake nothing.
+	clusterJob := job(t, ns, builders.JobName(got, []string{"js"}, benchv1.StepCluster))
+	if args := strings.Join(clusterJob.Spec.Template.Spec.Containers[0].Args, " "); !strings.HasPrefix(args, "cluster --nodes 3 --credentials-dir ") ||
+		!strings.Contains(args, "--arm-url js="+srv.URL) {
+		t.Errorf("the cluster Job runs %q", args)
+	}
+	for _, method := range []string{"GET", "POST", "PUT", "DELETE"} {
+		if n := srv.Requests(method, "/"); n > 0 {
+			t.Errorf("the operator sent CouchDB %d %s request(s)", n, method)
+		}
 	}
 	// Teardown Always: the release and the admin Secret are gone, the results stay.
 	err := env.Client.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: builders.StatefulSetName(release)}, &appsv1.StatefulSet{})
@@ -494,11 +503,12 @@ func TestChartConfigMapProblemsSayWhatToFix(t *testing.T) {
 	}
 }
 
+// A cluster Job that never sees every node join, because it is still waiting when the step's
+// time is out or because it gave up, fails the run with ClusterNotReady and what it saw.
 func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a")) // 1 of 3 nodes joined
-	h.serviceURL = srv.URL
+	h.only = func(job *batchv1.Job) bool { return job.Labels[builders.LabelStep] != string(benchv1.StepCluster) }
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
 	adminSecretFor(t, bench)
@@ -515,6 +525,19 @@ func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
 	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonClusterNotReady {
 		t.Fatalf("phase %s, Stalled %+v", got.Status.Phase, stalled)
+	}
+
+	ns = env.Namespace(t)
+	h = newHarness(t)
+	h.failStep, h.earlyExit = benchv1.StepCluster, "couchbench cluster: http://x:5984 is not a cluster of 3 nodes: 1 of 3 nodes joined"
+	bench = provisionedBenchmark(ns)
+	create(t, bench)
+	adminSecretFor(t, bench)
+	got = h.drive(bench, 20)
+	stalled = meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if got.Status.Phase != benchv1.PhaseFailed || stalled == nil || stalled.Reason != reasonClusterNotReady ||
+		!strings.Contains(stalled.Message, "1 of 3 nodes joined") {
+		t.Fatalf("phase %s, Stalled %+v; want ClusterNotReady quoting the cluster Job", got.Status.Phase, stalled)
 	}
 }
 

@@ -32,6 +32,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -148,15 +149,36 @@ func newHarness(t *testing.T) *harness {
 	h := &harness{t: t, clock: clocktesting.NewFakePassiveClock(start), recorder: events.NewFakeRecorder(1000), document: okDocument,
 		logs: &podLogs{}, logger: ctrl.Log}
 	cfg := env.OperatorConfig(t)
-	releases, err := helmrelease.New(cfg, t.TempDir(), ctrl.Log.WithName("helm"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	var err error
 	if h.operator, err = client.New(cfg, client.Options{Scheme: env.Scheme}); err != nil {
 		t.Fatal(err)
 	}
-	h.r = h.reconciler(releases)
+	h.r = h.reconciler(operatorReleases(t, cfg, testChartSources))
 	return h
+}
+
+// testChartSources are the chart sources the tests' operator allows: ConfigMaps, as one
+// test's chart comes from one, and no repository.
+var testChartSources = helmrelease.Sources{Archives: true}
+
+// operatorReleases is Helm as the operator runs it, confined: acting as the installer
+// ServiceAccount of each benchmark's namespace, from the allowed sources only.
+func operatorReleases(t testing.TB, cfg *rest.Config, sources helmrelease.Sources) *helmrelease.Manager {
+	t.Helper()
+	releases, err := helmrelease.New(cfg, t.TempDir(), ctrl.Log.WithName("helm"),
+		helmrelease.Options{Installer: builders.InstallerName, Sources: sources})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return releases
+}
+
+// allowChartRepository makes the operator allow charts from repository, as its installer
+// would with the chart value chartSources.repositories.
+func (h *harness) allowChartRepository(repository string) {
+	sources := testChartSources
+	sources.Repositories = []string{repository}
+	h.r.ChartSources, h.r.Releases = sources, operatorReleases(h.t, env.OperatorConfig(h.t), sources)
 }
 
 // reconciler makes a new reconciler, as a restarted manager would.
@@ -164,7 +186,8 @@ func (h *harness) reconciler(releases Releases) *CouchBenchmarkReconciler {
 	return &CouchBenchmarkReconciler{
 		Client: h.operator, APIReader: h.operator, Recorder: h.recorder, Clock: h.clock,
 		Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test", K6Image: "couchbench/k6:test",
-		ServiceURL: func(namespace, service string) string { return h.serviceURL },
+		ServiceURL:           func(namespace, service string) string { return h.serviceURL },
+		InstallerClusterRole: testenv.InstallerClusterRole, ChartSources: testChartSources,
 	}
 }
 
@@ -229,6 +252,11 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 			i, _ := strconv.Atoi(runner)
 			summary := h.k6Summary(arm, i)
 			h.finishJob(job, builders.K6Container, results.PayloadK6Summary, summary, nil, false)
+			continue
+		}
+		if step == benchv1.StepCluster || step == benchv1.StepCleanup {
+			// Setup Jobs hand over nothing: their end is their answer.
+			h.finishJob(job, builders.RunnerContainer, results.PayloadDocument, nil, nil, step == h.failStep)
 			continue
 		}
 		doc := h.stepDocument(job, step)

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -283,16 +284,69 @@ func (r *CouchBenchmarkReconciler) payload(ctx context.Context, o observedJob, c
 		}
 		return h, nil, fmt.Sprintf("Job %s: %v (%s)", o.name, err, o.detail), nil
 	}
-	log, err := r.Logs.Logs(ctx, o.job.Namespace, o.pod, container, 0)
+	if h.Bytes < 0 || h.Bytes > maxPayloadBytes {
+		return h, nil, fmt.Sprintf("Job %s declares %d bytes of results; a Job may hand over at most %d", o.name, h.Bytes, maxPayloadBytes), nil
+	}
+	// The frame is the end of the log: read its lines and a few others (stderr lines inside
+	// it, lines after it), no more, and not for longer than logReadTimeout, so that a log
+	// that does not end (or a kubelet that does not answer) holds no worker.
+	ctx, cancel := context.WithTimeout(ctx, logReadTimeout)
+	defer cancel()
+	tail, limit := frameBounds(h.Bytes)
+	log, err := r.Logs.Logs(ctx, o.job.Namespace, o.pod, container, tail)
 	if err != nil {
 		return h, nil, "", fmt.Errorf("reading the log of pod %s: %w", o.pod, err)
 	}
 	defer func() { _ = log.Close() }()
-	data, ferr := results.ReadFrame(log, h)
+	data, ferr := results.ReadFrame(&cappedReader{r: log, left: limit}, h)
 	if ferr != nil {
 		return h, nil, fmt.Sprintf("Job %s: reading its results from the log of pod %s: %v", o.name, o.pod, ferr), nil
 	}
 	return h, data, "", nil
+}
+
+// What the operator reads of a finished Job's log, from what its termination message
+// declares (results.Handoff, itself capped by Kubernetes at 4 KiB).
+const (
+	// maxPayloadBytes bounds a declared payload: a step's results document, gzip-compressed,
+	// is tens of KiB; k6's summary less.
+	maxPayloadBytes = 16 << 20
+	// strayLines and strayBytes are what a log may hold around its frame beyond the frame's
+	// own lines: stderr lines written while it was written, lines after it.
+	strayLines = 1000
+	strayBytes = 1 << 20
+	// logReadTimeout bounds one read of a log.
+	logReadTimeout = time.Minute
+)
+
+// frameBounds are the log lines to read (the tail) and the most bytes to read of them for a
+// frame of payload bytes: its base64 in lines of 76 characters, its begin and end lines, and
+// strayLines and strayBytes more.
+func frameBounds(payload int) (tailLines, limit int64) {
+	encoded := int64(4 * ((payload + 2) / 3))
+	lines := (encoded+75)/76 + 3
+	return lines + strayLines, encoded + lines*80 + strayBytes
+}
+
+// errLogTooLong ends a read past its limit.
+var errLogTooLong = errors.New("the log holds more than its termination message declares and a few lines beside")
+
+// cappedReader reads at most left bytes, then fails with errLogTooLong.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, errLogTooLong
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 // jobDeadline is what is left of the run's timeout: no Job may outlive the run.

@@ -60,8 +60,9 @@ func buildManager(b *testing.B) string {
 }
 
 // startManager runs the manager as kubeconfig's identity with the production defaults (every
-// namespace, no client-side rate limit) but its metrics on a free loopback port and no
-// probes, and args after those; it returns once the process has started. A benchmark that
+// namespace, no client-side rate limit) but its metrics on a free loopback port in plain HTTP
+// (the benchmarks read the manager's memory, not who may; TestSecureMetrics tests the
+// secure serving) and no probes, and args after those; it returns once the process has started. A benchmark that
 // ends early kills it.
 func startManager(b *testing.B, bin, kubeconfig string, args ...string) *managerProcess {
 	b.Helper()
@@ -77,7 +78,7 @@ func startManager(b *testing.B, bin, kubeconfig string, args ...string) *manager
 	m.cmd = exec.Command(bin, append([]string{
 		"--kubeconfig", kubeconfig,
 		"--health-probe-bind-address", "0",
-		"--metrics-bind-address", metricsAddr,
+		"--metrics-bind-address", metricsAddr, "--metrics-secure=false",
 		"--runner-image", "couchbench/manager:test",
 		"--chart-cache", filepath.Join(dir, "charts")}, args...)...)
 	// A pod's environment rather than the test's: no KUBECONFIG to take instead of the
@@ -229,8 +230,7 @@ func (m *managerProcess) status(field string) (uint64, error) {
 	return 0, fmt.Errorf("no %s in /proc/%d/status", field, m.cmd.Process.Pid)
 }
 
-// scrape reads the manager's metrics endpoint: plain HTTP, as cmd/manager serves it (it does
-// not set controller-runtime's metricsserver.Options.SecureServing).
+// scrape reads the manager's metrics endpoint: plain HTTP, as startManager serves it.
 func (m *managerProcess) scrape(b *testing.B) map[string]*dto.MetricFamily {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -24,7 +24,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/couchtest"
-	"github.com/couchbench/couchbench/internal/helmrelease"
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 // The operator as it runs in a cluster: a controller-runtime manager (informers, watches,
@@ -39,7 +39,7 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 	// requeues: count every refusal instead.
 	var refused forbiddenRequests
 	cfg.WrapTransport = refused.wrap
-	h := runOperator(t, cfg, ManagerSettings{MetricsAddress: "0", HealthProbeAddress: "0"})
+	h := runOperator(t, cfg, testenv.InstallerClusterRole, ManagerSettings{MetricsAddress: "0", HealthProbeAddress: "0"})
 
 	// The chart from a ConfigMap, which the operator reads with its own permissions.
 	bench := provisionedBenchmark(ns)
@@ -74,22 +74,20 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 
 // runOperator runs the operator as cmd/manager does, in this process: a manager with
 // settings, acting as cfg's identity, and the CouchBenchmark controller on it with the real
-// Helm SDK; CouchDB's answers come from the couchtest fake. The returned harness plays
-// kubelet for it (its clock only dates the pods and Jobs it finishes). The manager stops when
-// the test ends.
-func runOperator(t *testing.T, cfg *rest.Config, settings ManagerSettings) *harness {
+// Helm SDK acting as each namespace's installer, bound to installerRole; CouchDB's answers
+// come from the couchtest fake. The returned harness plays kubelet for it (its clock only
+// dates the pods and Jobs it finishes). The manager stops when the test ends.
+func runOperator(t *testing.T, cfg *rest.Config, installerRole string, settings ManagerSettings) *harness {
 	t.Helper()
 	h := &harness{t: t, document: okDocument, clock: clocktesting.NewFakePassiveClock(time.Now()), logs: &podLogs{}}
 	runManager(t, cfg, settings, func(mgr ctrl.Manager) {
-		releases, err := helmrelease.New(cfg, t.TempDir(), ctrl.Log.WithName("helm"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		releases := operatorReleases(t, cfg, testChartSources)
 		srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
 		h.r = &CouchBenchmarkReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("couchbench"),
 			Clock: clock.RealClock{}, Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test", K6Image: "couchbench/k6:test",
-			ServiceURL: func(string, string) string { return srv.URL },
+			ServiceURL:           func(string, string) string { return srv.URL },
+			InstallerClusterRole: installerRole, ChartSources: testChartSources,
 		}
 		if err := h.r.SetupWithManager(mgr); err != nil {
 			t.Fatal(err)
@@ -275,7 +273,7 @@ func TestManagerNamespacedInstallWithTheChartsRBAC(t *testing.T) {
 	}
 	ignored := provisionedBenchmark(elsewhere)
 	create(t, ignored)
-	h := runOperator(t, cfg, ManagerSettings{Namespaces: namespaces, MetricsAddress: "0", HealthProbeAddress: "0"})
+	h := runOperator(t, cfg, operatorNamespace+"-installer", ManagerSettings{Namespaces: namespaces, MetricsAddress: "0", HealthProbeAddress: "0"})
 
 	runToSuccess(t, h, provisionedBenchmark(watched))
 	refused.none(t)

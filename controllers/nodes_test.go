@@ -19,6 +19,7 @@ import (
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/testenv"
 )
 
 // lostAt is when the tests' nodes stop answering.
@@ -421,7 +422,7 @@ func TestManagerSeesALostNodeAtOnce(t *testing.T) {
 	cfg := env.OperatorConfig(t)
 	var refused forbiddenRequests
 	cfg.WrapTransport = refused.wrap
-	h := runOperator(t, cfg, ManagerSettings{MetricsAddress: "0", HealthProbeAddress: "0"})
+	h := runOperator(t, cfg, testenv.InstallerClusterRole, ManagerSettings{MetricsAddress: "0", HealthProbeAddress: "0"})
 	h.only = func(job *batchv1.Job) bool { return job.Labels[builders.LabelStep] != string(benchv1.StepIndex) }
 	nodes := []string{readyNode(t, ns, "w1"), readyNode(t, ns, "w2"), readyNode(t, ns, "w3")}
 	bench := provisionedBenchmark(ns)

@@ -18,7 +18,7 @@ import (
 const preflightRetry = 30 * time.Second
 
 // preflight checks the objects the spec refers to: the baseline, the credentials Secret of an
-// existing CouchDB and the ConfigMap of a chart kept in one. It returns an error only when the API
+// existing CouchDB, and a chart's source (allowed by the operator's installer?) and ConfigMap. It returns an error only when the API
 // server could not answer; a missing or incomplete object is a finding, reported in the
 // status with what to fix; nil means nothing blocks the run.
 func (r *CouchBenchmarkReconciler) preflight(ctx context.Context, bench *benchv1.CouchBenchmark) (*stepFailure, error) {
@@ -27,6 +27,9 @@ func (r *CouchBenchmarkReconciler) preflight(ctx context.Context, bench *benchv1
 	}
 	if existing := bench.Spec.CouchDB.Existing; existing != nil {
 		return r.checkCredentials(ctx, bench.Namespace, existing.CredentialsSecret)
+	}
+	if refused := r.checkChartSource(bench); refused != nil {
+		return refused, nil
 	}
 	if chart := bench.Spec.CouchDB.Provision.Chart; chart != nil && chart.ConfigMap != nil {
 		_, problem, err := r.chartArchive(ctx, bench.Namespace, *chart.ConfigMap)

@@ -61,6 +61,7 @@ func chartRepository(t *testing.T, unavailable int64) string {
 func repositoryBenchmark(t *testing.T, h *harness, ns, repository, version string) *benchv1.CouchBenchmark {
 	t.Helper()
 	h.serviceURL = couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c")).URL
+	h.allowChartRepository(repository)
 	bench := provisionedBenchmark(ns)
 	bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{Repository: repository, Name: "couchdb", Version: version}
 	create(t, bench)

@@ -2,8 +2,8 @@ package controllers
 
 // Arms whose views run on another runtime than they ask for, as the seed step's runner hands
 // over what it found (the harness plays the runner; internal/runner tests the probe on real
-// CouchDB). The tests talk to envtest's API server and to the fake existing CouchDB of
-// onOwnCouchDB (internal/couchtest, not CouchDB), whose databases the run deletes at its end.
+// CouchDB). The tests talk to envtest's API server only: the harness plays the Jobs, the
+// clean-up Job that deletes the run's databases at its end among them.
 
 import (
 	"context"
@@ -49,7 +49,7 @@ func TestArmOnTheWrongRuntimeIsStopped(t *testing.T) {
 	h := newHarness(t)
 	h.document = mismatchedDocument(true)
 	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
-	bench, c, run, _ := onOwnCouchDB(t, func(b *benchv1.CouchBenchmark) {
+	bench := onExistingCouchDB(t, func(b *benchv1.CouchBenchmark) {
 		b.Spec.Workloads.Reads = &benchv1.ReadsWorkload{VirtualUsers: 2, IterationsPerUser: ptr.To[int32](10)}
 	})
 
@@ -58,9 +58,10 @@ func TestArmOnTheWrongRuntimeIsStopped(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseFailed {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
-	// The seed Job ran both arms; every later step ran js alone, in Jobs labelled with it.
-	want := map[string]int{"/seed": 1, "js/index": 1, "js/views": 1, "js/writes": 1, "js/reads": 1}
-	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["/seed"] != 1 || jobs["js/index"] != 1 || jobs["js/reads"] != 1 {
+	// The seed Job ran both arms; every later step ran js alone, in Jobs labelled with it; the
+	// run cleaned up before it ended: every arm's databases, the stopped one's included.
+	want := map[string]int{"/seed": 1, "js/index": 1, "js/views": 1, "js/writes": 1, "js/reads": 1, "/cleanup": 1}
+	if jobs := jobsOf(t, got); len(jobs) != len(want) || jobs["/seed"] != 1 || jobs["js/index"] != 1 || jobs["js/reads"] != 1 || jobs["/cleanup"] != 1 {
 		t.Errorf("jobs %v, want %v", jobs, want)
 	}
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
@@ -84,17 +85,13 @@ func TestArmOnTheWrongRuntimeIsStopped(t *testing.T) {
 	if evs := drainEvents(h); !strings.Contains(evs, "Warning RuntimeMismatch query server py stopped: it asks for PyPy") {
 		t.Errorf("no RuntimeMismatch event:\n%s", evs)
 	}
-	// The run cleaned up before it ended: every arm's databases, the stopped one's included.
-	if left := present(t, c, run); len(left) > 0 {
-		t.Errorf("the run's databases %v are still there", left)
-	}
 }
 
 // spec.runtimeMismatch Flag: the arm is measured anyway, and every number of it is flagged.
 func TestArmOnTheWrongRuntimeIsFlagged(t *testing.T) {
 	h := newHarness(t)
 	h.document = mismatchedDocument(false)
-	bench, _, _, _ := onOwnCouchDB(t, func(b *benchv1.CouchBenchmark) { b.Spec.RuntimeMismatch = benchv1.RuntimeMismatchFlag })
+	bench := onExistingCouchDB(t, func(b *benchv1.CouchBenchmark) { b.Spec.RuntimeMismatch = benchv1.RuntimeMismatchFlag })
 
 	got := h.drive(bench, 40)
 

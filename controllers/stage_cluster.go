@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"fmt"
 	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,18 +12,39 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/couch"
 )
 
-// waitForCluster waits until the arm's CouchDB is really a cluster: every pod of the
-// StatefulSet ready, the cluster set up ({"action":"finish_cluster"}, sent once), and
-// /_membership listing every node in both cluster_nodes and all_nodes. Pods can be ready
-// long before the nodes have joined; benchmarking then would measure a smaller cluster.
-func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (stepOutcome, error) {
+// formCluster waits until the arms' CouchDB is really a cluster: every pod of each arm's
+// StatefulSet ready, then, for more than one node, a cluster Job (`couchbench cluster`, in
+// the benchmark's namespace) that sends finish_cluster once and waits until /_membership
+// lists every node in both cluster_nodes and all_nodes. Pods can be ready long before the
+// nodes have joined; benchmarking then would measure a smaller cluster. The Job asks CouchDB,
+// not the operator, which contacts no CouchDB (docs/security.md). A one-node CouchDB sets
+// itself up (single_node) and is its cluster once its pod is ready.
+func (r *CouchBenchmarkReconciler) formCluster(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer) (stepOutcome, error) {
 	if out, late := r.pastClusterTimeout(bench, "waiting for the cluster"); late {
 		return out, nil
 	}
-	size := int(bench.Spec.CouchDB.Provision.ClusterSize)
+	if out, err := eachArm(ctx, bench, arms, r.podsReady); err != nil || !out.done {
+		return out, err
+	}
+	if bench.Spec.CouchDB.Provision.ClusterSize > 1 {
+		if out, err := r.clusterJob(ctx, bench, arms); err != nil || !out.done {
+			return out, err
+		}
+	}
+	if len(bench.Status.CouchDBNodes) == 0 {
+		var err error
+		bench.Status.CouchDBNodes, err = r.couchdbNodes(ctx, bench.Namespace, builders.ReleaseName(bench, bench.Spec.QueryServers[0].Name))
+		if err != nil {
+			return stepOutcome{}, err
+		}
+	}
+	return stepOutcome{done: true}, nil
+}
+
+// podsReady is done once every pod of the arm's StatefulSet is ready.
+func (r *CouchBenchmarkReconciler) podsReady(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (stepOutcome, error) {
 	release := builders.ReleaseName(bench, qs.Name)
 	// Helm's StatefulSet, polled rather than watched: read past the cache, so that the
 	// operator keeps no watch on every StatefulSet of the cluster.
@@ -36,34 +56,41 @@ func (r *CouchBenchmarkReconciler) waitForCluster(ctx context.Context, bench *be
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if int(sts.Status.ReadyReplicas) < size {
+	if sts.Status.ReadyReplicas < bench.Spec.CouchDB.Provision.ClusterSize {
 		stuck, err := r.stuckCouchDBPod(ctx, bench, release)
 		return stepOutcome{requeueAfter: pollWhileProvisioning, stalled: stuck}, err
 	}
+	return stepOutcome{done: true}, nil
+}
 
-	c, err := r.couchClient(ctx, bench, qs)
+// clusterJob runs the cluster Job of the arms until it ends: done when every arm's CouchDB is
+// a cluster, failed with what the Job last saw when it did not become one in time.
+func (r *CouchBenchmarkReconciler) clusterJob(ctx context.Context, bench *benchv1.CouchBenchmark, arms []benchv1.QueryServer) (stepOutcome, error) {
+	names := make([]string, len(arms))
+	for i, qs := range arms {
+		names[i] = qs.Name
+	}
+	jobs, err := r.observeJobs(ctx, bench, []string{builders.JobName(bench, names, benchv1.StepCluster)})
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	if size > 1 {
-		state, err := c.ClusterSetupState(ctx)
-		if err != nil {
-			return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
+	if jobs.missing() {
+		servers := make([]builders.ArmServer, len(arms))
+		for i, qs := range arms {
+			url, creds := r.target(bench, qs)
+			servers[i] = builders.ArmServer{Arm: qs.Name, URL: url, Credentials: creds}
 		}
-		if state != "cluster_finished" {
-			if err := c.FinishCluster(ctx); err != nil {
-				return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
-			}
-		}
+		left := clusterTimeout - r.Clock.Since(bench.Status.Progress.StepStartTime.Time)
+		job := builders.ClusterJob{Bench: bench, Servers: servers, Image: r.RunnerImage, Deadline: min(left, r.jobDeadline(bench))}.Job()
+		_, _, err := r.createOwned(ctx, bench, job)
+		return stepOutcome{}, err
 	}
-	m, err := c.Membership(ctx)
-	if err != nil || len(m.ClusterNodes) != size || len(m.AllNodes) != size {
-		return stepOutcome{requeueAfter: pollWhileProvisioning}, nil
+	if out, running, err := r.running(ctx, bench, jobs, runnerPods(bench)); running || err != nil {
+		return out, err
 	}
-	if qs.Name == bench.Spec.QueryServers[0].Name && len(bench.Status.CouchDBNodes) == 0 {
-		if bench.Status.CouchDBNodes, err = r.couchdbNodes(ctx, bench.Namespace, release); err != nil {
-			return stepOutcome{}, err
-		}
+	if o := jobs[0]; o.phase == jobFailed {
+		return failed(reasonClusterNotReady, "%s: the CouchDB did not become a cluster of %d nodes: Job %s failed (%s): %s",
+			planStep{Arms: names}.arms(), bench.Spec.CouchDB.Provision.ClusterSize, o.name, o.detail, wholeLines(o.message)), nil
 	}
 	return stepOutcome{done: true}, nil
 }
@@ -103,17 +130,6 @@ func (r *CouchBenchmarkReconciler) pastClusterTimeout(bench *benchv1.CouchBenchm
 	}
 	return failed(reasonClusterNotReady, "query server %s: %s took longer than %s; check the CouchDB pods (images pulled? PVCs bound?) "+
 		"with kubectl get pods -l release=%s", p.QueryServer, doing, clusterTimeout, builders.ReleaseName(bench, p.QueryServer)), true
-}
-
-// couchClient talks to an arm's CouchDB as its admin.
-func (r *CouchBenchmarkReconciler) couchClient(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (*couch.Client, error) {
-	url, keys := r.target(bench, qs)
-	var secret corev1.Secret
-	if err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: bench.Namespace, Name: keys.Name}, &secret); err != nil {
-		return nil, fmt.Errorf("reading CouchDB credentials: %w", err)
-	}
-	creds := couch.Credentials{Username: string(secret.Data[keys.UsernameKey]), Password: string(secret.Data[keys.PasswordKey])}
-	return couch.New(url, creds, couch.Options{RequestTimeout: requestTimeout})
 }
 
 // target is the URL of an arm's CouchDB and the Secret keys of its admin credentials.

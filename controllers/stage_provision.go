@@ -10,8 +10,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -20,8 +24,8 @@ import (
 
 // provision installs the arm's CouchDB with the Helm chart: first the admin Secret the
 // chart reads (made once; the chart would otherwise make a new password on every render),
-// then the release. Install is idempotent, so a restarted manager finds the release and
-// moves on.
+// then the identity Helm acts as in the namespace (ensureInstaller), then the release.
+// Install is idempotent, so a restarted manager finds the release and moves on.
 func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (stepOutcome, error) {
 	if out, late := r.pastClusterTimeout(bench, "provisioning"); late {
 		return out, nil
@@ -32,6 +36,9 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	}
 	if out, ok, err := r.createOwned(ctx, bench, secret); !ok {
 		return out, err
+	}
+	if err := r.ensureInstaller(ctx, bench.Namespace); err != nil {
+		return stepOutcome{}, err
 	}
 	values, err := builders.HelmValues(bench, qs)
 	if err != nil {
@@ -46,7 +53,15 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	}
 	release := builders.ReleaseName(bench, qs.Name)
 	st, err := r.Releases.Install(ctx, bench.Namespace, release, ref, values, builders.Labels(bench, qs.Name, ""))
+	var refused *helmrelease.RefusedError
 	switch {
+	case errors.As(err, &refused):
+		return failed(reasonChartRefused, "%s as release %s was refused, and nothing of it was created: %v%s", ref, release, err, refusalHint(refused)), nil
+	case apierrors.IsForbidden(err):
+		return failed(reasonChartRefused, "%s as release %s was refused by the API server: it asked for what the installer ServiceAccount %s may not do "+
+			"(the installer ClusterRole's rights in namespace %s): %v", ref, release, builders.InstallerName, bench.Namespace, err), nil
+	case errors.Is(err, helmrelease.ErrChartNotAllowed):
+		return failed(reasonChartNotAllowed, "%v; %s", err, chartSourceHint(ref)), nil
 	case err != nil && helmrelease.Transient(err):
 		// A chart download that failed on the network or a repository's 5xx left nothing; an
 		// install that the API server cut short left a release Helm recorded as failed, which
@@ -63,10 +78,10 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	switch {
 	case st.State == helmrelease.Deployed:
 		return stepOutcome{done: true}, nil
-	case st.State == helmrelease.Pending, strings.Contains(st.Description, "context canceled"):
-		// Install runs to its end inside a reconcile, so a release still pending, or one that
-		// failed because its install was cut short, was left by a manager that stopped
-		// mid-install. It is this benchmark's: remove it and install again.
+	case st.State == helmrelease.Pending, strings.Contains(st.Description, "context canceled"), strings.Contains(st.Description, "context deadline exceeded"):
+		// A release still pending, or one that failed because its install was cut short, was
+		// left by a manager that stopped mid-install or by an install past its deadline. It is
+		// this benchmark's: remove it and install again.
 		if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
 			return stepOutcome{}, err
 		}
@@ -74,6 +89,78 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	default:
 		return failed(reasonChartFailed, "release %s is %s: %s", release, st.State, st.Description), nil
 	}
+}
+
+// refusalHint says what to change for a refusal of the whole release (its size).
+func refusalHint(refused *helmrelease.RefusedError) string {
+	if refused.Kind != "" {
+		return ""
+	}
+	return "; a CouchDB release needs a few KiB of values and a few dozen templates (spec.couchdb.provision.values and chart)"
+}
+
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;delete,resourceNames=couchbench-installer
+// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate,resourceNames=couchbench-installer
+// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=couchbench-installer
+
+// ensureInstaller makes the installer ServiceAccount of namespace and its RoleBinding to the
+// installer ClusterRole, which Helm acts as for every benchmark there. The operator may create
+// that binding without holding the role's rights itself (bind, on that ClusterRole only); a
+// binding of that name that binds something else (roleRef cannot change) is replaced.
+func (r *CouchBenchmarkReconciler) ensureInstaller(ctx context.Context, namespace string) error {
+	if err := r.Create(ctx, builders.InstallerServiceAccount(namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the installer ServiceAccount %s/%s: %w", namespace, builders.InstallerName, err)
+	}
+	want := builders.InstallerRoleBinding(namespace, r.InstallerClusterRole)
+	err := r.Create(ctx, want)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var have rbacv1.RoleBinding
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &have); err != nil {
+		return err
+	}
+	if have.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(have.Subjects, want.Subjects) {
+		return nil
+	}
+	log.FromContext(ctx).Info("replacing the installer RoleBinding, which binds something else", "namespace", namespace,
+		"roleRef", have.RoleRef.Name, "subjects", have.Subjects)
+	if err := r.Delete(ctx, &have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
+		return err
+	}
+	return r.Create(ctx, want)
+}
+
+// checkChartSource refuses a chart from a source the operator's installer did not allow,
+// before anything is read or fetched, saying which value of the operator's chart allows it.
+func (r *CouchBenchmarkReconciler) checkChartSource(bench *benchv1.CouchBenchmark) *stepFailure {
+	c := bench.Spec.CouchDB.Provision.Chart
+	if c == nil {
+		return nil
+	}
+	ref := helmrelease.ChartRef{Repository: c.Repository, Name: c.Name, Version: c.Version}
+	if c.ConfigMap != nil {
+		// Not read yet: only the kind of source matters.
+		ref.Archive, ref.ArchiveSource = []byte{}, chartArchiveSource(bench.Namespace, *c.ConfigMap)
+	}
+	if err := r.ChartSources.Check(ref); err != nil {
+		return &stepFailure{reason: reasonChartNotAllowed, message: fmt.Sprintf("%v; %s", err, chartSourceHint(ref))}
+	}
+	return nil
+}
+
+// chartSourceHint says how the installer allows a source: the operator chart's value, and the
+// manager's flag it sets.
+func chartSourceHint(ref helmrelease.ChartRef) string {
+	if ref.Archive != nil {
+		return "the operator's installer allows charts from ConfigMaps with the operator chart's value chartSources.configMaps=true " +
+			"(the manager's --allow-configmap-charts), or leave spec.couchdb.provision.chart unset for the chart built into the operator"
+	}
+	return fmt.Sprintf("the operator's installer allows a repository with the operator chart's value chartSources.repositories "+
+		"(the manager's --chart-repositories), e.g. --set 'chartSources.repositories={%s}', or leave spec.couchdb.provision.chart "+
+		"unset for the chart built into the operator", ref.Repository)
 }
 
 // chartRef is the chart a spec names (none: the zero ChartRef, the chart built into the

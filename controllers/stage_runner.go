@@ -4,15 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/results"
 )
-
-// requestTimeout bounds the operator's own requests to CouchDB.
-const requestTimeout = 10 * time.Second
 
 // runStep runs one runner step of its arms (one, or several that take turns in the same Jobs)
 // as its Jobs (one, or spec.runner.parallelism for the seed and writes steps) and stores the

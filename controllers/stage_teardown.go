@@ -2,10 +2,8 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -18,7 +16,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
 // teardown ends an arm that succeeded: its results are already in status and the results
@@ -35,8 +32,18 @@ func (r *CouchBenchmarkReconciler) teardown(ctx context.Context, bench *benchv1.
 // its admin Secret; each is a no-op when already gone.
 func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *benchv1.CouchBenchmark, arm string) error {
 	release := builders.ReleaseName(bench, arm)
-	if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+	// Helm uninstalls as the installer too (a release's record is a Secret the namespace's
+	// users can change); a benchmark deleted before its first install finds none yet. In a
+	// namespace being deleted nothing can be made, and its deletion takes the release's
+	// objects with it.
+	switch err := r.ensureInstaller(ctx, bench.Namespace); {
+	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
+	case err != nil:
 		return err
+	default:
+		if err := r.Releases.Uninstall(ctx, bench.Namespace, release); err != nil {
+			return err
+		}
 	}
 	err := r.DeleteAllOf(ctx, &corev1.PersistentVolumeClaim{}, client.InNamespace(bench.Namespace),
 		client.MatchingLabels(builders.CouchDBPodLabels(release)))
@@ -47,62 +54,66 @@ func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *ben
 	return client.IgnoreNotFound(r.Delete(ctx, secret))
 }
 
-// cleanupPatience is how long deleting a run's databases from an existing CouchDB is retried
-// (a CouchDB restarting, a network blip) before the run, or the benchmark's deletion, goes on
-// without it and says what is left.
+// cleanupPatience bounds the deletion of a run's databases from an existing CouchDB (a
+// CouchDB restarting, a network blip: the clean-up Job's pod is tried again within it), after
+// which the run, or the benchmark's deletion, goes on without it and says what is left.
 const cleanupPatience = 2 * time.Minute
+
+// cleanupRetries is how often a clean-up Job's pod is tried again: deleting databases twice
+// deletes nothing twice.
+const cleanupRetries = 3
 
 // cleanup ends the arms of an existing CouchDB: their results are in status and the results
 // ConfigMaps, so the databases the run made there go (spec.keepDatabases keeps them, and then
 // the plan has no cleanup step). A provisioned CouchDB goes with its release instead.
 //
-// The operator deletes them itself, with the admin it reads for the run's Jobs, rather than
-// in a runner Job: a few DELETE requests measure nothing and need no pod, a pod that cannot
-// be scheduled would leave them there, and a benchmark's deletion (the finalizer), where no
-// Job could be waited for, does the same.
-func (r *CouchBenchmarkReconciler) cleanup(ctx context.Context, bench *benchv1.CouchBenchmark, arms []string) (stepOutcome, error) {
-	if err := r.deleteDatabases(ctx, bench, arms); err != nil {
-		return stepOutcome{}, r.databasesLeft(bench, bench.Status.Progress.StepStartTime.Time, err)
+// A Job in the benchmark's namespace deletes them (`couchbench clean`, every database named
+// with the run's prefix), with the admin the run's Jobs had: the operator sends CouchDB
+// nothing itself (docs/security.md). A clean-up that fails, or whose pod cannot start within
+// cleanupPatience, does not fail the run: a Warning event says what is left and how to
+// remove it.
+func (r *CouchBenchmarkReconciler) cleanup(ctx context.Context, bench *benchv1.CouchBenchmark) (stepOutcome, error) {
+	jobs, err := r.observeJobs(ctx, bench, []string{builders.CleanupJobName(bench, false)})
+	if err != nil {
+		return stepOutcome{}, err
+	}
+	if jobs.missing() {
+		_, _, err := r.createOwned(ctx, bench, r.cleanupJob(bench, false))
+		return stepOutcome{}, err
+	}
+	out, running, err := r.running(ctx, bench, jobs, runnerPods(bench))
+	switch o := jobs[0]; {
+	case err != nil:
+		return stepOutcome{}, err
+	case running && out.stalled != nil && r.Clock.Since(bench.Status.Progress.StepStartTime.Time) >= cleanupPatience:
+		r.databasesLeft(bench, fmt.Sprintf("Job %s could not start: %s", o.name, out.stalled.message))
+		return stepOutcome{done: true}, client.IgnoreNotFound(r.Delete(ctx, o.job, client.PropagationPolicy(metav1.DeletePropagationBackground)))
+	case running:
+		return out, nil
+	case o.phase == jobFailed:
+		r.databasesLeft(bench, fmt.Sprintf("Job %s failed (%s): %s", o.name, o.detail, wholeLines(o.message)))
+	default:
+		r.Recorder.Eventf(bench, o.job, corev1.EventTypeNormal, reasonDatabasesDeleted, "CleanUp",
+			"Job %s deleted the run's databases from %s (its log names them)", o.name, bench.Spec.CouchDB.Existing.URL)
 	}
 	return stepOutcome{done: true}, nil
 }
 
-// deleteDatabases deletes the databases the run made for arms on their existing CouchDB
-// (rundbs.Databases: the same names the runner gave them), with an event naming those it
-// found.
-func (r *CouchBenchmarkReconciler) deleteDatabases(ctx context.Context, bench *benchv1.CouchBenchmark, arms []string) error {
-	// Arms of an existing CouchDB share its URL and admin.
-	c, err := r.couchClient(ctx, bench, queryServer(bench, arms[0]))
-	if err != nil {
-		return err
-	}
-	var deleted []string
-	var errs []error
-	for _, arm := range arms {
-		d, err := rundbs.DeleteDatabases(ctx, c, rundbs.Databases(bench, builders.RunID(bench), arm))
-		deleted, errs = append(deleted, d...), append(errs, err)
-	}
-	if len(deleted) > 0 {
-		r.Recorder.Eventf(bench, nil, corev1.EventTypeNormal, reasonDatabasesDeleted, "CleanUp", "deleted the run's databases from %s: %s",
-			c.URL(), strings.Join(deleted, ", "))
-	}
-	return errors.Join(errs...)
+// cleanupJob is the Job that deletes the run's databases, given cleanupPatience: the run's
+// own (owned by the benchmark), or the one of a benchmark being deleted (finalizing).
+func (r *CouchBenchmarkReconciler) cleanupJob(bench *benchv1.CouchBenchmark, finalizing bool) *batchv1.Job {
+	job := builders.CleanupJob{Bench: bench, Image: r.RunnerImage, Deadline: cleanupPatience, Finalizing: finalizing}.Job()
+	job.Spec.BackoffLimit = ptr.To[int32](cleanupRetries)
+	return job
 }
 
-// databasesLeft decides about the run's databases that could not be deleted, err why, after
-// trying since since: within cleanupPatience, err, and the reconcile is retried; after it, or
-// when the credentials Secret is gone (nothing can log in any more), a Warning event that
-// says what is left and how to remove it, and nil: the run, or the benchmark's deletion,
-// goes on without.
-func (r *CouchBenchmarkReconciler) databasesLeft(bench *benchv1.CouchBenchmark, since time.Time, err error) error {
-	if r.Clock.Since(since) < cleanupPatience && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting the run's databases: %w", err)
-	}
+// databasesLeft says, with a Warning event, that the run's databases could not be deleted
+// (why), and how to remove them.
+func (r *CouchBenchmarkReconciler) databasesLeft(bench *benchv1.CouchBenchmark, why string) {
 	existing := bench.Spec.CouchDB.Existing
 	r.Recorder.Eventf(bench, nil, corev1.EventTypeWarning, reasonCleanUpFailed, "CleanUp",
-		"the run's databases on %s could not be deleted (%v); remove them with couchbench clean --benchmark %s --run-id %s --url %s",
-		existing.URL, err, bench.Name, builders.RunID(bench), existing.URL)
-	return nil
+		"the run's databases on %s could not be deleted (%s); remove them with couchbench clean --benchmark %s --run-id %s --url %s",
+		existing.URL, why, bench.Name, builders.RunID(bench), existing.URL)
 }
 
 // cleanUpAfterFailure stops what a failed run left running: Jobs still going (their load
@@ -124,7 +135,10 @@ func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *
 	}
 	switch {
 	case bench.Spec.CouchDB.Existing != nil && !bench.Spec.KeepDatabases:
-		return r.deleteDatabases(ctx, bench, armNames(bench))
+		// Its clean-up Job goes on after the run's end (stopJobs leaves it); the finalizer
+		// runs another when the benchmark is deleted.
+		_, _, err := r.createOwned(ctx, bench, r.cleanupJob(bench, false))
+		return err
 	case bench.Spec.CouchDB.Provision == nil || bench.Spec.Teardown != benchv1.TeardownAlways:
 		return nil
 	}
@@ -137,7 +151,7 @@ func (r *CouchBenchmarkReconciler) stopAfterFailure(ctx context.Context, bench *
 }
 
 // stopJobs stops the benchmark's Jobs that are still going, so that their load stops and no
-// pod of theirs starts again. A Job deleted at once could be given a new pod: the Job
+// pod of theirs starts again; a clean-up Job, which loads nothing, goes on. A Job deleted at once could be given a new pod: the Job
 // controller, still holding it in its cache, replaced the pods the garbage collector deleted
 // (seen in e2e: a second pod that lived a few seconds). So each Job is suspended first, and
 // the Job controller deletes its pods and creates none; once it says so (condition
@@ -152,7 +166,8 @@ func (r *CouchBenchmarkReconciler) stopJobs(ctx context.Context, bench *benchv1.
 	}
 	for i := range jobs.Items {
 		job := &jobs.Items[i]
-		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed || !metav1.IsControlledBy(job, bench) || !job.DeletionTimestamp.IsZero() {
+		if phase := phaseOf(job); phase == jobSucceeded || phase == jobFailed || !metav1.IsControlledBy(job, bench) || !job.DeletionTimestamp.IsZero() ||
+			job.Labels[builders.LabelStep] == string(benchv1.StepCleanup) {
 			continue
 		}
 		if err := r.stopJob(ctx, job); client.IgnoreNotFound(err) != nil {
@@ -182,13 +197,4 @@ func suspended(job *batchv1.Job) bool {
 	return slices.ContainsFunc(job.Status.Conditions, func(c batchv1.JobCondition) bool {
 		return c.Type == batchv1.JobSuspended && c.Status == corev1.ConditionTrue
 	})
-}
-
-// armNames are the names of every arm of the benchmark, in the spec's order.
-func armNames(bench *benchv1.CouchBenchmark) []string {
-	names := make([]string, len(bench.Spec.QueryServers))
-	for i, qs := range bench.Spec.QueryServers {
-		names[i] = qs.Name
-	}
-	return names
 }

@@ -18,14 +18,19 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/controllers"
+	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/version"
 )
 
 func main() {
-	var runnerImage, k6Image, chartCache, watchNamespaces string
+	var runnerImage, k6Image, chartCache, watchNamespaces, installerRole, chartRepositories string
 	var settings controllers.ManagerSettings
-	flag.StringVar(&settings.MetricsAddress, "metrics-bind-address", ":8080", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	var sources helmrelease.Sources
+	flag.StringVar(&settings.MetricsAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
+	flag.BoolVar(&settings.SecureMetrics, "metrics-secure", true,
+		"Serve the metrics over HTTPS to scrapers the API server authenticates and authorizes for GET /metrics "+
+			"(the metrics-reader ClusterRole); false: plain HTTP to anyone.")
 	flag.StringVar(&settings.HealthProbeAddress, "health-probe-bind-address", ":8081", "Address of the health and readiness probes.")
 	flag.BoolVar(&settings.LeaderElection, "leader-elect", false,
 		"Elect a leader, so that only one of several replicas reconciles; the leader gives its Lease back when it stops.")
@@ -38,6 +43,13 @@ func main() {
 	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
 		"Comma-separated namespaces to watch, the only ones the manager caches and acts in; empty watches all.")
 	flag.StringVar(&chartCache, "chart-cache", os.TempDir()+"/couchbench-charts", "Directory for downloaded Helm charts and repository indexes.")
+	flag.StringVar(&installerRole, "installer-cluster-role", "couchbench-installer",
+		"ClusterRole bound to the ServiceAccount "+builders.InstallerName+" of each namespace where the operator provisions CouchDB; "+
+			"Helm acts as that ServiceAccount, with that role's rights there, never with the operator's.")
+	flag.StringVar(&chartRepositories, "chart-repositories", "",
+		"Comma-separated chart repositories (https://...) and OCI registries (oci://...) a benchmark's chart may come from, "+
+			"with what lies under them; empty: none, only the chart built into the operator.")
+	flag.BoolVar(&sources.Archives, "allow-configmap-charts", false, "Allow charts a benchmark's author put in a ConfigMap of its namespace.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -52,6 +64,10 @@ func main() {
 		setupLog.Error(err, "invalid flags")
 		os.Exit(1)
 	}
+	if sources.Repositories, err = controllers.ChartRepositories(chartRepositories); err != nil {
+		setupLog.Error(err, "invalid flags")
+		os.Exit(1)
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -63,7 +79,8 @@ func main() {
 		os.Exit(1)
 	}
 
-	releases, err := helmrelease.New(mgr.GetConfig(), chartCache, ctrl.Log.WithName("helm"))
+	releases, err := helmrelease.New(mgr.GetConfig(), chartCache, ctrl.Log.WithName("helm"),
+		helmrelease.Options{Installer: builders.InstallerName, Sources: sources})
 	if err != nil {
 		setupLog.Error(err, "setting up Helm")
 		os.Exit(1)
@@ -75,7 +92,8 @@ func main() {
 		}
 	}
 	setupLog.Info("starting", "couchbench", version.String(), "kubernetes", kubeVersion,
-		"watchNamespaces", settings.Namespaces, "leaderElection", settings.LeaderElection)
+		"watchNamespaces", settings.Namespaces, "leaderElection", settings.LeaderElection,
+		"installerClusterRole", installerRole, "chartRepositories", sources.Repositories, "configMapCharts", sources.Archives)
 	logs, err := controllers.NewKubeLogs(mgr.GetConfig())
 	if err != nil {
 		setupLog.Error(err, "setting up the pod log reader")
@@ -92,6 +110,9 @@ func main() {
 		RunnerImage:       runnerImage,
 		K6Image:           k6Image,
 		ServiceURL:        controllers.ClusterServiceURL,
+
+		InstallerClusterRole: installerRole,
+		ChartSources:         sources,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmark controller")
 		os.Exit(1)

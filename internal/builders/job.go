@@ -61,44 +61,23 @@ func (r RunnerJob) Job() *batchv1.Job {
 		arm = arms[0]
 	}
 	labels := Labels(r.Bench, arm, r.Step)
-	args := []string{
+	armArgs, mounts, volumes := armServers(r.Servers)
+	args := append([]string{
 		string(r.Step),
 		"-f", specDir + "/" + SpecKey,
 		"--arm", strings.Join(arms, ","),
-		"--credentials-dir", credentialsDir,
 		"--handoff", corev1.TerminationMessagePathDefault,
 		// One run's steps share its databases; another run's never touch them.
 		"--run-id", RunID(r.Bench),
-	}
-	for _, srv := range r.Servers {
-		args = append(args, "--arm-url", srv.Arm+"="+srv.URL)
-	}
+	}, armArgs...)
 	if parts := RunnerParts(r.Bench, r.Step); parts > 1 {
 		labels[LabelPart] = strconv.Itoa(r.Part)
 		args = append(args, "--part", strconv.Itoa(r.Part), "--parts", strconv.Itoa(parts))
 	}
-	container := corev1.Container{
-		Name:         RunnerContainer,
-		Image:        r.Image,
-		Command:      []string{"/couchbench"},
-		Args:         args,
-		VolumeMounts: []corev1.VolumeMount{{Name: "spec", MountPath: specDir, ReadOnly: true}},
-		// The Go runtime's soft limit: near the container's memory limit it collects harder,
-		// instead of letting the heap grow to twice what is live (the node's allocatable when
-		// the container has no limit).
-		Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
-			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: RunnerContainer, Resource: "limits.memory"}}}},
-	}
-	volumes := make([]corev1.Volume, 0, 1+len(r.Servers))
-	volumes = append(volumes, corev1.Volume{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+	container := runnerContainer(r.Image, args, append([]corev1.VolumeMount{{Name: "spec", MountPath: specDir, ReadOnly: true}}, mounts...))
+	volumes = append([]corev1.Volume{{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 		LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
-	}}})
-	for i, srv := range r.Servers {
-		name := "credentials-" + strconv.Itoa(i)
-		container.VolumeMounts = append(container.VolumeMounts,
-			corev1.VolumeMount{Name: name, MountPath: credentialsDir + "/" + srv.Arm, ReadOnly: true})
-		volumes = append(volumes, credentialsVolume(name, srv.Credentials))
-	}
+	}}}}, volumes...)
 	job := oneShotJob(r.Bench, JobNames(r.Bench, arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
 	placeLoadGenerator(job, r.Bench, arms, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
 	return job
@@ -111,6 +90,35 @@ func (r RunnerJob) arms() []string {
 		out[i] = srv.Arm
 	}
 	return out
+}
+
+// runnerContainer runs the couchbench binary of the operator's image with args.
+func runnerContainer(image string, args []string, mounts []corev1.VolumeMount) corev1.Container {
+	return corev1.Container{
+		Name:         RunnerContainer,
+		Image:        image,
+		Command:      []string{"/couchbench"},
+		Args:         args,
+		VolumeMounts: mounts,
+		// The Go runtime's soft limit: near the container's memory limit it collects harder,
+		// instead of letting the heap grow to twice what is live (the node's allocatable when
+		// the container has no limit).
+		Env: []corev1.EnvVar{{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+			ResourceFieldRef: &corev1.ResourceFieldSelector{ContainerName: RunnerContainer, Resource: "limits.memory"}}}},
+	}
+}
+
+// armServers name every arm's CouchDB (--arm-url) and give each its admin's credentials in a
+// directory of its own under --credentials-dir.
+func armServers(servers []ArmServer) (args []string, mounts []corev1.VolumeMount, volumes []corev1.Volume) {
+	args = []string{"--credentials-dir", credentialsDir}
+	for i, srv := range servers {
+		name := "credentials-" + strconv.Itoa(i)
+		args = append(args, "--arm-url", srv.Arm+"="+srv.URL)
+		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: credentialsDir + "/" + srv.Arm, ReadOnly: true})
+		volumes = append(volumes, credentialsVolume(name, srv.Credentials))
+	}
+	return args, mounts, volumes
 }
 
 // credentialsVolume holds a CouchDB admin's credentials as the files "username" and

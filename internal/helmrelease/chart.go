@@ -91,9 +91,13 @@ func (m *Manager) LoadChart(ctx context.Context, ref ChartRef) (*chart.Chart, er
 			sources++
 		}
 	}
-	switch {
-	case sources > 1:
+	if sources > 1 {
 		return nil, fmt.Errorf("%s: the chart reference sets more than one of repository, archive and path: set one", ref)
+	}
+	if err := m.opts.Sources.Check(ref); err != nil {
+		return nil, err
+	}
+	switch {
 	case ref.builtIn():
 		ch, err = loadArchive(ChartRef{Archive: builtInArchive, ArchiveSource: builtInSource, Version: ref.Version})
 	case ref.Archive != nil:

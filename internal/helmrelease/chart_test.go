@@ -52,6 +52,17 @@ func newChartRepository(t *testing.T) *chartRepository {
 	return r
 }
 
+// total is the number of requests the repository answered.
+func (r *chartRepository) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, c := range r.requests {
+		n += c
+	}
+	return n
+}
+
 func (r *chartRepository) count(path string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -62,7 +73,7 @@ func TestInstallFromRepository(t *testing.T) {
 	ctx := testContext(t)
 	srv := newChartRepository(t)
 	cache := t.TempDir()
-	m := newManager(t, cache)
+	m := newManager(t, cache, srv.URL)
 	ns := env.Namespace(t)
 	ref := ChartRef{Repository: srv.URL, Name: "couchdb", Version: BuiltInChartVersion}
 
@@ -79,7 +90,7 @@ func TestInstallFromRepository(t *testing.T) {
 
 	// An exact version that is cached is loaded without asking the repository, even by a
 	// Manager started afterwards on the same cache (an operator restart).
-	again := newManager(t, cache)
+	again := newManager(t, cache, srv.URL)
 	ch, err := again.LoadChart(ctx, ref)
 	if err != nil || ch.Metadata.Version != BuiltInChartVersion {
 		t.Fatalf("LoadChart from the cache = %v, %v", ch, err)
@@ -100,7 +111,7 @@ func TestInstallFromRepository(t *testing.T) {
 func TestRepositoryErrors(t *testing.T) {
 	ctx := testContext(t)
 	srv := newChartRepository(t)
-	m := newManager(t, "")
+	m := newManager(t, "", srv.URL)
 
 	for _, tc := range []struct {
 		name string
@@ -153,7 +164,8 @@ func TestRepositoryErrors(t *testing.T) {
 
 func TestLoadChartErrors(t *testing.T) {
 	ctx := testContext(t)
-	m := newManager(t, "")
+	// Allowed, so that the reference itself is what fails.
+	m := newManager(t, "", "ftp://charts.example.invalid", "oci://registry.example.invalid")
 	missing := filepath.Join(t.TempDir(), "no-such-chart")
 	notAChart := t.TempDir()
 	if err := os.WriteFile(filepath.Join(notAChart, "values.yaml"), []byte("a: 1\n"), 0o644); err != nil {

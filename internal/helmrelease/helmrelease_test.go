@@ -29,12 +29,14 @@ func TestMain(m *testing.M) {
 
 const testUUID = "0123456789abcdef0123456789abcdef"
 
-func newManager(t *testing.T, cacheDir string) *Manager {
+// newManager makes a Manager that acts as the test's administrator (not confined) and may
+// fetch charts from repositories and take archives.
+func newManager(t *testing.T, cacheDir string, repositories ...string) *Manager {
 	t.Helper()
 	if cacheDir == "" {
 		cacheDir = t.TempDir()
 	}
-	m, err := New(env.Config, cacheDir, testr.New(t))
+	m, err := New(env.Config, cacheDir, testr.New(t), Options{Sources: Sources{Repositories: repositories, Archives: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,14 @@
 // Every call is idempotent and returns at once: Install never waits for pods (readiness is the
 // caller's), Uninstall never waits for objects to go. Releases are stored as Secrets, Helm's
 // default storage driver, in the namespace of the release, so `helm list -n NAMESPACE` shows them.
+//
+// A Manager made with Options.Installer is confined, as the operator runs it: every call for a
+// release acts as that ServiceAccount of the release's namespace (Helm's reads, the chart's
+// `lookup`s, the objects it creates, the release records), the rendered objects are held to
+// what a CouchDB release may create in that namespace (confinement), hooks are not run and
+// CRDs not installed, and charts come only from the allowed Sources. Without it a Manager acts
+// with its config's own identity and installs any chart: tools and tests that install the
+// operator's own chart.
 package helmrelease
 
 import (
@@ -11,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,6 +31,7 @@ import (
 	"helm.sh/helm/v3/pkg/registry"
 	relstatus "helm.sh/helm/v3/pkg/release" // aliased: `release` names a release here
 	"helm.sh/helm/v3/pkg/storage/driver"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/client-go/rest"
 )
 
@@ -58,19 +68,42 @@ type Status struct {
 var ErrReleaseFailed = errors.New("helm release failed")
 
 // hookTimeout bounds chart hooks (Helm runs them even without --wait, and waits for hook Jobs
-// to finish). The Apache chart's hooks (autoSetup, placementConfig) are off by default.
+// to finish). The Apache chart's hooks (autoSetup, placementConfig) are off by default, and a
+// confined Manager runs none.
 const hookTimeout = 5 * time.Minute
+
+// Deadlines of a call, so that no chart holds a caller without end: installTimeout bounds an
+// Install (the chart's fetch, its rendering and the objects' creation; Helm goes on in the
+// background past it and records the release as failed), fetchTimeout each HTTP request of a
+// chart's fetch, and requestTimeout each request Helm sends to the API server.
+const (
+	installTimeout = 2 * time.Minute
+	fetchTimeout   = time.Minute
+	requestTimeout = 30 * time.Second
+)
+
+// Options make a Manager confined (Installer) and say which chart sources it may fetch from.
+type Options struct {
+	// Installer is the ServiceAccount, in each release's namespace, that every call for that
+	// release acts as; the Manager's config must be allowed to impersonate it. Set, the
+	// Manager is confined (see the package's doc); empty, it acts as its config's identity.
+	Installer string
+	// Sources are the chart sources allowed besides the built-in chart.
+	Sources Sources
+}
 
 // storageDriver is Helm's default: one Secret per revision, type helm.sh/release.v1.
 const storageDriver = "secret"
 
-// Manager installs charts as Helm releases in any namespace, with the operator's credentials.
-// It is safe for concurrent use: each call builds its own Helm action.Configuration, and calls
-// for the same release (and fetches of the same chart source) are serialised.
+// Manager installs charts as Helm releases, as the installer ServiceAccount of each release's
+// namespace when confined. It is safe for concurrent use: each call builds its own Helm
+// action.Configuration, and calls for the same release (and fetches of the same chart source)
+// are serialised.
 type Manager struct {
 	restConfig *rest.Config
 	cacheDir   string
 	log        logr.Logger
+	opts       Options
 	// getters are Helm's built-in http(s) and oci getters, without plugins: an operator has no
 	// helm plugin directory.
 	getters getter.Providers
@@ -83,7 +116,7 @@ type Manager struct {
 
 // New makes a Manager that talks to the API server of cfg. cacheDir holds downloaded charts
 // and repository indexes (it is created if missing; it must be writable).
-func New(cfg *rest.Config, cacheDir string, log logr.Logger) (*Manager, error) {
+func New(cfg *rest.Config, cacheDir string, log logr.Logger, opts Options) (*Manager, error) {
 	if cfg == nil {
 		return nil, errors.New("helmrelease: no rest.Config")
 	}
@@ -101,9 +134,12 @@ func New(cfg *rest.Config, cacheDir string, log logr.Logger) (*Manager, error) {
 	}
 	// Helm would otherwise default the credentials file to $HOME/.config/helm: keep it in the
 	// operator's writable directory. It need not exist (anonymous pulls).
+	// Every fetch goes through a transport that refuses what the sources do not allow.
+	transport := opts.Sources.transport()
 	reg, err := registry.NewClient(
 		registry.ClientOptCredentialsFile(filepath.Join(abs, "registry", "config.json")),
 		registry.ClientOptEnableCache(true),
+		registry.ClientOptHTTPClient(&http.Client{Transport: transport, Timeout: fetchTimeout}),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("helmrelease: creating the OCI registry client: %w", err)
@@ -112,7 +148,8 @@ func New(cfg *rest.Config, cacheDir string, log logr.Logger) (*Manager, error) {
 		restConfig: rest.CopyConfig(cfg),
 		cacheDir:   abs,
 		log:        log,
-		getters:    getter.Getters(),
+		opts:       opts,
+		getters:    getter.Getters(getter.WithTransport(transport), getter.WithTimeout(fetchTimeout)),
 		registry:   reg,
 	}, nil
 }
@@ -149,6 +186,8 @@ func (m *Manager) Install(ctx context.Context, namespace, release string, ref Ch
 	if err := ctx.Err(); err != nil {
 		return Status{}, err
 	}
+	ctx, cancel := context.WithTimeout(ctx, installTimeout)
+	defer cancel()
 	cfg, err := m.actionConfig(namespace)
 	if err != nil {
 		return Status{}, err
@@ -168,7 +207,7 @@ func (m *Manager) Install(ctx context.Context, namespace, release string, ref Ch
 	if err != nil {
 		return st, err
 	}
-	vals, err := normaliseValues(values)
+	vals, err := m.normaliseValues(values)
 	if err != nil {
 		return st, fmt.Errorf("helm values for release %q: %w", release, err)
 	}
@@ -178,6 +217,17 @@ func (m *Manager) Install(ctx context.Context, namespace, release string, ref Ch
 	install.ReleaseName = release
 	install.Labels = labels
 	install.Timeout = hookTimeout
+	if m.opts.Installer != "" {
+		if n := countTemplates(ch); n > MaxChartTemplates {
+			return st, &RefusedError{Rule: fmt.Sprintf("%s has %d templates; a release may have at most %d", ref, n, MaxChartTemplates)}
+		}
+		if install.PostRenderer, err = newConfinement(namespace); err != nil {
+			return st, err
+		}
+		// Helm neither post-renders hooks nor holds CRDs to a namespace.
+		install.DisableHooks = true
+		install.SkipCRDs = true
+	}
 	// Wait stays false: readiness is the caller's. Atomic stays false too: a failed release is
 	// kept so that its description can be reported, and the caller decides to uninstall it.
 	m.log.Info("installing Helm release", "namespace", namespace, "release", release,
@@ -215,6 +265,7 @@ func (m *Manager) Uninstall(ctx context.Context, namespace, release string) erro
 	uninstall.IgnoreNotFound = true
 	uninstall.DeletionPropagation = "background"
 	uninstall.Timeout = hookTimeout
+	uninstall.DisableHooks = m.opts.Installer != ""
 	m.log.Info("uninstalling Helm release", "namespace", namespace, "release", release)
 	if _, err := uninstall.Run(release); err != nil {
 		return fmt.Errorf("uninstalling release %q in namespace %q: %w", release, namespace, err)
@@ -223,23 +274,29 @@ func (m *Manager) Uninstall(ctx context.Context, namespace, release string) erro
 }
 
 // actionConfig is a fresh Helm configuration for one call: Helm's storage and kube client are
-// bound to one namespace, so configurations are never shared between calls.
+// bound to one namespace, so configurations are never shared between calls. A confined
+// Manager's acts as the installer ServiceAccount of that namespace.
 func (m *Manager) actionConfig(namespace string) (*action.Configuration, error) {
 	if namespace == "" {
 		return nil, errors.New("helmrelease: no namespace")
 	}
-	clients, err := newRESTClientGetter(m.restConfig, namespace)
+	cfg := rest.CopyConfig(m.restConfig)
+	cfg.Timeout = requestTimeout
+	if m.opts.Installer != "" {
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceaccount.MakeUsername(namespace, m.opts.Installer)}
+	}
+	clients, err := newRESTClientGetter(cfg, namespace)
 	if err != nil {
 		return nil, fmt.Errorf("helmrelease: Kubernetes clients: %w", err)
 	}
-	cfg := new(action.Configuration)
+	ac := new(action.Configuration)
 	log := m.log.WithValues("namespace", namespace)
 	debug := func(format string, v ...any) { log.V(1).Info(fmt.Sprintf(format, v...)) }
-	if err := cfg.Init(clients, namespace, storageDriver, debug); err != nil {
+	if err := ac.Init(clients, namespace, storageDriver, debug); err != nil {
 		return nil, fmt.Errorf("helmrelease: Helm configuration: %w", err)
 	}
-	cfg.RegistryClient = m.registry
-	return cfg, nil
+	ac.RegistryClient = m.registry
+	return ac, nil
 }
 
 func releaseStatus(cfg *action.Configuration, namespace, name string) (Status, error) {
@@ -277,8 +334,9 @@ func stateOf(s relstatus.Status) State {
 }
 
 // normaliseValues turns values into what Helm reads from a values file: nested
-// map[string]any, []any, float64, string, bool. Helm merges and templates only those.
-func normaliseValues(values map[string]any) (map[string]any, error) {
+// map[string]any, []any, float64, string, bool. Helm merges and templates only those. A
+// confined Manager refuses values of more than MaxValuesBytes.
+func (m *Manager) normaliseValues(values map[string]any) (map[string]any, error) {
 	out := map[string]any{}
 	if len(values) == 0 {
 		return out, nil
@@ -286,6 +344,9 @@ func normaliseValues(values map[string]any) (map[string]any, error) {
 	data, err := json.Marshal(values)
 	if err != nil {
 		return nil, err
+	}
+	if m.opts.Installer != "" && len(data) > MaxValuesBytes {
+		return nil, &RefusedError{Rule: fmt.Sprintf("the values are %d bytes as JSON; a release may have at most %d", len(data), MaxValuesBytes)}
 	}
 	if err := json.Unmarshal(data, &out); err != nil {
 		return nil, err

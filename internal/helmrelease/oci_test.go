@@ -50,7 +50,7 @@ func TestInstallFromOCIRegistry(t *testing.T) {
 	ctx := testContext(t)
 	host, client := ociRegistry(t)
 	cache := t.TempDir()
-	m := newManager(t, cache)
+	m := newManager(t, cache, "oci://"+host+"/charts")
 	// The test registry speaks plain HTTP; real registries are reached over HTTPS.
 	m.registry = client
 	ns := env.Namespace(t)

@@ -16,7 +16,6 @@ import (
 // through Helm's own getter, and the errors Go's resolver and the API server give.
 func TestTransient(t *testing.T) {
 	ctx := testContext(t)
-	m := newManager(t, "")
 	answering := func(status int) string {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			http.Error(w, http.StatusText(status), status)
@@ -33,18 +32,21 @@ func TestTransient(t *testing.T) {
 		t.Fatal(err)
 	}
 	repository := newChartRepository(t)
+	unavailable, badGateway, tooMany := answering(http.StatusServiceUnavailable), answering(http.StatusBadGateway), answering(http.StatusTooManyRequests)
+	notFound, forbidden := answering(http.StatusNotFound), answering(http.StatusForbidden)
+	m := newManager(t, "", unavailable, badGateway, tooMany, refusing, notFound, forbidden, repository.URL)
 
 	for _, tc := range []struct {
 		name string
 		ref  ChartRef
 		want bool
 	}{
-		{"503 Service Unavailable", ChartRef{Repository: answering(http.StatusServiceUnavailable), Name: "couchdb", Version: BuiltInChartVersion}, true},
-		{"502 Bad Gateway", ChartRef{Repository: answering(http.StatusBadGateway), Name: "couchdb", Version: BuiltInChartVersion}, true},
-		{"429 Too Many Requests", ChartRef{Repository: answering(http.StatusTooManyRequests), Name: "couchdb", Version: BuiltInChartVersion}, true},
+		{"503 Service Unavailable", ChartRef{Repository: unavailable, Name: "couchdb", Version: BuiltInChartVersion}, true},
+		{"502 Bad Gateway", ChartRef{Repository: badGateway, Name: "couchdb", Version: BuiltInChartVersion}, true},
+		{"429 Too Many Requests", ChartRef{Repository: tooMany, Name: "couchdb", Version: BuiltInChartVersion}, true},
 		{"connection refused", ChartRef{Repository: refusing, Name: "couchdb", Version: BuiltInChartVersion}, true},
-		{"404 Not Found", ChartRef{Repository: answering(http.StatusNotFound), Name: "couchdb", Version: BuiltInChartVersion}, false},
-		{"403 Forbidden", ChartRef{Repository: answering(http.StatusForbidden), Name: "couchdb", Version: BuiltInChartVersion}, false},
+		{"404 Not Found", ChartRef{Repository: notFound, Name: "couchdb", Version: BuiltInChartVersion}, false},
+		{"403 Forbidden", ChartRef{Repository: forbidden, Name: "couchdb", Version: BuiltInChartVersion}, false},
 		{"unknown version", ChartRef{Repository: repository.URL, Name: "couchdb", Version: "9.9.9"}, false},
 		{"not a chart", ChartRef{Archive: []byte("not gzip"), ArchiveSource: "ConfigMap x/y"}, false},
 	} {

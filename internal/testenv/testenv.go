@@ -133,7 +133,8 @@ func moduleRoot() (string, error) {
 const OperatorServiceAccount = "system:serviceaccount:couchbench-system:couchbench-manager"
 
 // OperatorConfig is a config for the API server that acts as the operator's service account,
-// bound to the ClusterRole the project generates from its RBAC markers (config/rbac/role.yaml)
+// bound to the ClusterRole the project generates from its RBAC markers (config/rbac/role.yaml;
+// the installer ClusterRole it may bind, InstallerClusterRole, exists too)
 // and to nothing else: a verb the operator uses but does not ask for is refused, as in a
 // real cluster. The role and binding are made once per API server.
 func (e *Env) OperatorConfig(t testing.TB) *rest.Config {
@@ -172,20 +173,20 @@ func Kubeconfig(t testing.TB, cfg *rest.Config) string {
 	return path
 }
 
+// InstallerClusterRole is the installer ClusterRole OperatorConfig's identity may bind
+// (config/rbac/installer_role.yaml, named as config/default names it).
+const InstallerClusterRole = "couchbench-installer"
+
 func (e *Env) installOperatorRBAC() error {
-	root, err := moduleRoot()
-	if err != nil {
+	var role, installer rbacv1.ClusterRole
+	if err := readRole("role.yaml", &role); err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
-	if err != nil {
+	if err := readRole("installer_role.yaml", &installer); err != nil {
 		return err
-	}
-	var role rbacv1.ClusterRole
-	if err := yaml.UnmarshalStrict(data, &role); err != nil {
-		return fmt.Errorf("config/rbac/role.yaml: %w", err)
 	}
 	role.Name = "couchbench-manager-role"
+	installer.Name = InstallerClusterRole
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "couchbench-manager-rolebinding"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
@@ -193,10 +194,26 @@ func (e *Env) installOperatorRBAC() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, obj := range []client.Object{&role, binding} {
+	for _, obj := range []client.Object{&role, &installer, binding} {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// readRole reads a ClusterRole of config/rbac.
+func readRole(name string, role *rbacv1.ClusterRole) error {
+	root, err := moduleRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", name))
+	if err != nil {
+		return err
+	}
+	if err := yaml.UnmarshalStrict(data, role); err != nil {
+		return fmt.Errorf("config/rbac/%s: %w", name, err)
 	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -40,9 +41,11 @@ import (
 // sends what fires to the Alertmanager, configured with the route docs/alerts.md gives. The
 // Service names are the ones that configuration points at (alertmanager.monitoring.svc:9093).
 const (
-	monitoringNamespace = "monitoring"
-	prometheusService   = "prometheus"
-	alertmanagerService = "alertmanager"
+	// metricsWithoutTokenJob scrapes the manager as the documented job does, without a token.
+	metricsWithoutTokenJob = "couchbench-operator-without-token"
+	monitoringNamespace    = "monitoring"
+	prometheusService      = "prometheus"
+	alertmanagerService    = "alertmanager"
 )
 
 // monitoringImage is the Prometheus and Alertmanager image hack/e2e.sh builds and loads.
@@ -86,11 +89,22 @@ func installMonitoring(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	promConfig = "global: {scrape_interval: 5s, evaluation_interval: 5s}\n" + promConfig
+	// A second job scrapes the same replicas without a token: the manager must refuse it
+	// (TestSecurityMetricsNeedAToken reads its targets).
+	withoutToken := strings.Replace(promConfig[strings.Index(promConfig, "- job_name: couchbench-operator\n"):strings.Index(promConfig, "alerting:")],
+		"job_name: couchbench-operator\n", "job_name: "+metricsWithoutTokenJob+"\n", 1)
+	withoutToken = regexp.MustCompile(`(?m)^  authorization:\n    credentials_file: .*\n`).ReplaceAllString(withoutToken, "")
+	promConfig = "global: {scrape_interval: 5s, evaluation_interval: 5s}\n" + strings.Replace(promConfig, "alerting:", withoutToken+"alerting:", 1)
 	labels := map[string]string{"app.kubernetes.io/name": "e2e-monitoring"}
 	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: monitoringNamespace}},
+		// Prometheus scrapes the manager with its ServiceAccount's token, bound to the
+		// chart's metrics-reader ClusterRole, as docs/alerts.md says.
+		&corev1.ServiceAccount{ObjectMeta: meta(monitoringNamespace, "e2e-monitoring")},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-monitoring-couchbench-metrics"},
+			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "couchbench-couchbench-metrics-reader"},
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: monitoringNamespace, Name: "e2e-monitoring"}}},
 		&corev1.ConfigMap{ObjectMeta: meta(monitoringNamespace, "e2e-monitoring"), Data: map[string]string{
 			"prometheus.yml": promConfig, "couchbench-rules.yaml": string(rules), "alertmanager.yml": amConfig}},
 		&corev1.Service{ObjectMeta: meta(monitoringNamespace, prometheusService), Spec: corev1.ServiceSpec{Selector: labels,
@@ -132,7 +146,8 @@ func monitoringDeployment(labels map[string]string) *appsv1.Deployment {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
-					NodeSelector: map[string]string{"node-role.kubernetes.io/control-plane": ""},
+					ServiceAccountName: "e2e-monitoring",
+					NodeSelector:       map[string]string{"node-role.kubernetes.io/control-plane": ""},
 					Tolerations: []corev1.Toleration{{Key: "node-role.kubernetes.io/control-plane", Operator: corev1.TolerationOpExists,
 						Effect: corev1.TaintEffectNoSchedule}},
 					SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](65534)},

@@ -32,7 +32,9 @@ const (
 	chartVersion    = helmrelease.BuiltInChartVersion
 	chartFile       = "couchdb-" + chartVersion + ".tgz"
 	chartRepository = "charts"
-	chartConfigMap  = "couchdb-chart"
+	// flakyChartRepository answers 503 before it serves the chart (flakyRepository).
+	flakyChartRepository = "flaky-charts"
+	chartConfigMap       = "couchdb-chart"
 	// existingRelease is the CouchDB the "existing CouchDB" tests benchmark.
 	existingRelease = "existing"
 	existingSecret  = "existing-admin"
@@ -151,7 +153,7 @@ func httpd(name string, probe corev1.ProbeHandler, files ...httpdFiles) []client
 func flakyRepository(t *testing.T, unavailable int) *benchv1.ChartSource {
 	t.Helper()
 	ctx := context.Background()
-	const name = "flaky-charts"
+	const name = flakyChartRepository
 	script := fmt.Sprintf(`#!/bin/sh
 n=$(( $(cat /tmp/requests 2>/dev/null || echo 0) + 1 ))
 echo "$n" > /tmp/requests

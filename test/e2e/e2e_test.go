@@ -172,7 +172,7 @@ func setUp(dir string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("building couchbench: %w", err)
 	}
-	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm")); err != nil {
+	if releases, err = helmrelease.New(cfg, filepath.Join(dir, "charts"), ctrl.Log.WithName("helm"), helmrelease.Options{}); err != nil {
 		return err
 	}
 	operatorChart = filepath.Join(root, "charts", "couchbench-operator")
@@ -228,8 +228,12 @@ func installOperator(ctx context.Context, watchNamespaces ...string) error {
 	// The k6 image is set once, on the operator, as a cluster without internet does: no
 	// benchmark of the suite names one. Leader election stays on, the chart's default: a
 	// deleted manager pod's successor takes the Lease it gives back.
+	// The suite's chart repositories and ConfigMap charts are allowed, as an installer would
+	// allow theirs (docs/security.md); no other source is.
 	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag},
-		"k6": map[string]any{"image": k6Image}, "logLevel": "debug"}
+		"k6": map[string]any{"image": k6Image}, "logLevel": "debug",
+		"chartSources": map[string]any{"configMaps": true, "repositories": []any{
+			fmt.Sprintf("http://%s.%s.svc:8080", chartRepository, namespace), fmt.Sprintf("http://%s.%s.svc:8080", flakyChartRepository, namespace)}}}
 	if len(watchNamespaces) > 0 {
 		values["watchNamespaces"] = watchNamespaces
 	}

@@ -800,11 +800,14 @@ func couchdbPodsOf(t *testing.T, b *benchv1.CouchBenchmark, arm string) []corev1
 }
 
 // generatorPodsOf are the benchmark's runner and k6 pods: the pods of its Jobs, labelled with
-// the benchmark and the step.
+// the benchmark and the step, but for the Jobs that measure nothing (cluster setup, clean-up).
 func generatorPodsOf(t *testing.T, b *benchv1.CouchBenchmark) []corev1.Pod {
 	t.Helper()
 	return slices.DeleteFunc(podsWith(t, map[string]string{builders.LabelBenchmark: builders.LabelValue(b.Name)}),
-		func(p corev1.Pod) bool { return p.Labels[builders.LabelStep] == "" })
+		func(p corev1.Pod) bool {
+			step := benchv1.Step(p.Labels[builders.LabelStep])
+			return step == "" || step == benchv1.StepCluster || step == benchv1.StepCleanup
+		})
 }
 
 // roleOf is a load-generator pod's role in the results: k6 for the reads step, else runner.
