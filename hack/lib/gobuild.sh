@@ -13,7 +13,7 @@
 go_binaries() {
   local cgo=0
   [ "$1" != --cgo ] || { cgo=1; shift; }
-  local mod=$1 ldflags=$2 pkg name key missing=() tmp
+  local mod=$1 ldflags=$2 pkg name key missing=() names=() tmp
   shift 2
   key=$({
     cat "$mod/go.mod" "$mod/go.sum"
@@ -25,13 +25,13 @@ go_binaries() {
   for pkg in "$@"; do
     name=${pkg##*/}
     [[ $pkg != . ]] || name=$(awk '$1 == "module" {n = split($2, p, "/"); print p[n]; exit}' "$mod/go.mod")
-    [ -x "$gobin/$name" ] || missing+=("$pkg")
+    [ -x "$gobin/$name" ] || { missing+=("$pkg"); names+=("$name"); }
   done
   ((${#missing[@]})) || return 0
   mkdir -p "$gobin"
   # Built aside and moved in, so that a build cut short leaves nothing that looks complete.
   tmp=$(mktemp -d "$gobin/.build.XXXXXX")
-  "$(dirname "${BASH_SOURCE[0]}")/../heartbeat.sh" go-binaries "building ${missing[*]##*/} ($mod)" \
+  "$(dirname "${BASH_SOURCE[0]}")/../heartbeat.sh" go-binaries "building ${names[*]} ($mod)" \
     env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=$cgo \
     go build -C "$mod" -trimpath -buildvcs=false -ldflags "$ldflags" -o "$tmp/" "${missing[@]}" || {
     rm -rf "$tmp"
