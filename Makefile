@@ -138,8 +138,12 @@ report-check: ## Render the HTML report of a realistic run and check it in headl
 	go test -tags browser -count=1 ./internal/report/
 
 .PHONY: test-e2e
-test-e2e: $(KIND) ## Run the e2e suite on a multi-node kind cluster (needs Docker; the node image is built when no registry answers).
+test-e2e: kind ## Run the e2e suite on a multi-node kind cluster (needs Docker; the node image is built when no registry answers).
 	KIND=$(KIND) hack/e2e.sh
+
+.PHONY: e2e-cluster
+e2e-cluster: kind ## Make the e2e suite's kind cluster with every image it runs loaded, without running the suite (KUBECONFIG=bin/kind-e2e.kubeconfig).
+	KIND=$(KIND) hack/e2e.sh cluster
 
 .PHONY: test-e2e-clean
 test-e2e-clean: $(KIND) ## Delete the e2e suite's kind cluster.
@@ -162,7 +166,7 @@ run: manifests generate ## Run the manager against the cluster in ~/.kube/config
 ##@ Demo
 
 .PHONY: demo
-demo: $(KIND) $(HELM) ## A kind cluster with the operator and config/samples/bench.yaml, ending in the results table (needs Docker).
+demo: kind helm ## A kind cluster with the operator and config/samples/bench.yaml, ending in the results table (needs Docker).
 	KIND=$(KIND) HELM=$(HELM) hack/kind-up.sh
 
 .PHONY: demo-clean
@@ -191,7 +195,8 @@ undeploy: $(KUSTOMIZE) ## Remove the operator.
 ##@ Tools
 
 # The pinned tools by name (make helm, make kind, ...): each is built into bin/ with its
-# version in the file name, and bin/NAME links to it.
+# version in the file name, and bin/NAME links to it. The targets that run kind and helm ask
+# for them by name, so that bin/kind and bin/helm are there for a user afterwards.
 TOOLS := controller-gen kustomize golangci-lint gotestsum kind helm setup-envtest promtool prometheus
 .PHONY: $(TOOLS)
 controller-gen: $(CONTROLLER_GEN)

@@ -39,7 +39,7 @@ build_debian() {
   ensure_debootstrap || die "no debootstrap, and apt-get could not install it"
   [ "$(id -u)" = 0 ] || die "building $debian needs root (debootstrap)"
   local root=$work/debian
-  debootstrap --variant=minbase "$suite" "$root" "$(debian_mirror)" >"$work/debootstrap.log" 2>&1 ||
+  debootstrap_to "$work/debootstrap.log" --variant=minbase "$suite" "$root" "$(debian_mirror)" ||
     { tail -20 "$work/debootstrap.log" >&2; die "debootstrap $suite failed"; }
   # ca-certificates, once installed in an image built on this one, adds these to its bundle.
   mkdir -p "$root/usr/local/share/ca-certificates"
@@ -67,7 +67,7 @@ ENV GOLANG_VERSION=$go_version GOTOOLCHAIN=local GOPATH=/go PATH=/go/bin:/usr/lo
 WORKDIR /go
 LABEL couchbench.offline=true
 EOF
-  docker build -q -t "$golang" "$work/golang" >/dev/null
+  hack/docker-build.sh -q -t "$golang" "$work/golang" >/dev/null
 }
 
 # What an image FROM distroless/static:nonroot relies on: the nonroot user (65532), a CA

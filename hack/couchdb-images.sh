@@ -176,8 +176,8 @@ rootfs_layer() { # dir
   local root=$work/$name logf=$cache/logs/$name.log t=$SECONDS include
   include=$(IFS=,; echo "${packages[*]}")
   log "debootstrap $suite minbase + ${packages[*]} from $mirror (log: $logf)"
-  if ! debootstrap --variant=minbase --include="$include" --cache-dir="$cache/debs" \
-      "$suite" "$root" "$mirror" >"$logf" 2>&1; then
+  if ! debootstrap_to "$logf" --variant=minbase --include="$include" --cache-dir="$cache/debs" \
+      "$suite" "$root" "$mirror"; then
     tail -20 "$logf" >&2
     die "debootstrap for $name failed (log: $logf)"
   fi

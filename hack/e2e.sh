@@ -6,7 +6,11 @@
 # registry). No Docker engine is a failure, never a skip. The cluster is kept for the next
 # run (a kept cluster is made again when its node count or node image differ);
 # `make test-e2e-clean` deletes it.
-# E2E_RUN=REGEXP runs only the matching tests (go test -run).
+#
+# Usage: hack/e2e.sh           makes or reuses the cluster, then runs the suite
+#                              (E2E_RUN=REGEXP runs only the matching tests: go test -run)
+#        hack/e2e.sh cluster   only makes or reuses the cluster, with every image loaded
+#                              (make e2e-cluster), and says how to reach it
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 . hack/lib/kind.sh
@@ -40,19 +44,25 @@ KIND=$kind hack/flux/images.sh "$tag" "$name"
 # The suite's HTTP server (a chart repository; a volume's preparation) runs busybox, as
 # Debian packages it.
 httpd=couchbench/e2e-httpd:bookworm
-docker image inspect "$httpd" >/dev/null 2>&1 || docker build -q -t "$httpd" - >/dev/null <<'EOF'
+docker image inspect "$httpd" >/dev/null 2>&1 || hack/docker-build.sh -q -t "$httpd" - >/dev/null <<'EOF'
 FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends busybox && rm -rf /var/lib/apt/lists/*
 EOF
 # The Prometheus and Alertmanager that the alert tests read (test/e2e/alerts_test.go): Debian's
 # packages, as bookworm's mirror has them (promtool, for make test, is pinned in the Makefile).
 monitoring=couchbench/e2e-prometheus:bookworm
-docker image inspect "$monitoring" >/dev/null 2>&1 || docker build -q -t "$monitoring" - >/dev/null <<'EOF'
+docker image inspect "$monitoring" >/dev/null 2>&1 || hack/docker-build.sh -q -t "$monitoring" - >/dev/null <<'EOF'
 FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends prometheus prometheus-alertmanager && rm -rf /var/lib/apt/lists/*
 EOF
 "$kind" load docker-image --name "$name" "$httpd" "$monitoring" >&2
 export E2E_HTTPD_IMAGE=$httpd E2E_MONITORING_IMAGE=$monitoring
 kind_api_ready "$name"
+if [ "${1:-}" = cluster ]; then
+  echo "e2e-cluster: $name is ready, every image the suite runs loaded; export KUBECONFIG=$KUBECONFIG" >&2
+  exit 0
+fi
 
-E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 75m ${E2E_RUN:+-run "$E2E_RUN"}
+# -parallel: the tests that call t.Parallel, most of whose time is waiting for pods, Jobs and
+# cron minutes, run four at a time (go test's default is GOMAXPROCS, 2 here).
+E2E_IMAGE_TAG=$tag go test -tags e2e ./test/e2e/ -count=1 -v -timeout 75m -parallel "${E2E_PARALLEL:-4}" ${E2E_RUN:+-run "$E2E_RUN"}

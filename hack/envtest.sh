@@ -8,9 +8,10 @@
 # GitHub, which this project's machines and CI cannot reach (only the Go module proxy), so
 # there it fails, at once or after SETUP_ENVTEST_TIMEOUT seconds (120 by default), and the
 # binaries are built from the sources the proxy serves instead: the modules hack/kubernetes
-# and hack/etcd pin the versions (go.sum checked in, -mod=readonly); the kind node image is
-# built from the same modules. A built binary is kept when it already reports the pinned
-# version. One line on stderr says which of the two provided the binaries.
+# and hack/etcd pin the versions (go.sum checked in, -mod=readonly). They are built where the
+# kind node image's are (hack/lib/gobuild.sh), so that whichever of the two comes first builds
+# them for both, and linked into OUTDIR. A binary in OUTDIR is kept when it already reports the
+# pinned version. One line on stderr says which of the two ways provided the binaries.
 #
 # PREBUILT_DIR names binaries built elsewhere: those that report the pinned versions are
 # copied rather than built.
@@ -20,7 +21,8 @@ set -euo pipefail
 
 # shellcheck source=hack/lib/kubernetes.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/kubernetes.sh"
-ETCD_VERSION=3.6.8
+# shellcheck source=hack/lib/gobuild.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/gobuild.sh"
 
 out=${1:?usage: hack/envtest.sh OUTDIR [PREBUILT_DIR]}
 prebuilt=${2:-}
@@ -77,21 +79,21 @@ from_setup_envtest() {
   fi
 }
 
-# provide NAME CHECK WHAT MODDIR GO_BUILD_ARG...: keeps OUTDIR/NAME when CHECK accepts it,
-# else copies PREBUILT_DIR/NAME when CHECK accepts that, else builds it in MODDIR.
+# provide NAME CHECK WHAT MODDIR LDFLAGS PACKAGE: keeps OUTDIR/NAME when CHECK accepts it,
+# else copies PREBUILT_DIR/NAME when CHECK accepts that, else links the build of PACKAGE in
+# MODDIR (hack/lib/gobuild.sh, built there when missing).
 provide() {
-  local name=$1 check=$2 what=$3 dir=$4
-  shift 4
+  local name=$1 check=$2 what=$3
+  shift 3
   if "$check" "$out/$name"; then
     log "$what present"
   elif [[ -n $prebuilt ]] && "$check" "$prebuilt/$name"; then
     cp -f --remove-destination "$prebuilt/$name" "$out/$name"
     log "$what copied from $prebuilt"
   else
-    log "building $what"
-    "$here/heartbeat.sh" envtest "building $what" \
-      env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
-      go build -C "$dir" -trimpath -buildvcs=false -o "$out/$name" "$@"
+    go_binaries "$@"
+    ln -f "$gobin/$name" "$out/$name"
+    log "$what from $gobin"
   fi
 }
 
@@ -100,9 +102,9 @@ if is_kube_apiserver "$out/kube-apiserver" && is_etcd "$out/etcd"; then
   log "kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION present in $out"
 elif ! from_setup_envtest; then
   log "setup-envtest could not provide them ($reason); kube-apiserver $KUBE_VERSION and etcd $ETCD_VERSION from Go modules"
-  provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/kubernetes" \
-    -ldflags "$KUBE_LDFLAGS" k8s.io/kubernetes/cmd/kube-apiserver
-  provide etcd is_etcd "etcd $ETCD_VERSION" "$here/etcd" -ldflags "-s -w" .
+  provide kube-apiserver is_kube_apiserver "kube-apiserver $KUBE_VERSION" "$here/kubernetes" "$KUBE_LDFLAGS" \
+    k8s.io/kubernetes/cmd/kube-apiserver
+  provide etcd is_etcd "etcd $ETCD_VERSION" "$here/etcd" "$ETCD_LDFLAGS" .
 fi
 
 echo "$out"

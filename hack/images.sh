@@ -43,10 +43,10 @@ kind)
     shift 2
     for stage in $(sed -n 's/^FROM .* AS \([a-z0-9_-]*\)$/\1/p' "$dockerfile"); do
       hack/heartbeat.sh images "docker build $image, stage $stage" \
-        docker build -q --target "$stage" -t "${image%:*}-$stage:${image##*:}" "$@" -f "$dockerfile" . >/dev/null
+        hack/docker-build.sh -q --target "$stage" -t "${image%:*}-$stage:${image##*:}" "$@" -f "$dockerfile" . >/dev/null
     done
     hack/heartbeat.sh images "docker build $image" \
-      docker build -q --label couchbench.build=image -t "$image" "$@" -f "$dockerfile" . >/dev/null
+      hack/docker-build.sh -q --label couchbench.build=image -t "$image" "$@" -f "$dockerfile" . >/dev/null
     echo "images: built $image" >&2
   }
   build "couchbench/manager:$tag" images/manager/Dockerfile --build-arg "VERSION=$version" --build-arg "COMMIT=$commit"

@@ -7,11 +7,12 @@
 #   - kind v0.33.0's node files (the sigs.k8s.io/kind module's images/base/files);
 #   - Debian's systemd, containerd, runc and CNI plugins;
 #   - kubeadm, kubelet, kubectl, the control plane and kube-proxy (k8s.io/kubernetes v1.36.3),
-#     etcd 3.6.8 and CoreDNS 1.14.2 (the versions kubeadm v1.36.3 deploys) and crictl, built from
-#     their Go modules (hack/kubernetes, hack/etcd, hack/coredns, hack/crictl);
-#   - the pause container and the default CNI of hack/kindnode.
+#     etcd 3.6.8 and CoreDNS 1.14.2 (the versions kubeadm v1.36.3 deploys), crictl and flannel
+#     (the pod network, hack/kindnode/default-cni.yaml), built from their Go modules
+#     (hack/kubernetes, hack/etcd, hack/coredns, hack/crictl, hack/flannel);
+#   - the pause container of hack/kindnode.
 # See hack/kindnode/Dockerfile for what differs from kindest/node. An image already present
-# is kept (delete it to rebuild); binaries are cached in bin/kind-node, keyed by the inputs.
+# is kept (delete it to rebuild); binaries are cached in bin/go-binaries, keyed by the inputs.
 #
 # Usage: hack/kind-node-image.sh     (KIND_NODE_IMAGE=NAME skips all of this and prints NAME)
 # Needs a Docker engine (DOCKER_HOST), Go, and root when debian:bookworm-slim has to be built
@@ -24,6 +25,10 @@ if [ -n "${KIND_NODE_IMAGE:-}" ]; then echo "$KIND_NODE_IMAGE"; exit 0; fi
 
 # shellcheck source=hack/lib/kubernetes.sh
 source hack/lib/kubernetes.sh
+# shellcheck source=hack/lib/gobuild.sh
+source hack/lib/gobuild.sh
+# module_version MODDIR MODULE: the version of MODULE that MODDIR's go.mod requires.
+module_version() { awk -v m="$2" '{for (i = 1; i < NF; i++) if ($i == m) {print $(i + 1); exit}}' "$1/go.mod"; }
 # kind's node files come from the module of the kind binary that will run the image (the
 # Makefile's pin).
 kind_version=$("${KIND:-kind}" version | awk '{print $2}')
@@ -37,8 +42,8 @@ die() { log "ERROR: $*"; exit 1; }
 
 docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); start one, e.g. export DOCKER_HOST=\$(../shared/docker/up.sh)"
 # Everything the built image is made of, so that a change to any of it builds it again.
-inputs=$({ cat "$self" hack/lib/kubernetes.sh hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
-  hack/{kubernetes,etcd,coredns,crictl}/*.go hack/{kubernetes,etcd,coredns,crictl}/go.{mod,sum} go.mod go.sum
+inputs=$({ cat "$self" hack/lib/{kubernetes,gobuild}.sh hack/kindnode/Dockerfile hack/kindnode/*.yaml hack/kindnode/*/*.go \
+  hack/{kubernetes,etcd,coredns,crictl,flannel}/*.go hack/{kubernetes,etcd,coredns,crictl,flannel}/go.{mod,sum} go.mod go.sum
   echo "$kind_version $(go env GOVERSION)"; } | sha256sum | cut -c1-16)
 if [ "$(docker image inspect -f '{{index .Config.Labels "couchbench.inputs"}}' "$image" 2>/dev/null)" = "$inputs" ]; then
   log "$image present"
@@ -60,46 +65,28 @@ start=$SECONDS
 
 hack/base-images.sh "$base"
 
-# Binaries, each built once per set of inputs (the module's go.mod and go.sum, the flags).
-cache=$PWD/bin/kind-node
-mkdir -p "$cache"
-gobuild() { # name module-dir output-dir build-args...
-  local name=$1 dir=$2 out=$3
-  shift 3
-  hack/heartbeat.sh kind-node-image "building $name" \
-    env -u GOOS -u GOARCH GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 \
-    go build -C "$dir" -trimpath -buildvcs=false -o "$out/" "$@"
-}
-cached() { # name module-dir build-args...: sets dir to the cache entry holding the binaries
-  local name=$1 mod=$2 key
-  shift 2
-  key=$({ cat "$mod/go.mod" "$mod/go.sum" "${sources[@]}"; go env GOVERSION; echo "$*"; } | sha256sum | cut -c1-12)
-  dir=$cache/${name// /-}-$key
-  [ -f "$dir/.complete" ] && return 0
-  rm -rf "$dir" && mkdir -p "$dir"
-  gobuild "$name" "$mod" "$dir" "$@"
-  touch "$dir/.complete"
-}
-sources=(hack/kubernetes/*.go)
-cached kubernetes hack/kubernetes -ldflags "$KUBE_LDFLAGS" \
+# Binaries, each built once per set of inputs (hack/lib/gobuild.sh: envtest's kube-apiserver
+# and etcd are these).
+go_binaries hack/kubernetes "$KUBE_LDFLAGS" \
   k8s.io/kubernetes/cmd/kubeadm k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kubectl \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager \
   k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kube-proxy
-kube=$dir
-sources=(hack/etcd/*.go)
-cached etcd hack/etcd -ldflags "-s -w" .
-etcd=$dir
-sources=(hack/coredns/*.go)
-cached coredns hack/coredns -ldflags "-s -w" .
-coredns=$dir
-sources=(hack/crictl/*.go)
-crictl_version=$(awk '{for (i = 1; i < NF; i++) if ($i == "sigs.k8s.io/cri-tools") {print $(i + 1); exit}}' hack/crictl/go.mod)
-cached crictl hack/crictl -ldflags "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" sigs.k8s.io/cri-tools/cmd/crictl
-crictl=$dir
-# The pause container and the CNI daemon are this repository's own packages.
-sources=(hack/kindnode/*/*.go)
-cached "pause and CNI" . -ldflags "-s -w" ./hack/kindnode/pause ./hack/kindnode/cni
-kindnode=$dir
+kube=$gobin
+go_binaries hack/etcd "$ETCD_LDFLAGS" .
+etcd=$gobin
+go_binaries hack/coredns "-s -w" .
+coredns=$gobin
+crictl_version=$(module_version hack/crictl sigs.k8s.io/cri-tools)
+go_binaries hack/crictl "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" sigs.k8s.io/cri-tools/cmd/crictl
+crictl=$gobin
+flannel_version=$(module_version hack/flannel github.com/flannel-io/flannel)
+# With cgo and static, as flannel's own build makes it for amd64 (its UDP backend is C).
+go_binaries --cgo hack/flannel "-s -w -X github.com/flannel-io/flannel/pkg/version.Version=$flannel_version -extldflags -static" \
+  github.com/flannel-io/flannel
+flannel=$gobin
+# The pause container is this repository's own.
+go_binaries . "-s -w" ./hack/kindnode/pause
+pause=$gobin
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -118,7 +105,7 @@ image() {
   dir=$(mktemp -d "$work/image.XXXXXX")
   cp "$@" "$dir/"
   echo "$dockerfile" >"$dir/Dockerfile"
-  docker build -q -t "$name" "$dir" >/dev/null 2>"$dir/build.log" || { cat "$dir/build.log" >&2; die "building $name failed"; }
+  hack/docker-build.sh -q -t "$name" "$dir" >/dev/null 2>"$dir/build.log" || { cat "$dir/build.log" >&2; die "building $name failed"; }
   docker save -o "$ctx/images/$(basename "$dir").tar" "$name"
   log "image $name"
 }
@@ -127,10 +114,12 @@ for c in kube-apiserver kube-controller-manager kube-scheduler; do
 COPY $c /usr/local/bin/$c
 LABEL couchbench.offline=true" "$kube/$c"
 done
-# kube-proxy programs iptables (or nftables) and conntrack on the node.
-image "$(tag_of kube-proxy)" "FROM $base
+# kube-proxy programs iptables (or nftables) and conntrack on the node, flannel iptables (its
+# masquerade and forward rules): one layer, which Docker's cache builds once for both.
+netfilter="FROM $base
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends iptables nftables conntrack \
- && rm -rf /var/lib/apt/lists/*
+ && rm -rf /var/lib/apt/lists/*"
+image "$(tag_of kube-proxy)" "$netfilter
 COPY kube-proxy /usr/local/bin/kube-proxy
 LABEL couchbench.offline=true" "$kube/kube-proxy"
 image "$(tag_of etcd)" "FROM $base
@@ -144,17 +133,18 @@ LABEL couchbench.offline=true" "$coredns/coredns"
 GOFLAGS=-mod=readonly go mod download "sigs.k8s.io/kind@$kind_version"
 kindfiles=$(go env GOMODCACHE)/sigs.k8s.io/kind@$kind_version/images/base/files
 # containerd's sandbox image, as kind's containerd config names it.
-pause=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$kindfiles/etc/containerd/config.toml")
-[ -n "$pause" ] || die "no sandbox_image in kind's containerd config"
-image "$pause" "FROM scratch
+sandbox=$(sed -n 's/^ *sandbox_image = "\(.*\)"/\1/p' "$kindfiles/etc/containerd/config.toml")
+[ -n "$sandbox" ] || die "no sandbox_image in kind's containerd config"
+image "$sandbox" "FROM scratch
 COPY pause /pause
 ENTRYPOINT [\"/pause\"]
-LABEL couchbench.offline=true" "$kindnode/pause"
-cni_image=$(sed -n 's/^ *image: *//p' hack/kindnode/default-cni.yaml | head -1)
-image "$cni_image" "FROM $base
-RUN apt-get update -q && apt-get install -y -q --no-install-recommends iproute2 && rm -rf /var/lib/apt/lists/*
-COPY cni /kindnode-cni
-LABEL couchbench.offline=true" "$kindnode/cni"
+LABEL couchbench.offline=true" "$pause/pause"
+flannel_image=$(sed -n 's/^ *image: *//p' hack/kindnode/default-cni.yaml | head -1)
+[ "$flannel_image" = "docker.io/couchbench/flannel:$flannel_version" ] ||
+  die "hack/kindnode/default-cni.yaml runs $flannel_image, not flannel $flannel_version (hack/flannel/go.mod)"
+image "$flannel_image" "$netfilter
+COPY flannel /opt/bin/flanneld
+LABEL couchbench.offline=true" "$flannel/flannel"
 
 cp -r "$kindfiles" "$ctx/kind"
 chmod -R u+w "$ctx/kind"
@@ -163,7 +153,7 @@ cp "$kube"/{kubeadm,kubelet,kubectl} "$crictl/crictl" "$ctx/bin/"
 cp hack/kindnode/default-cni.yaml hack/kindnode/default-storage.yaml "$ctx/manifests/"
 cp hack/kindnode/Dockerfile "$ctx/"
 hack/heartbeat.sh kind-node-image "building $image" \
-  docker build -q --build-arg KUBERNETES_VERSION="$KUBE_VERSION" --label couchbench.inputs="$inputs" -t "$image" "$ctx" >/dev/null
+  hack/docker-build.sh -q --build-arg KUBERNETES_VERSION="$KUBE_VERSION" --label couchbench.inputs="$inputs" -t "$image" "$ctx" >/dev/null
 # The node image this build replaced, some 3 GB, is left dangling by Docker: pruned, by the
 # label only node images carry.
 docker image prune -f --filter label=couchbench.inputs >/dev/null

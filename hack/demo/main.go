@@ -83,8 +83,13 @@ func run(path string) error {
 		}
 		st := got.Status
 		line := string(st.Phase)
-		if st.Progress != nil {
-			line = fmt.Sprintf("%s: query server %s, %s (%d%%)", st.Phase, st.Progress.QueryServer, st.Progress.Step, st.Progress.Percent)
+		if p := st.Progress; p != nil {
+			// The step's own progress line changes while a step runs (documents seeded, a
+			// build's share done, k6's progress), so a long step is not a silent one.
+			line = fmt.Sprintf("%s: query server %s, %s (%d%%)", st.Phase, p.QueryServer, p.Step, p.Percent)
+			if p.Message != "" {
+				line += ": " + p.Message
+			}
 		}
 		if line != last {
 			fmt.Printf("%s %s\n", time.Now().Format("15:04:05"), line)

@@ -15,3 +15,13 @@ ensure_debootstrap() {
   command -v debootstrap >/dev/null || apt-get install -y -q debootstrap >&2 ||
     { apt-get update -q >&2 && apt-get install -y -q debootstrap >&2; }
 }
+
+# debootstrap_to LOG ARG...: runs debootstrap ARG... with its output (some hundred lines) in
+# LOG, saying every 30 s on stderr that it still runs, since it is silent for minutes on a busy
+# machine otherwise.
+debootstrap_to() {
+  local log=$1
+  shift
+  "$(dirname "${BASH_SOURCE[0]}")/../heartbeat.sh" debootstrap "making a Debian root file system (log: $log)" \
+    sh -c 'log=$1; shift; exec debootstrap "$@" >"$log" 2>&1' sh "$log" "$@"
+}

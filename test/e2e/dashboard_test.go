@@ -22,6 +22,7 @@ import (
 // against the first: each query returns series with the labels its legend names, and each
 // variable lists the namespace, the schedule and the runs.
 func TestDashboardQueriesOnTheSuitesPrometheus(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	d, err := dashboard.Read(filepath.Join("..", "..", dashboard.Path))
 	if err != nil {

@@ -8,12 +8,20 @@
 // (couchdb:3.4.3, pulled or built from the Apache release, the Python and PyPy presets' images, k6); the
 // "existing CouchDB" is the same chart installed by the suite.
 // These tests check behaviour, never speed.
+//
+// Side by side: a test that changes what every other test relies on (the operator reinstalled
+// or its pod deleted, a node stopped or tainted, the existing CouchDB's CPU cut) or asserts where
+// the scheduler put pods (it needs the cluster's room to itself) runs alone; the others call
+// t.Parallel and run together once those are done (go test -parallel, hack/e2e.sh), each on
+// objects of its own names. The cluster's room bounds them: every runner and k6 pod asks for
+// its CPU (500m by default) and a run fails when the scheduler finds no node for one.
 package e2e
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -179,19 +187,22 @@ func setUp(dir string) error {
 	if err := installOperator(ctx); err != nil {
 		return err
 	}
-	if err := serveCharts(ctx); err != nil {
-		return err
+	// The existing CouchDB takes the longest to be ready: it starts while the rest is made.
+	existing := make(chan error, 1)
+	go func() { existing <- installExistingCouchDB(ctx) }()
+	err = serveCharts(ctx)
+	if err == nil {
+		if err = installMonitoring(ctx); err != nil {
+			err = fmt.Errorf("installing Prometheus and Alertmanager: %w", err)
+		}
 	}
-	if err := installExistingCouchDB(ctx); err != nil {
-		return err
+	if err == nil {
+		err = waitAvailable(ctx, operatorNamespace, operatorDeployment)
 	}
-	if err := installMonitoring(ctx); err != nil {
-		return fmt.Errorf("installing Prometheus and Alertmanager: %w", err)
+	if err == nil {
+		err = waitAvailable(ctx, namespace, chartRepository)
 	}
-	if err := waitAvailable(ctx, operatorNamespace, operatorDeployment); err != nil {
-		return err
-	}
-	return waitAvailable(ctx, namespace, chartRepository)
+	return errors.Join(err, <-existing)
 }
 
 // installOperator installs the operator chart afresh, so that a cluster kept from an earlier

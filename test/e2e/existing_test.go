@@ -22,6 +22,7 @@ import (
 // a hundredth of a CPU: their writes, which keep a writer busy making documents, are the
 // runner's speed, not CouchDB's, and must say so.
 func TestExistingCouchDB(t *testing.T) {
+	t.Parallel()
 	b := &benchv1.CouchBenchmark{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "existing"},
 		Spec: benchv1.CouchBenchmarkSpec{

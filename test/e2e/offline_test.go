@@ -23,6 +23,7 @@ import (
 // from the chart it carries and runs k6 from the image its chart was given once; the
 // results name that chart by its digest and the k6 image that ran.
 func TestOfflineDefaults(t *testing.T) {
+	t.Parallel()
 	b := provisioned("offline", nil, 1, benchv1.QueryServer{Name: "js", Language: "javascript"})
 	b.Spec.Dataset = benchv1.Dataset{Documents: 1000, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2}
 	b.Spec.Workloads = benchv1.Workloads{

@@ -148,6 +148,7 @@ func waitRunning(t *testing.T, labels map[string]string) {
 // repository) removes what it made: its Helm releases, the volumes its CouchDB claimed, its
 // admin Secrets; whatever the teardown policy.
 func TestDeletedMidRunLeavesNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	const class = "couchbench-e2e-manual"
 	hostPathVolume(t, class)
@@ -249,6 +250,7 @@ func hostPathVolume(t *testing.T, class string) {
 // A CouchDB image the node does not have is reported at once: Stalled ImagePullFailed
 // naming the image, while the run waits for it.
 func TestMissingImageIsReportedAtOnce(t *testing.T) {
+	t.Parallel()
 	b := provisioned("noimage", configMapChart(), 1, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
 	b.Spec.CouchDB.Provision.Image = benchv1.ImageSource{Repository: "couchdb", Tag: "0.0.0-not-loaded"}
 	// Never pull: the image is not on the node, and nothing may be fetched from outside.

@@ -22,6 +22,7 @@ import (
 // An every-minute schedule against the existing CouchDB fires at least twice; the second
 // run is compared with the first, and the schedule's status keeps both with their numbers.
 func TestEveryMinuteScheduleComparesEachRunWithThePrevious(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	s := &benchv1.CouchBenchmarkSchedule{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "every-minute"},

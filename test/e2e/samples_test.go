@@ -93,6 +93,7 @@ func atMost(field string, limit time.Duration) string {
 // server and Secret its comments tell a user to have; the schedule's immediate run stands for
 // its first night.
 func TestSamplesRun(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join("..", "..", "config", "samples", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)

@@ -51,6 +51,7 @@ func stuckBenchmark(name string, workloads benchv1.Workloads) *benchv1.CouchBenc
 }
 
 func TestUnpullableK6ImageFailsTheRunAndFreesTheNode(t *testing.T) {
+	t.Parallel()
 	// No node has this image, and none can pull it (the local cluster pulls nothing; on kind
 	// the tag does not exist).
 	const image = "couchbench/k6:not-loaded-e2e"
@@ -76,6 +77,7 @@ func TestUnpullableK6ImageFailsTheRunAndFreesTheNode(t *testing.T) {
 }
 
 func TestUnschedulableRunnerFailsTheRunAndFreesTheNode(t *testing.T) {
+	t.Parallel()
 	b := stuckBenchmark("stuck-runner", benchv1.Workloads{
 		Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin}, Repetitions: 1}})
 	b.Spec.Runner.Resources = guaranteed("64", "128Mi")

@@ -13,6 +13,7 @@ import (
 // A chart repository that answers 503 Service Unavailable twice, then serves the chart: the
 // provision step retries (a Warning event Retrying quoting the 503) and the run succeeds.
 func TestChartRepositoryUnavailableTwiceIsRetried(t *testing.T) {
+	t.Parallel()
 	b := provisioned("flaky-chart", flakyRepository(t, 2), 1, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
 	b.Spec.Dataset = benchv1.Dataset{Documents: 500, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2}
 	b.Spec.Workloads = benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin}, Repetitions: 1}}
