@@ -22,7 +22,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/couchbench/couchbench/internal/tdist"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 const (
@@ -140,7 +140,7 @@ func otavaPValue(left, right []float64) float64 {
 		}
 		return 0
 	}
-	return 2 * (1 - tdist.CDF(math.Abs(m1-m2)/se, df))
+	return 2 * distuv.StudentsT{Sigma: 1, Nu: df}.Survival(math.Abs(m1-m2)/se)
 }
 
 // meanStd is the mean and the standard deviation with ddof 0 (numpy's default).

@@ -10,7 +10,7 @@ import (
 	"math"
 	"slices"
 
-	"github.com/couchbench/couchbench/internal/tdist"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // segOptions tune the detector; the zero value takes the defaults.
@@ -173,7 +173,7 @@ func refine(logs []float64, found map[int]float64, opts segOptions) {
 // without a change is at least stat: the two-sided t test's p-value at n - 2 degrees of
 // freedom, times the number tried (Bonferroni).
 func pValue(stat float64, n, tried int) float64 {
-	return min(1, float64(tried)*2*(1-tdist.CDF(stat, float64(n-2))))
+	return min(1, float64(tried)*2*distuv.StudentsT{Sigma: 1, Nu: float64(n - 2)}.Survival(stat))
 }
 
 // newestSplit is the split of x before its newest MinAfter values and its p-value, tested on

@@ -63,7 +63,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/couchbench/couchbench/internal/tdist"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Options tune the detector; the zero value takes the defaults.
@@ -132,7 +133,7 @@ func Detect(values []float64, opts Options) []ChangePoint {
 	bounds = append(bounds, len(s.logs))
 	for i, t := range found {
 		out[i] = ChangePoint{Index: s.at[t.split], PValue: t.pValue, Level: s.level(t.n - t.found), FoundAt: s.at[t.n-1] + 1,
-			Ratio: math.Exp(mean(s.logs[bounds[i+1]:bounds[i+2]]) - mean(s.logs[bounds[i]:bounds[i+1]]))}
+			Ratio: math.Exp(stat.Mean(s.logs[bounds[i+1]:bounds[i+2]], nil) - stat.Mean(s.logs[bounds[i]:bounds[i+1]], nil))}
 	}
 	return out
 }
@@ -224,7 +225,11 @@ func (s *series) refine(previous segment, t test, n int) test {
 }
 
 // twoSided is the two-sided p-value of Student's t at df degrees of freedom.
-func twoSided(t, df float64) float64 { return 2 * (1 - tdist.CDF(math.Abs(t), df)) }
+func twoSided(t, df float64) float64 { return 2 * studentT(df).Survival(math.Abs(t)) }
+
+// studentT is Student's t distribution at df degrees of freedom (not a whole number once
+// shrunk for autocorrelation).
+func studentT(df float64) distuv.StudentsT { return distuv.StudentsT{Sigma: 1, Nu: df} }
 
 // LevelStart is the index of the first run of the series' current level (0 without a change
 // point): the between-run spread is measured from there, not across shifts.
@@ -331,7 +336,7 @@ func (s *series) quantile(m int, df float64) float64 {
 	key := [2]float64{float64(m), df}
 	q, ok := s.quantiles[key]
 	if !ok {
-		q = tdist.Quantile(1-s.level(m)/2, df)
+		q = studentT(df).Quantile(1 - s.level(m)/2)
 		s.quantiles[key] = q
 	}
 	return q
@@ -410,7 +415,7 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	before, after, se, df := s.difference(level, split, n)
 	out := test{split: split, found: split, n: n, t: tOf(before, after, se)}
 	// Student's t quantile is beyond the normal one: a |t| short of that needs no p-value.
-	if math.Abs(out.t) < math.Sqrt2*math.Erfcinv(s.level(m)) {
+	if math.Abs(out.t) < distuv.UnitNormal.Quantile(1-s.level(m)/2) {
 		return out, false
 	}
 	out.pValue = twoSided(out.t, df)
@@ -527,12 +532,4 @@ func differenceVariance(k, m int, phi float64) float64 {
 	return blockSum(k, phi)/(fk*fk) + blockSum(m, phi)/(fm*fm) - 2*cross/(fk*fm)
 }
 
-func normalCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
-
-func mean(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
-}
+func normalCDF(z float64) float64 { return distuv.UnitNormal.CDF(z) }
