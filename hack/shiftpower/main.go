@@ -1,7 +1,7 @@
 // Command shiftpower measures the shift detector (internal/changepoint) on synthetic schedule
 // histories, looked at run by run as a schedule does, against the detector it replaced and
-// against Apache Otava's method, on every noise model of docs/measurement.md ("A schedule's
-// history and its shifts"), and prints the two tables there:
+// against Apache Otava (apache-otava from PyPI, run by hack/otava.sh), on every noise model of
+// docs/measurement.md ("A schedule's history and its shifts"), and prints the two tables there:
 //
 //   - false shifts with nothing changed: per 1,000 runs, each look at the newest runs a
 //     schedule's history keeps (history.MaxRuns for the online detector; 100, what the history
@@ -13,7 +13,10 @@
 //     first report names the drop's first run; and, as a reference, how often the split of
 //     greatest likelihood names it for a method told there is a drop (namingReference).
 //
-//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME]
+//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME] [-otava COMMAND]
+//
+// Otava is slow (tens of milliseconds a look): its rows are measured on their own, on fewer
+// histories, e.g. -detectors Otava -histories 20 -power 200.
 //
 // The recorded model resamples the residuals of testdata/recorded.json ({"series": [values,
 // oldest first], ...}; -recorded to read another file).
@@ -55,6 +58,9 @@ type detector struct {
 	changes func(x []float64) []int
 }
 
+// otavaName names the detector of Apache Otava.
+const otavaName = "Otava"
+
 var detectors = []detector{
 	{onlineName, history.MaxRuns, func(x []float64) []int {
 		cps := changepoint.Detect(x, changepoint.Options{})
@@ -72,7 +78,7 @@ var detectors = []detector{
 		}
 		return out
 	}},
-	{"Otava", keptBefore, otavaDetect},
+	{otavaName, keptBefore, nil}, // the command of -otava
 }
 
 // calibration is what a detector shows on histories without a change.
@@ -215,6 +221,7 @@ func main() {
 	only := flag.String("models", "", "only the models whose name contains this")
 	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains this")
 	workers := flag.Int("workers", 2, "models measured at once")
+	otavaCommand := flag.String("otava", "hack/otava.sh", "the command that runs Apache Otava (hack/otava/detect.py's protocol)")
 	flag.Parse()
 
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
@@ -236,6 +243,13 @@ func main() {
 	}
 	models = slices.DeleteFunc(models, func(m noiseModel) bool { return !strings.Contains(m.name, *only) })
 	detectors = slices.DeleteFunc(detectors, func(d detector) bool { return !strings.Contains(d.name, *onlyDetectors) })
+	otava := &external{command: *otavaCommand}
+	defer otava.stop()
+	for i := range detectors {
+		if detectors[i].name == otavaName {
+			detectors[i].changes = otava.changes
+		}
+	}
 
 	calibrationRows := make([][]string, len(models))
 	powerRows := make([][]string, len(models))
@@ -245,7 +259,7 @@ func main() {
 		wg.Go(func() {
 			for i := range jobs {
 				m := models[i]
-				seed := uint64(i + 1)
+				seed := m.seed()
 				for _, d := range detectors {
 					c := calibrate(d, m, seed, *histories, *looks)
 					replay := "–"

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -16,6 +17,14 @@ import (
 type noiseModel struct {
 	name string
 	draw func(rng *rand.Rand, n int) []float64
+}
+
+// seed is the model's own seed, from its name: a model draws the same histories whichever
+// models are measured beside it.
+func (m noiseModel) seed() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(m.name))
+	return h.Sum64()
 }
 
 // sigmaOf is the standard deviation of the logarithm of a lognormal value of the given CV.

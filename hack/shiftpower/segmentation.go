@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
 
@@ -97,7 +98,7 @@ func segmentationDetect(values []float64, opts segOptions) []segChangePoint {
 	for i := 1; i+1 < len(bounds); i++ {
 		k := bounds[i]
 		out = append(out, segChangePoint{Index: at[k], PValue: found[k],
-			Ratio: math.Exp(segMean(logs[k:bounds[i+1]]) - segMean(logs[bounds[i-1]:k]))})
+			Ratio: math.Exp(stat.Mean(logs[k:bounds[i+1]], nil) - stat.Mean(logs[bounds[i-1]:k], nil))})
 	}
 	return out
 }
@@ -283,12 +284,4 @@ func twoSampleT(s1, q1, n1, s2, q2, n2 float64) float64 {
 		return math.Inf(1)
 	}
 	return (m2 - m1) / se
-}
-
-func segMean(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
 }
