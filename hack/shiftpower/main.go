@@ -13,7 +13,7 @@
 //     first report names the drop's first run; and, as a reference, how often the split of
 //     greatest likelihood names it for a method told there is a drop (namingReference).
 //
-//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME] [-otava COMMAND]
+//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME,...] [-life 20] [-late 500] [-otava COMMAND]
 //
 // Otava is slow (tens of milliseconds a look): its rows are measured on their own, on fewer
 // histories, e.g. -detectors Otava -histories 20 -power 200.
@@ -219,13 +219,16 @@ func main() {
 	befores := flag.String("before", "20,50", "runs before the drop in the power histories (a list)")
 	recordedPath := flag.String("recorded", "hack/shiftpower/testdata/recorded.json", "recorded series to resample")
 	only := flag.String("models", "", "only the models whose name contains this")
-	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains this")
+	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains one of these (a comma-separated list)")
 	workers := flag.Int("workers", 2, "models measured at once")
+	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
+	lateHistories := flag.Int("late", 0, "histories per figure of the table of small steps found late and of dips (0: no table)")
 	otavaCommand := flag.String("otava", "hack/otava.sh", "the command that runs Apache Otava (hack/otava/detect.py's protocol)")
 	flag.Parse()
 
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
-		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035)}
+		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035),
+		regimes(0.035), slowRuns(0.035, 1.0/20, []int{2}, true), slowRuns(0.035, 1.0/40, []int{2, 3, 4, 5}, false), slowStart(0.035)}
 	if rec, err := recorded(*recordedPath); err != nil {
 		fmt.Fprintln(os.Stderr, "recorded models left out:", err)
 	} else {
@@ -242,7 +245,9 @@ func main() {
 		beforeRuns = append(beforeRuns, n)
 	}
 	models = slices.DeleteFunc(models, func(m noiseModel) bool { return !strings.Contains(m.name, *only) })
-	detectors = slices.DeleteFunc(detectors, func(d detector) bool { return !strings.Contains(d.name, *onlyDetectors) })
+	detectors = slices.DeleteFunc(detectors, func(d detector) bool {
+		return !slices.ContainsFunc(strings.Split(*onlyDetectors, ","), func(name string) bool { return strings.Contains(d.name, name) })
+	})
 	otava := &external{command: *otavaCommand}
 	defer otava.stop()
 	for i := range detectors {
@@ -253,6 +258,8 @@ func main() {
 
 	calibrationRows := make([][]string, len(models))
 	powerRows := make([][]string, len(models))
+	lifeRows := make([][]string, len(models))
+	lateRows := make([][]string, len(models))
 	var wg sync.WaitGroup
 	jobs := make(chan int)
 	for range *workers {
@@ -261,6 +268,22 @@ func main() {
 				m := models[i]
 				seed := m.seed()
 				for _, d := range detectors {
+					if *lifeHistories > 0 && d.name == onlineName {
+						stages := life(m, seed, *lifeHistories)
+						lifeRows[i] = append(lifeRows[i], fmt.Sprintf("| %s | %s | %.2f | %.2f | %.2f |", m.name, d.name, stages[0], stages[1], stages[2]))
+					}
+					if *lateHistories > 0 {
+						found := late(d, m, seed, *lateHistories, 50, 0.05, lateAfter)
+						row := fmt.Sprintf("| %s | %s |", m.name, d.name)
+						for _, f := range found {
+							row += " " + percent(f) + " |"
+						}
+						for _, depth := range []float64{0.10, 0.20} {
+							shown := dip(d, m, seed, *lateHistories, 50, 2, depth, 10)
+							row += fmt.Sprintf(" %s | %s | %s |", percent(shown.shown), percent(shown.lasting), percent(shown.withEnd))
+						}
+						lateRows[i] = append(lateRows[i], row)
+					}
 					c := calibrate(d, m, seed, *histories, *looks)
 					replay := "–"
 					if d.name == onlineName {
@@ -295,14 +318,37 @@ func main() {
 	fmt.Println("| noise | detector | false shifts per 1,000 runs | the same, whole series replayed " +
 		"| flagged in the first 100 looks | in a year of nightly looks |")
 	fmt.Println("|---|---|---|---|---|---|")
-	for _, rows := range calibrationRows {
-		fmt.Println(strings.Join(rows, "\n"))
+	printRows(calibrationRows)
+	if *lifeHistories > 0 {
+		fmt.Printf("\nA schedule's life: %d histories of %d unchanged runs per model, looked at after every run as the operator does "+
+			"(the newest %d runs at each look), false shifts announced per 1,000 runs.\n\n", *lifeHistories, 2*history.MaxRuns, history.MaxRuns)
+		fmt.Println("| noise | detector | " + lifeStages[0].name + " | " + lifeStages[1].name + " | " + lifeStages[2].name + " |")
+		fmt.Println("|---|---|---|---|---|")
+		printRows(lifeRows)
+	}
+	if *lateHistories > 0 {
+		fmt.Printf("\nA 5%% step after 50 unchanged runs: found (a change point within 3 runs of it) at the look the given runs "+
+			"after it; a dip of 2 runs after 50 unchanged runs: shown at some look, and at the look 10 runs after its end shown "+
+			"as a shift that lasts or with its end. %d histories per figure.\n\n", *lateHistories)
+		fmt.Println("| noise | detector | 5% step, after 10 runs | 20 runs | 50 runs | 100 runs | 10% dip shown | as lasting | with its end | 20% dip shown | as lasting | with its end |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+		printRows(lateRows)
 	}
 	fmt.Printf("\nDrops after the given unchanged runs, %d histories per figure.\n\n", *powerHistories)
 	fmt.Println("| noise | detector | runs before | 15% drop flagged within 3 runs | its first report names its first run " +
 		"| named by its first run after 3 runs | 10% drop within 5 runs | its first report names its first run | named by its first run after 5 runs |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	for _, rows := range powerRows {
-		fmt.Println(strings.Join(rows, "\n"))
+	printRows(powerRows)
+}
+
+// printRows prints each model's rows, in the models' order.
+func printRows(rows [][]string) {
+	for _, r := range rows {
+		if len(r) > 0 {
+			fmt.Println(strings.Join(r, "\n"))
+		}
 	}
 }
+
+// lateAfter are the runs after a small step at which late says whether it was found.
+var lateAfter = []int{10, 20, 50, 100}
