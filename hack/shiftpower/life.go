@@ -132,8 +132,12 @@ func dip(d detector, m noiseModel, seed uint64, histories, before, length int, d
 			}
 		}
 		// The dip and its end: change points from 3 runs before it to 3 after its end.
+		cps := d.changes(x)
+		if d.ends != nil {
+			cps = append(cps, d.ends(x)...)
+		}
 		around := 0
-		for _, cp := range d.changes(x) {
+		for _, cp := range cps {
 			if cp >= before-3 && cp <= before+length+3 {
 				around++
 			}

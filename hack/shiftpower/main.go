@@ -54,22 +54,34 @@ const nightsInAYear = 365
 type detector struct {
 	name string
 	// kept is how many of the newest runs each look sees: what the history keeps.
-	kept    int
-	changes func(x []float64) []int
+	kept int
+	// changes are the shifts it shows; ends, where it has them, the change points that end a
+	// dip shown before (not shifts of their own).
+	changes, ends func(x []float64) []int
 }
+
+// onlineShows is the first runs of the online detector's change points that do or do not end a
+// dip.
+func onlineShows(ends bool) func(x []float64) []int {
+	return func(x []float64) []int {
+		var out []int
+		for _, cp := range changepoint.Detect(x, onlineOptions) {
+			if cp.Returns == ends {
+				out = append(out, cp.Index)
+			}
+		}
+		return out
+	}
+}
+
+// onlineOptions are the online detector's: its series' share of the schedule's budget (-share).
+var onlineOptions changepoint.Options
 
 // otavaName names the detector of Apache Otava.
 const otavaName = "Otava"
 
 var detectors = []detector{
-	{onlineName, history.MaxRuns, func(x []float64) []int {
-		cps := changepoint.Detect(x, changepoint.Options{})
-		out := make([]int, len(cps))
-		for i, cp := range cps {
-			out[i] = cp.Index
-		}
-		return out
-	}},
+	{onlineName, history.MaxRuns, onlineShows(false), onlineShows(true)},
 	{"segmentation (before)", keptBefore, func(x []float64) []int {
 		cps := segmentationDetect(x, segOptions{})
 		out := make([]int, len(cps))
@@ -77,8 +89,8 @@ var detectors = []detector{
 			out[i] = cp.Index
 		}
 		return out
-	}},
-	{otavaName, keptBefore, nil}, // the command of -otava
+	}, nil},
+	{otavaName, keptBefore, nil, nil}, // the command of -otava
 }
 
 // calibration is what a detector shows on histories without a change.
@@ -137,7 +149,7 @@ func replayed(m noiseModel, seed uint64, histories, runs int) float64 {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	found := 0
 	for range histories {
-		found += len(changepoint.Detect(m.draw(rng, runs), changepoint.Options{}))
+		found += len(onlineShows(false)(m.draw(rng, runs)))
 	}
 	return 1000 * float64(found) / float64(histories*runs)
 }
@@ -223,12 +235,23 @@ func main() {
 	workers := flag.Int("workers", 2, "models measured at once")
 	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
 	lateHistories := flag.Int("late", 0, "histories per figure of the table of small steps found late and of dips (0: no table)")
+	share := flag.Float64("share", 1, "the online detector's series' share of the schedule's budget (0.5: one of two judged metrics; not in the life table, which judges one)")
+	cvs := flag.String("cv", "", "lognormal models of these CVs, in percent (a list), beside the others")
 	otavaCommand := flag.String("otava", "hack/otava.sh", "the command that runs Apache Otava (hack/otava/detect.py's protocol)")
 	flag.Parse()
 
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
 		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035),
 		regimes(0.035), slowRuns(0.035, 1.0/20, []int{2}, true), slowRuns(0.035, 1.0/40, []int{2, 3, 4, 5}, false), slowStart(0.035)}
+	onlineOptions.FalseAlarmsPerRun = history.FalseAlarmsPerRun * *share
+	for _, cv := range strings.Split(*cvs, ",") {
+		if percent, err := strconv.ParseFloat(strings.TrimSpace(cv), 64); err == nil {
+			models = append(models, lognormal(percent/100))
+		} else if cv != "" {
+			fmt.Fprintln(os.Stderr, "-cv: want a list of CVs in percent, got", *cvs)
+			os.Exit(2)
+		}
+	}
 	if rec, err := recorded(*recordedPath); err != nil {
 		fmt.Fprintln(os.Stderr, "recorded models left out:", err)
 	} else {
