@@ -230,7 +230,7 @@ func main() {
 	powerHistories := flag.Int("power", 2000, "histories per power figure")
 	befores := flag.String("before", "20,50", "runs before the drop in the power histories (a list)")
 	recordedPath := flag.String("recorded", "hack/shiftpower/testdata/recorded.json", "recorded series to resample")
-	only := flag.String("models", "", "only the models whose name contains this")
+	only := flag.String("models", "", "only the models whose name contains one of these (a list separated by |)")
 	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains one of these (a comma-separated list)")
 	workers := flag.Int("workers", 2, "models measured at once")
 	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
@@ -242,7 +242,7 @@ func main() {
 
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
 		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035),
-		regimes(0.035), slowRuns(0.035, 1.0/20, []int{2}, true), slowRuns(0.035, 1.0/40, []int{2, 3, 4, 5}, false), slowStart(0.035)}
+		regimes(0.035), slowRuns(0.035, 1.0/20, []int{2}, true), slowRuns(0.035, 1.0/30, []int{2, 3}, false), slowStart(0.035)}
 	onlineOptions.FalseAlarmsPerRun = history.FalseAlarmsPerRun * *share
 	for _, cv := range strings.Split(*cvs, ",") {
 		if percent, err := strconv.ParseFloat(strings.TrimSpace(cv), 64); err == nil {
@@ -267,7 +267,9 @@ func main() {
 		}
 		beforeRuns = append(beforeRuns, n)
 	}
-	models = slices.DeleteFunc(models, func(m noiseModel) bool { return !strings.Contains(m.name, *only) })
+	models = slices.DeleteFunc(models, func(m noiseModel) bool {
+		return !slices.ContainsFunc(strings.Split(*only, "|"), func(name string) bool { return strings.Contains(m.name, name) })
+	})
 	detectors = slices.DeleteFunc(detectors, func(d detector) bool {
 		return !slices.ContainsFunc(strings.Split(*onlyDetectors, ","), func(name string) bool { return strings.Contains(d.name, name) })
 	})
