@@ -316,9 +316,35 @@ func (s *series) replay(past pastLooks) replayed {
 		if last := len(found) - 1; young && n-found[last].split < youngLevel {
 			found[last] = s.refine(previous, found[last], n)
 			level = previous.after(found[last].split)
+			if end, ok := s.dipEnd(previous, found[last], n); ok {
+				found = append(found, end)
+				previous, level, young = level, level.after(end.split), false
+			}
 		}
 	}
 	return replayed{found: found, level: level, start: start}
+}
+
+// dipEnd is the end of the shift t, found in the level previous, when it was a dip of at most
+// MinAfter runs: the runs from there to n, at least MinAfter of them, all lie back past halfway
+// from the dip's runs to the previous level's mean. A look that took two slow runs and a third
+// low one for a new level cannot find its end by a test (the young level has too few runs to
+// tell it), but the runs after it show there was none to last: no shift is claimed, the one
+// told is ended (ChangePoint.Returns), at the test's p-value of the runs after against the dip.
+func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {
+	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
+	back := mean(previous.start, t.split)
+	for end := t.split + 1; end <= t.split+s.opts.MinAfter && n-end >= s.opts.MinAfter; end++ {
+		there := mean(t.split, end)
+		halfway, side := (back+there)/2, math.Copysign(1, back-there)
+		if slices.ContainsFunc(s.logs[end:n], func(v float64) bool { return (v-halfway)*side <= 0 }) {
+			continue
+		}
+		dip := previous.after(t.split)
+		before, after, se, df := s.difference(dip, end, n)
+		return test{split: end, found: end, n: n, t: tOf(before, after, se), pValue: twoSided(tOf(before, after, se), df), level: t.level}, true
+	}
+	return test{}, false
 }
 
 // warmUpLooks are the looks that may leave a series' first runs out as a warm-up, and
@@ -689,6 +715,9 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	if short > 0 && (m == s.opts.MinAfter || short > 1) {
 		return out, false
 	}
+	if s.scatters(level, split, n, df) {
+		return out, false
+	}
 	return out, s.fewOutliers(s.logs[lo:hi], s.quantile(m, df)*se, side, m)
 }
 
@@ -702,8 +731,74 @@ func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
 		own, _, _ := s.noise(level.start, split)
 		sigma = max(sigma, own)
 	}
-	return sigma, phi, df
+	return max(sigma, s.busy(lo, hi)), phi, df
 }
+
+// busy is the spread of the busiest block of busyBlock runs of logs[lo:hi] (each around its own
+// mean), when its blocks' spreads differ more than chance allows (the largest block variance
+// over their mean, against F at 1% over the blocks, Bonferroni); else 0. A series whose
+// spread changes with the machine's busy spells is judged by its busiest, once it has shown
+// one: judged by its mean spread, the first runs of every busy spell look like a new level.
+func (s *series) busy(lo, hi int) float64 {
+	blocks := (hi - lo) / busyBlock
+	if blocks < 2 {
+		return 0
+	}
+	largest, total := 0.0, 0.0
+	for b := range blocks {
+		from, to := lo+b*busyBlock, lo+(b+1)*busyBlock
+		mean := (s.sum[to] - s.sum[from]) / busyBlock
+		v := (s.sq[to] - s.sq[from] - busyBlock*mean*mean) / (busyBlock - 1)
+		largest, total = max(largest, v), total+v
+	}
+	rest := (total - largest) / float64(blocks-1)
+	if rest <= 0 {
+		return 0
+	}
+	limit := distuv.F{D1: busyBlock - 1, D2: float64(blocks-1) * (busyBlock - 1)}.Quantile(1 - busyLevel/float64(blocks))
+	if largest/rest <= limit {
+		return 0
+	}
+	return math.Sqrt(largest)
+}
+
+// busyBlock is how many runs a block of busy has, and busyLevel the level of its test.
+const (
+	busyBlock = 10
+	busyLevel = 0.01
+)
+
+// scatters says whether the newest runs, with the level's runs just before them (up to
+// youngLevel of them), each around their own mean, scatter more than the noise the test takes
+// allows (an F test at scatterLevel, df that noise's degrees of freedom): a busy spell, whose
+// runs scatter 2-5 times as much around the same level, is no new level, however far its first
+// few runs happen to lie.
+func (s *series) scatters(level segment, split, n int, df float64) bool {
+	sigma, _, _ := s.levelNoise(level, split)
+	if sigma == 0 {
+		return false
+	}
+	squares := func(lo, hi int) float64 {
+		mean := (s.sum[hi] - s.sum[lo]) / float64(hi-lo)
+		return s.sq[hi] - s.sq[lo] - float64(hi-lo)*mean*mean
+	}
+	recent := max(level.start, split-youngLevel)
+	freedom := float64(n - recent - 2)
+	if split-recent < 2 {
+		recent, freedom = split, float64(n-split-1)
+	}
+	if freedom < 1 {
+		return false
+	}
+	own := (squares(recent, split) + squares(split, n)) / freedom
+	if split == recent {
+		own = squares(split, n) / freedom
+	}
+	return own/(sigma*sigma) > distuv.F{D1: freedom, D2: df}.Quantile(1-scatterLevel)
+}
+
+// scatterLevel is the level of scatters' test: a shift is missed that often for scattering.
+const scatterLevel = 0.01
 
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
 // are rare enough that m of them in a row are within the per-test level, one direction's half.
@@ -713,14 +808,20 @@ func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
 	if len(sorted)%2 == 0 {
 		median = (median + sorted[len(sorted)/2-1]) / 2
 	}
-	beyond := 0
-	for _, v := range ref {
+	// How often a run lies beyond, and how often the run after one that does lies beyond too:
+	// slow runs that come in pairs or bursts make m in a row far likelier than m apart.
+	beyond, pairs := 0, 0
+	for i, v := range ref {
 		if (v-median)*side > dist {
 			beyond++
+			if i > 0 && (ref[i-1]-median)*side > dist {
+				pairs++
+			}
 		}
 	}
 	share := (float64(beyond) + 0.5) / float64(len(ref)+1)
-	return math.Pow(share, float64(m)) <= s.level(m)
+	next := (float64(pairs) + share) / (float64(beyond) + 1)
+	return share*math.Pow(next, float64(m-1)) <= s.level(m)
 }
 
 // noise is the spread of logs[lo:hi] (one level's runs): the standard deviation of one run,

@@ -386,7 +386,8 @@ func TestJudgeTellsEachShiftOnce(t *testing.T) {
 }
 
 // A history past its window (MaxRuns) announces nothing about runs already judged: each shift
-// a look tells was found by that look, at the run just added, also once the oldest runs drop
+// a look tells was found by that look, at the run just added (or is a dip whose end that look
+// found), also once the oldest runs drop
 // out and the looks go on over a history that starts later; the change points found among the
 // runs dropped go with them. The noise is autocorrelated (phi 0.5), where a replay from each
 // new first run found false shifts among runs long judged.
@@ -403,7 +404,7 @@ func TestAHistoryPastItsWindowAnnouncesNothingAboutRunsAlreadyJudged(t *testing.
 	told := judgeRunByRun(&h, runs, nil)
 	for at, shifts := range told {
 		for _, s := range shifts {
-			if s.FoundAt != at {
+			if s.FoundAt != at && s.ended != s.Metric+"@"+at {
 				t.Errorf("the look at %s told %+v, found at %s: a run judged before", at, s, s.FoundAt)
 			}
 		}
@@ -457,16 +458,16 @@ func TestAcceptedChangeIsNoShift(t *testing.T) {
 	}
 }
 
-// Two slow runs and a third that is low enough make a new level at the look after the third;
-// the runs after it go back, and the shift is told as a dip of two runs that ended, once for
-// its beginning and once for its end.
+// Three slow runs make a new level at the look after the third; the runs after it go back, and
+// the shift is told as a dip of three runs that ended, once for its beginning and once for its
+// end.
 func TestADipIsToldAsADip(t *testing.T) {
-	runs := levelsOf(3, [2]float64{1000, 30}, [2]float64{880, 2}, [2]float64{935, 1}, [2]float64{1000, 8})
+	runs := levelsOf(3, [2]float64{1000, 30}, [2]float64{880, 3}, [2]float64{1000, 8})
 	var h History
 	told := judgeRunByRun(&h, runs, map[string]string{"m": "higher"})
 	shifts := h.Shifts()
-	if len(shifts) != 1 || shifts[0].Run != "nightly-30" || shifts[0].Until == "" || shifts[0].Runs > 3 {
-		t.Fatalf("shifts %+v, want one dip from nightly-30 of at most 3 runs, with its end", shifts)
+	if len(shifts) != 1 || shifts[0].Run != "nightly-30" || shifts[0].Until != "nightly-33" || shifts[0].Runs != 3 {
+		t.Fatalf("shifts %+v, want one dip from nightly-30 until nightly-33, 3 runs", shifts)
 	}
 	if len(told) != 2 || !strings.Contains(shifts[0].String(), "until run "+shifts[0].Until) {
 		t.Errorf("told %+v, want the dip's beginning and its end; %q", told, shifts[0])
