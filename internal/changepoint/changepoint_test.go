@@ -80,7 +80,13 @@ func (nz noise) draw(rng *rand.Rand, n int) []float64 {
 // spreads is each run's spread, in units of sigma: 1, or with regimes 2-5 in busy spells.
 func (nz noise) spreads(rng *rand.Rand, n int) []float64 {
 	out := make([]float64, 0, n)
-	busy := nz.regimes && rng.IntN(2) == 0
+	if !nz.regimes {
+		for range n {
+			out = append(out, 1)
+		}
+		return out
+	}
+	busy := rng.IntN(2) == 0
 	for len(out) < n {
 		factor := 1.0
 		if busy {
@@ -89,7 +95,7 @@ func (nz noise) spreads(rng *rand.Rand, n int) []float64 {
 		for range min(10+rng.IntN(51), n-len(out)) {
 			out = append(out, factor)
 		}
-		busy = nz.regimes && !busy
+		busy = !busy
 	}
 	return out
 }
