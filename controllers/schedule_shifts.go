@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ const (
 	conditionShifted = "Shifted"
 	reasonNoShift    = "NoShift"
 	reasonShift      = "ShiftDetected"
+	reasonShiftEnded = "ShiftEnded"
 	recentRuns       = 10
 	// maxShifts bounds the shifts status lists, maxDetections its judged metrics'
 	// detectable shifts.
@@ -53,12 +55,12 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 	if err != nil {
 		return err
 	}
-	found := history.Judged(h.Shifts())
-	err = r.announceShifts(ctx, s, h, cm, found)
+	err = r.announceShifts(ctx, s, &h, cm)
 	notWritten := errors.As(err, &unusable)
 	if err != nil && !notWritten {
 		return err
 	}
+	found := history.Judged(h.Shifts())
 	st := &s.Status
 	st.Shifts = nil
 	began := map[string][]string{}
@@ -107,34 +109,38 @@ func (r *CouchBenchmarkScheduleReconciler) historyUnusable(s *benchv1.CouchBench
 	setCondition(&s.Status.Conditions, s.Generation, now, conditionShifted, metav1.ConditionUnknown, unusable.reason, unusable.Error())
 }
 
-// announceShifts sends one event for each shift the history has not announced, after the
-// history records it: a reconcile that fails to record it sends nothing, and the next one
-// tries again.
+// announceShifts takes the schedule's look at the runs its history's earlier looks did not
+// see (history.Judge), records what it found in the history, and then sends one event for each
+// judged shift found now, or dip that ended: a reconcile that fails to record it sends
+// nothing, and the next one looks again. No accepted changes yet: the schedule's spec names
+// none (history.Judge's accepted are the hook for one).
 func (r *CouchBenchmarkScheduleReconciler) announceShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule,
-	h history.History, cm *corev1.ConfigMap, found []history.Shift) error {
-	var fresh []history.Shift
-	for _, f := range found {
-		if h.Announce(f) {
-			fresh = append(fresh, f)
-		}
-	}
-	if len(fresh) == 0 {
+	h *history.History, cm *corev1.ConfigMap) error {
+	if cm == nil {
 		return nil
 	}
-	data, err := json.Marshal(h)
+	before, err := json.Marshal(h)
 	if err != nil {
+		return err
+	}
+	fresh := history.Judged(h.Judge(nil))
+	data, err := json.Marshal(h)
+	if err != nil || bytes.Equal(before, data) {
 		return err
 	}
 	cm.Data[builders.HistoryKey] = string(data)
 	if err := r.Update(ctx, cm); err != nil {
-		return historyRequestError(reasonHistoryNotWritten, "recording the announced shifts in", cm.Namespace, cm.Name, err)
+		return historyRequestError(reasonHistoryNotWritten, "recording the looks at", cm.Namespace, cm.Name, err)
 	}
 	for _, f := range fresh {
-		kind := corev1.EventTypeNormal
+		kind, reason := corev1.EventTypeNormal, reasonShift
 		if f.Worse {
 			kind = corev1.EventTypeWarning
 		}
-		r.Recorder.Eventf(s, nil, kind, reasonShift, "History", "%s: %s", f.Verdict(), f)
+		if f.Until != "" {
+			kind, reason = corev1.EventTypeNormal, reasonShiftEnded
+		}
+		r.Recorder.Eventf(s, nil, kind, reason, "History", "%s: %s", f.Verdict(), f)
 	}
 	return nil
 }
@@ -169,8 +175,9 @@ func shiftStatus(f history.Shift) benchv1.Shift {
 	if f.Worse {
 		v = benchv1.VerdictRegressed
 	}
-	return benchv1.Shift{Metric: f.Metric, Run: f.Run, Runs: int32(f.Runs), Change: fmt.Sprintf("%+.1f%%", f.ChangePercent),
-		PValue: fmt.Sprintf("%.1e", f.PValue), Level: fmt.Sprintf("%.1e", f.Level), Verdict: v}
+	return benchv1.Shift{Metric: f.Metric, Run: f.Run, Runs: int32(f.Runs), FoundAt: f.FoundAt, Until: f.Until,
+		Change: fmt.Sprintf("%+.1f%%", f.ChangePercent), NominalPValue: fmt.Sprintf("%.1e", f.NominalP),
+		Level: fmt.Sprintf("%.1e", f.Level), Verdict: v, Follows: f.Follows}
 }
 
 // detectionStatus is the history's budget and, for its first maxDetections judged metrics,

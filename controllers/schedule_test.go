@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -424,25 +423,25 @@ func drainRecorder(r *events.FakeRecorder) string {
 }
 
 // A shift in the schedule's history (the ConfigMap its runs add to; written here as they
-// would) shows in status, named by its first run, in the Shifted condition, and as one event,
-// also when the detector loses it for a run and finds it again.
+// would) shows in status, named by its first run and the look that found it, in the Shifted
+// condition, and as one event: the history records what its looks found and which runs they
+// saw, so no later reconcile, and no later run, tells it again. A history written before it
+// kept its looks tells none of the shifts it had announced.
 func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	h := newSchedule(t, everyMinute())
 	const key = "js/small/indexing/builtin/changes_per_second"
-	series := func(shifted bool) []history.Run {
-		var hist history.History
-		for i := range 12 {
-			level := 10000.0
-			if shifted && i >= 8 {
-				level = 8500
-			}
-			run := history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(12-i) * time.Hour),
-				Values: map[string]float64{key: level * (1 + 0.01*float64(i%3-1))}}
-			hist.Add(run, map[string]string{key: "higher"})
+	runOf := func(i int) history.Run {
+		level := 10000.0
+		if i >= 8 {
+			level = 8500
 		}
-		return hist.Runs
+		return history.Run{Name: fmt.Sprintf("nightly-%02d", i), ScheduledAt: h.minute.Add(-time.Duration(20-i) * time.Hour),
+			Values: map[string]float64{key: level * (1 + 0.01*float64(i%3-1))}}
 	}
-	hist := history.History{Runs: series(true), Better: map[string]string{key: "higher"}}
+	var hist history.History
+	for i := range 12 {
+		hist.Add(runOf(i), map[string]string{key: "higher"})
+	}
 	h.createHistory(hist)
 
 	_, got := h.at(10 * time.Second)
@@ -451,46 +450,56 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	}
 	s := got.Status.Shifts[0]
 	change, err := strconv.ParseFloat(strings.TrimSuffix(s.Change, "%"), 64)
-	if s.Metric != key || s.Run != "nightly-08" || s.Runs != 4 || s.Verdict != benchv1.VerdictRegressed || err != nil || change > -13 || change < -17 {
-		t.Errorf("shift %+v, want %s down about 15%% from nightly-08, 4 runs, Regressed", s, key)
+	if s.Metric != key || s.Run != "nightly-08" || s.Runs != 4 || s.FoundAt != "nightly-10" || s.Verdict != benchv1.VerdictRegressed ||
+		err != nil || change > -13 || change < -17 {
+		t.Errorf("shift %+v, want %s down about 15%% from nightly-08, 4 runs, found at nightly-10, Regressed", s, key)
 	}
-	// Its p-value and the level it was held against, as the history found them (one judged
-	// metric: the whole budget).
+	// Its nominal p-value and the level it was held against, as the history found them (one
+	// judged metric: the whole budget).
 	found := hist.Shifts()
-	if len(found) != 1 || s.PValue != fmt.Sprintf("%.1e", found[0].PValue) || s.Level != fmt.Sprintf("%.1e", found[0].Level) || found[0].PValue > found[0].Level {
-		t.Errorf("shift p = %s at %s, want the history's %+v", s.PValue, s.Level, found)
+	if len(found) != 1 || s.NominalPValue != fmt.Sprintf("%.1e", found[0].NominalP) || s.Level != fmt.Sprintf("%.1e", found[0].Level) ||
+		found[0].NominalP > found[0].Level {
+		t.Errorf("shift p = %s at %s, want the history's %+v", s.NominalPValue, s.Level, found)
 	}
 	c := meta.FindStatusCondition(got.Status.Conditions, conditionShifted)
 	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != string(benchv1.VerdictRegressed) || !strings.Contains(c.Message, "nightly-08") {
 		t.Errorf("Shifted %+v, want True, Regressed, naming nightly-08", c)
 	}
-	h.at(20 * time.Second)
-	// The detector loses the shift (the runs read level here), then finds it again: the
-	// history remembers it was told.
-	for i, shifted := range []bool{false, true} {
-		recorded, cm, err := readHistory(context.Background(), env.Client, h.schedule.Namespace, *scheduleRef(h.schedule))
-		if err != nil || !slices.Contains(recorded.Announced, key+"@nightly-08") {
-			t.Fatalf("the history's announced shifts %v (%v), want %s@nightly-08", recorded.Announced, err, key)
-		}
-		recorded.Runs = series(shifted)
-		data, err := json.Marshal(recorded)
-		if err != nil {
-			t.Fatal(err)
-		}
-		cm.Data[builders.HistoryKey] = string(data)
-		if err := env.Client.Update(context.Background(), cm); err != nil {
-			t.Fatal(err)
-		}
-		want := 0
-		if shifted {
-			want = 1
-		}
-		if _, got := h.at(time.Duration(30+10*i) * time.Second); len(got.Status.Shifts) != want {
-			t.Errorf("shifts %+v, want %d", got.Status.Shifts, want)
-		}
+	recorded, cm, err := readHistory(context.Background(), env.Client, h.schedule.Namespace, *scheduleRef(h.schedule))
+	if err != nil || recorded.Looks == nil || len(recorded.Looks.Found) != 1 || recorded.Looks.Found[0].ID() != key+"@nightly-10" ||
+		!recorded.Looks.Through.Equal(runOf(11).ScheduledAt) {
+		t.Fatalf("the history's looks %+v (%v), want the shift found at nightly-10, through nightly-11", recorded.Looks, err)
 	}
-	if evs := drainScheduleEvents(h); strings.Count(evs, "Warning ShiftDetected") != 1 {
-		t.Errorf("want one ShiftDetected event over four reconciles, the shift lost and found again, got:\n%s", evs)
+	h.at(20 * time.Second)
+	// Three more runs at the new level, as the schedule's runs add them.
+	for i := 12; i < 15; i++ {
+		recorded.Add(runOf(i), nil)
+	}
+	data, err := json.Marshal(recorded)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[builders.HistoryKey] = string(data)
+	if err := env.Client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if _, got := h.at(30 * time.Second); len(got.Status.Shifts) != 1 || got.Status.Shifts[0].Runs != 7 {
+		t.Errorf("shifts %+v, want the one shift, 7 runs now", got.Status.Shifts)
+	}
+	if evs := drainScheduleEvents(h); strings.Count(evs, "ShiftDetected") != 1 || !strings.Contains(evs, "Warning ShiftDetected") {
+		t.Errorf("want one ShiftDetected Warning over three reconciles and three more runs, got:\n%s", evs)
+	}
+
+	// A history its schedule judged before histories kept their looks: what it announced is
+	// not told again.
+	legacy := newSchedule(t, everyMinute())
+	old := history.History{Runs: hist.Runs, Better: hist.Better, Announced: []string{key + "@nightly-08"}}
+	legacy.createHistory(old)
+	if _, got := legacy.at(10 * time.Second); len(got.Status.Shifts) != 1 {
+		t.Errorf("shifts %+v, want the one shift", got.Status.Shifts)
+	}
+	if evs := drainScheduleEvents(legacy); strings.Contains(evs, "ShiftDetected") {
+		t.Errorf("a shift the history had announced was told again:\n%s", evs)
 	}
 }
 

@@ -260,26 +260,40 @@ type DetectableShift struct {
 	DetectableShift string `json:"detectableShift"`
 }
 
-// Shift is a persistent change in the level of one metric over a schedule's runs.
+// Shift is a persistent change in the level of one metric over a schedule's runs, or a dip: a
+// change that went back within 10 runs.
 type Shift struct {
 	// Metric names it: query server/profile/workload/variant/metric, or an arm's ratio to
 	// the first arm (query server "arm:first").
 	Metric string `json:"metric"`
-	// Run is the first run at the new level; Runs how many runs since show it.
+	// Run is the first run at the new level; Runs how many runs since show it (for a dip, how
+	// many runs it lasted).
 	Run  string `json:"run"`
 	Runs int32  `json:"runs"`
+	// FoundAt is the newest run of the look that found it: each run is judged once, at the
+	// first look after it, so a shift is news about the runs up to this one.
+	// +optional
+	FoundAt string `json:"foundAt,omitempty"`
+	// Until is, for a dip, the first run back past halfway to the level before it.
+	// +optional
+	Until string `json:"until,omitempty"`
 	// Change is the new level against the old, e.g. "-15.2%".
 	Change string `json:"change"`
-	// PValue is the p-value of the test of the shift's own split at the run that found it
-	// or, when a later run moved its first run (while the new level is young), at that run,
-	// e.g. "2.1e-06".
-	PValue string `json:"pValue"`
-	// Level is the level of the test that found it, which PValue is within, e.g. "6.2e-05":
-	// the metric's share of the schedule's false-alarm budget per run (status.detection),
-	// split over the tests of one run.
+	// NominalPValue is the p-value of the test of the shift's own split at the run that found
+	// it or, when a later run moved its first run (while the new level is young), at that run,
+	// e.g. "2.1e-06", as the test's model of the noise gives it: nominal, not the chance of a
+	// false shift, which the schedule's budget bounds (status.detection).
+	NominalPValue string `json:"nominalPValue"`
+	// Level is the level of the test that found it, which NominalPValue is within, e.g.
+	// "6.2e-05": the metric's share of the schedule's false-alarm budget per run
+	// (status.detection), split over the tests of one run.
 	Level string `json:"level"`
 	// Verdict is Regressed when the new level is worse, Improved when better.
 	Verdict Verdict `json:"verdict"`
+	// Follows is the change of the schedule's template at its first run or up to 2 runs
+	// before it, as the history recorded it, e.g. "generation 7: template.spec.couchdb".
+	// +optional
+	Follows string `json:"follows,omitempty"`
 }
 
 // ScheduledRun is one run of a schedule in its history.

@@ -1,7 +1,7 @@
 // Command shiftpower measures the shift detector (internal/changepoint) on synthetic schedule
 // histories, looked at run by run as a schedule does, against the detector it replaced and
-// against Apache Otava's method, on every noise model of docs/measurement.md ("A schedule's
-// history and its shifts"), and prints the two tables there:
+// against Apache Otava (apache-otava from PyPI, run by hack/otava.sh), on every noise model of
+// docs/measurement.md ("A schedule's history and its shifts"), and prints the two tables there:
 //
 //   - false shifts with nothing changed: per 1,000 runs, each look at the newest runs a
 //     schedule's history keeps (history.MaxRuns for the online detector; 100, what the history
@@ -13,7 +13,10 @@
 //     first report names the drop's first run; and, as a reference, how often the split of
 //     greatest likelihood names it for a method told there is a drop (namingReference).
 //
-//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME]
+//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME,...] [-life 20] [-late 500] [-otava COMMAND]
+//
+// Otava is slow (tens of milliseconds a look): its rows are measured on their own, on fewer
+// histories, e.g. -detectors Otava -histories 20 -power 200.
 //
 // The recorded model resamples the residuals of testdata/recorded.json ({"series": [values,
 // oldest first], ...}; -recorded to read another file).
@@ -51,19 +54,34 @@ const nightsInAYear = 365
 type detector struct {
 	name string
 	// kept is how many of the newest runs each look sees: what the history keeps.
-	kept    int
-	changes func(x []float64) []int
+	kept int
+	// changes are the shifts it shows; ends, where it has them, the change points that end a
+	// dip shown before (not shifts of their own).
+	changes, ends func(x []float64) []int
 }
 
-var detectors = []detector{
-	{onlineName, history.MaxRuns, func(x []float64) []int {
-		cps := changepoint.Detect(x, changepoint.Options{})
-		out := make([]int, len(cps))
-		for i, cp := range cps {
-			out[i] = cp.Index
+// onlineShows is the first runs of the online detector's change points that do or do not end a
+// dip.
+func onlineShows(ends bool) func(x []float64) []int {
+	return func(x []float64) []int {
+		var out []int
+		for _, cp := range changepoint.Detect(x, onlineOptions) {
+			if cp.Returns == ends {
+				out = append(out, cp.Index)
+			}
 		}
 		return out
-	}},
+	}
+}
+
+// onlineOptions are the online detector's: its series' share of the schedule's budget (-share).
+var onlineOptions changepoint.Options
+
+// otavaName names the detector of Apache Otava.
+const otavaName = "Otava"
+
+var detectors = []detector{
+	{onlineName, history.MaxRuns, onlineShows(false), onlineShows(true)},
 	{"segmentation (before)", keptBefore, func(x []float64) []int {
 		cps := segmentationDetect(x, segOptions{})
 		out := make([]int, len(cps))
@@ -71,8 +89,8 @@ var detectors = []detector{
 			out[i] = cp.Index
 		}
 		return out
-	}},
-	{"Otava", keptBefore, otavaDetect},
+	}, nil},
+	{otavaName, keptBefore, nil, nil}, // the command of -otava
 }
 
 // calibration is what a detector shows on histories without a change.
@@ -131,7 +149,7 @@ func replayed(m noiseModel, seed uint64, histories, runs int) float64 {
 	rng := rand.New(rand.NewPCG(seed, 3))
 	found := 0
 	for range histories {
-		found += len(changepoint.Detect(m.draw(rng, runs), changepoint.Options{}))
+		found += len(onlineShows(false)(m.draw(rng, runs)))
 	}
 	return 1000 * float64(found) / float64(histories*runs)
 }
@@ -212,13 +230,28 @@ func main() {
 	powerHistories := flag.Int("power", 2000, "histories per power figure")
 	befores := flag.String("before", "20,50", "runs before the drop in the power histories (a list)")
 	recordedPath := flag.String("recorded", "hack/shiftpower/testdata/recorded.json", "recorded series to resample")
-	only := flag.String("models", "", "only the models whose name contains this")
-	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains this")
+	only := flag.String("models", "", "only the models whose name contains one of these (a list separated by |)")
+	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains one of these (a comma-separated list)")
 	workers := flag.Int("workers", 2, "models measured at once")
+	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
+	lateHistories := flag.Int("late", 0, "histories per figure of the table of small steps found late and of dips (0: no table)")
+	share := flag.Float64("share", 1, "the online detector's series' share of the schedule's budget (0.5: one of two judged metrics; not in the life table, which judges one)")
+	cvs := flag.String("cv", "", "lognormal models of these CVs, in percent (a list), beside the others")
+	otavaCommand := flag.String("otava", "hack/otava.sh", "the command that runs Apache Otava (hack/otava/detect.py's protocol)")
 	flag.Parse()
 
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
-		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035)}
+		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035),
+		regimes(0.035), slowRuns(0.035, 1.0/20, []int{2}, true), slowRuns(0.035, 1.0/30, []int{2, 3}, false), slowStart(0.035)}
+	onlineOptions.FalseAlarmsPerRun = history.FalseAlarmsPerRun * *share
+	for _, cv := range strings.Split(*cvs, ",") {
+		if percent, err := strconv.ParseFloat(strings.TrimSpace(cv), 64); err == nil {
+			models = append(models, lognormal(percent/100))
+		} else if cv != "" {
+			fmt.Fprintln(os.Stderr, "-cv: want a list of CVs in percent, got", *cvs)
+			os.Exit(2)
+		}
+	}
 	if rec, err := recorded(*recordedPath); err != nil {
 		fmt.Fprintln(os.Stderr, "recorded models left out:", err)
 	} else {
@@ -234,19 +267,48 @@ func main() {
 		}
 		beforeRuns = append(beforeRuns, n)
 	}
-	models = slices.DeleteFunc(models, func(m noiseModel) bool { return !strings.Contains(m.name, *only) })
-	detectors = slices.DeleteFunc(detectors, func(d detector) bool { return !strings.Contains(d.name, *onlyDetectors) })
+	models = slices.DeleteFunc(models, func(m noiseModel) bool {
+		return !slices.ContainsFunc(strings.Split(*only, "|"), func(name string) bool { return strings.Contains(m.name, name) })
+	})
+	detectors = slices.DeleteFunc(detectors, func(d detector) bool {
+		return !slices.ContainsFunc(strings.Split(*onlyDetectors, ","), func(name string) bool { return strings.Contains(d.name, name) })
+	})
+	otava := &external{command: *otavaCommand}
+	defer otava.stop()
+	for i := range detectors {
+		if detectors[i].name == otavaName {
+			detectors[i].changes = otava.changes
+		}
+	}
 
 	calibrationRows := make([][]string, len(models))
 	powerRows := make([][]string, len(models))
+	lifeRows := make([][]string, len(models))
+	lateRows := make([][]string, len(models))
 	var wg sync.WaitGroup
 	jobs := make(chan int)
 	for range *workers {
 		wg.Go(func() {
 			for i := range jobs {
 				m := models[i]
-				seed := uint64(i + 1)
+				seed := m.seed()
 				for _, d := range detectors {
+					if *lifeHistories > 0 && d.name == onlineName {
+						stages := life(m, seed, *lifeHistories)
+						lifeRows[i] = append(lifeRows[i], fmt.Sprintf("| %s | %s | %.2f | %.2f | %.2f |", m.name, d.name, stages[0], stages[1], stages[2]))
+					}
+					if *lateHistories > 0 {
+						found := late(d, m, seed, *lateHistories, 50, 0.05, lateAfter)
+						row := fmt.Sprintf("| %s | %s |", m.name, d.name)
+						for _, f := range found {
+							row += " " + percent(f) + " |"
+						}
+						for _, depth := range []float64{0.10, 0.20} {
+							shown := dip(d, m, seed, *lateHistories, 50, 2, depth, 10)
+							row += fmt.Sprintf(" %s | %s | %s |", percent(shown.shown), percent(shown.lasting), percent(shown.withEnd))
+						}
+						lateRows[i] = append(lateRows[i], row)
+					}
 					c := calibrate(d, m, seed, *histories, *looks)
 					replay := "–"
 					if d.name == onlineName {
@@ -281,14 +343,37 @@ func main() {
 	fmt.Println("| noise | detector | false shifts per 1,000 runs | the same, whole series replayed " +
 		"| flagged in the first 100 looks | in a year of nightly looks |")
 	fmt.Println("|---|---|---|---|---|---|")
-	for _, rows := range calibrationRows {
-		fmt.Println(strings.Join(rows, "\n"))
+	printRows(calibrationRows)
+	if *lifeHistories > 0 {
+		fmt.Printf("\nA schedule's life: %d histories of %d unchanged runs per model, looked at after every run as the operator does "+
+			"(the newest %d runs at each look), false shifts announced per 1,000 runs.\n\n", *lifeHistories, 2*history.MaxRuns, history.MaxRuns)
+		fmt.Println("| noise | detector | " + lifeStages[0].name + " | " + lifeStages[1].name + " | " + lifeStages[2].name + " |")
+		fmt.Println("|---|---|---|---|---|")
+		printRows(lifeRows)
+	}
+	if *lateHistories > 0 {
+		fmt.Printf("\nA 5%% step after 50 unchanged runs: found (a change point within 3 runs of it) at the look the given runs "+
+			"after it; a dip of 2 runs after 50 unchanged runs: shown at some look, and at the look 10 runs after its end shown "+
+			"as a shift that lasts or with its end. %d histories per figure.\n\n", *lateHistories)
+		fmt.Println("| noise | detector | 5% step, after 10 runs | 20 runs | 50 runs | 100 runs | 10% dip shown | as lasting | with its end | 20% dip shown | as lasting | with its end |")
+		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
+		printRows(lateRows)
 	}
 	fmt.Printf("\nDrops after the given unchanged runs, %d histories per figure.\n\n", *powerHistories)
 	fmt.Println("| noise | detector | runs before | 15% drop flagged within 3 runs | its first report names its first run " +
 		"| named by its first run after 3 runs | 10% drop within 5 runs | its first report names its first run | named by its first run after 5 runs |")
 	fmt.Println("|---|---|---|---|---|---|---|---|---|")
-	for _, rows := range powerRows {
-		fmt.Println(strings.Join(rows, "\n"))
+	printRows(powerRows)
+}
+
+// printRows prints each model's rows, in the models' order.
+func printRows(rows [][]string) {
+	for _, r := range rows {
+		if len(r) > 0 {
+			fmt.Println(strings.Join(r, "\n"))
+		}
 	}
 }
+
+// lateAfter are the runs after a small step at which late says whether it was found.
+var lateAfter = []int{10, 20, 50, 100}

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"math"
 	"math/rand/v2"
@@ -16,6 +17,14 @@ import (
 type noiseModel struct {
 	name string
 	draw func(rng *rand.Rand, n int) []float64
+}
+
+// seed is the model's own seed, from its name: a model draws the same histories whichever
+// models are measured beside it.
+func (m noiseModel) seed() uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(m.name))
+	return h.Sum64()
 }
 
 // sigmaOf is the standard deviation of the logarithm of a lognormal value of the given CV.
@@ -77,6 +86,71 @@ func stalls(cv float64) noiseModel {
 			if rng.Float64() < 0.1 {
 				x[i] *= 0.7
 			}
+		}
+		return x
+	}}
+}
+
+// regimes is lognormal noise whose spread changes: quiet regimes at the given CV and busy ones at
+// 2-5 times it (each busy regime its own factor), taking turns, each 10-60 runs long, as on a
+// machine whose neighbours come and go for days.
+func regimes(cv float64) noiseModel {
+	s := sigmaOf(cv)
+	return noiseModel{fmt.Sprintf("lognormal CV %.3g%%, spread 2-5x in regimes of 10-60 runs", 100*cv), func(rng *rand.Rand, n int) []float64 {
+		x := make([]float64, 0, n)
+		busy := rng.IntN(2) == 0
+		for len(x) < n {
+			factor := 1.0
+			if busy {
+				factor = 2 + 3*rng.Float64()
+			}
+			for range min(10+rng.IntN(51), n-len(x)) {
+				x = append(x, math.Exp(factor*s*rng.NormFloat64()))
+			}
+			busy = !busy
+		}
+		return x
+	}}
+}
+
+// slowRuns is lognormal noise with slow runs that come together: a burst of runs begins at a
+// run with the given chance (not within another), its length drawn from lengths, and slows its
+// runs by 10-30%, all of them alike (one cause: the same slowdown) or each its own.
+func slowRuns(cv, chance float64, lengths []int, alike bool) noiseModel {
+	base := lognormal(cv)
+	kind := "each its own"
+	if alike {
+		kind = "alike"
+	}
+	name := fmt.Sprintf("lognormal CV %.3g%%, slow runs (10-30%%, %s) in bursts of %v runs, one burst in %.0f runs", 100*cv, kind, lengths, 1/chance)
+	return noiseModel{name, func(rng *rand.Rand, n int) []float64 {
+		x := base.draw(rng, n)
+		for i := 0; i < n; i++ {
+			if rng.Float64() >= chance {
+				continue
+			}
+			slow := 0.1 + 0.2*rng.Float64()
+			length := lengths[rng.IntN(len(lengths))]
+			for j := i; j < min(i+length, n); j++ {
+				if !alike {
+					slow = 0.1 + 0.2*rng.Float64()
+				}
+				x[j] *= 1 - slow
+			}
+			i += length - 1
+		}
+		return x
+	}}
+}
+
+// slowStart is lognormal noise whose first 1-3 runs are 20-40% slow: a cold first night, or the
+// schedule's immediate run on a cluster still settling.
+func slowStart(cv float64) noiseModel {
+	base := lognormal(cv)
+	return noiseModel{fmt.Sprintf("lognormal CV %.3g%%, its first 1-3 runs 20-40%% slow", 100*cv), func(rng *rand.Rand, n int) []float64 {
+		x := base.draw(rng, n)
+		for i := range min(1+rng.IntN(3), n) {
+			x[i] *= 1 - (0.2 + 0.2*rng.Float64())
 		}
 		return x
 	}}

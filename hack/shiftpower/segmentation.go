@@ -10,7 +10,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/couchbench/couchbench/internal/tdist"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // segOptions tune the detector; the zero value takes the defaults.
@@ -97,7 +98,7 @@ func segmentationDetect(values []float64, opts segOptions) []segChangePoint {
 	for i := 1; i+1 < len(bounds); i++ {
 		k := bounds[i]
 		out = append(out, segChangePoint{Index: at[k], PValue: found[k],
-			Ratio: math.Exp(segMean(logs[k:bounds[i+1]]) - segMean(logs[bounds[i-1]:k]))})
+			Ratio: math.Exp(stat.Mean(logs[k:bounds[i+1]], nil) - stat.Mean(logs[bounds[i-1]:k], nil))})
 	}
 	return out
 }
@@ -173,7 +174,7 @@ func refine(logs []float64, found map[int]float64, opts segOptions) {
 // without a change is at least stat: the two-sided t test's p-value at n - 2 degrees of
 // freedom, times the number tried (Bonferroni).
 func pValue(stat float64, n, tried int) float64 {
-	return min(1, float64(tried)*2*(1-tdist.CDF(stat, float64(n-2))))
+	return min(1, float64(tried)*2*distuv.StudentsT{Sigma: 1, Nu: float64(n - 2)}.Survival(stat))
 }
 
 // newestSplit is the split of x before its newest MinAfter values and its p-value, tested on
@@ -283,12 +284,4 @@ func twoSampleT(s1, q1, n1, s2, q2, n2 float64) float64 {
 		return math.Inf(1)
 	}
 	return (m2 - m1) / se
-}
-
-func segMean(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
 }

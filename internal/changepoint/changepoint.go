@@ -63,7 +63,8 @@ import (
 	"math"
 	"slices"
 
-	"github.com/couchbench/couchbench/internal/tdist"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // Options tune the detector; the zero value takes the defaults.
@@ -103,8 +104,11 @@ func (o Options) withDefaults() Options {
 type ChangePoint struct {
 	// Index is the first run at the new level.
 	Index int
+	// Found is the first run as the look that found it had it: while its level is young, later
+	// looks may move Index by at most RefineReach runs from there.
+	Found int
 	// Ratio is the new level over the old one: the geometric means of the two levels, each
-	// over its runs up to the next change point or the end (0.85: 15% lower).
+	// over its runs up to the next change point, accepted change or the end (0.85: 15% lower).
 	Ratio float64
 	// PValue is the two-sided p-value of the test of its own split: at the look that found it,
 	// or at the last look that moved it there (refine).
@@ -115,26 +119,126 @@ type ChangePoint struct {
 	Level float64
 	// FoundAt is how many runs the series had at the look that found it.
 	FoundAt int
+	// Returns says that it takes the level back, past halfway, to where it was before the
+	// change point just before it, which began fewer than DipRuns runs earlier: the two are a
+	// dip (or a spike) and its end, not two shifts.
+	Returns bool
+}
+
+// DipRuns is how many runs a change may last and still be a dip when it goes back: as long as
+// its level is young.
+const DipRuns = youngLevel
+
+// Known is what a schedule knows of a series from its earlier looks, by index in the values
+// it gives, and what it was told: Resume goes on from there.
+type Known struct {
+	// Looked is how many of the values the earlier looks saw: no look is taken at them again,
+	// and no change point is found among them but those in Found.
+	Looked int
+	// Start is the first run of the series' first level: the first looks left the runs
+	// before it out as a warm-up (warmUp).
+	Start int
+	// Found are the change points the earlier looks found, as Resume returned them. Those that
+	// begin before the values given (a history that dropped its oldest runs) are left out.
+	Found []ChangePoint
+	// Accepted are the runs where a change the team accepted began: the level starts anew at
+	// each, as a series' first level does, and no change point is found across it. A change
+	// point found within RefineReach runs after one is that change, and ends no level.
+	Accepted []int
 }
 
 // Detect replays the series look by look, as a schedule sees it, and returns its change points
 // in order. Values that are not positive (no ratio can be taken) are left out: no look is
 // taken at them and no change point names them.
 func Detect(values []float64, opts Options) []ChangePoint {
+	return Resume(values, Known{}, opts).Found
+}
+
+// Resume takes a look at each of the values that known.Looked did not see, in turn, as a
+// schedule does after each run, going on from what the earlier looks found, and returns what
+// is then known: every change point in order (those of known, refined while young, and the
+// new ones), with each level's ratio over all its runs. Given what Resume returned for the
+// first values, it returns for the rest what Detect does for all of them.
+func Resume(values []float64, known Known, opts Options) Known {
 	s := newSeries(values, opts)
-	found, _ := s.replay()
-	out := make([]ChangePoint, len(found))
+	r := s.replay(s.known(known))
+	found := r.found
+	out := Known{Looked: len(values), Accepted: known.Accepted, Found: make([]ChangePoint, len(found))}
+	if r.start < len(s.at) {
+		out.Start = s.at[r.start]
+	}
 	// Each level's size from all its runs, not only those seen when it was found.
-	bounds := make([]int, 1, len(found)+2)
+	bounds := []int{r.start, len(s.logs)}
 	for _, t := range found {
 		bounds = append(bounds, t.split)
 	}
-	bounds = append(bounds, len(s.logs))
+	bounds = append(bounds, s.accepted(known.Accepted)...)
+	slices.Sort(bounds)
+	bounds = slices.Compact(bounds)
 	for i, t := range found {
-		out[i] = ChangePoint{Index: s.at[t.split], PValue: t.pValue, Level: s.level(t.n - t.found), FoundAt: s.at[t.n-1] + 1,
-			Ratio: math.Exp(mean(s.logs[bounds[i+1]:bounds[i+2]]) - mean(s.logs[bounds[i]:bounds[i+1]]))}
+		at, _ := slices.BinarySearch(bounds, t.split)
+		lo, hi := bounds[at-1], bounds[at+1]
+		out.Found[i] = ChangePoint{Index: s.at[t.split], Found: s.at[t.found], PValue: t.pValue, Level: t.level,
+			FoundAt: s.at[t.n-1] + 1,
+			Ratio:   math.Exp(stat.Mean(s.logs[t.split:hi], nil) - stat.Mean(s.logs[lo:t.split], nil))}
+		// A dip: the change point before began the level this one ends, fewer than DipRuns
+		// runs ago, and this one goes more than halfway back.
+		if i > 0 && lo == found[i-1].split && t.split-lo < DipRuns {
+			there, back := math.Log(out.Found[i-1].Ratio), math.Log(out.Found[i-1].Ratio*out.Found[i].Ratio)
+			out.Found[i].Returns = math.Abs(back) < math.Abs(there)/2
+		}
 	}
 	return out
+}
+
+// LevelStart is the index of the first run of the series' current level: its newest change
+// point or accepted change, with neither the first run after a warm-up (Start). The between-run spread is measured from there, not
+// across shifts.
+func (k Known) LevelStart() int {
+	start := k.Start
+	if n := len(k.Found); n > 0 {
+		start = k.Found[n-1].Index
+	}
+	for _, a := range k.Accepted {
+		if a < k.Looked {
+			start = max(start, a)
+		}
+	}
+	return start
+}
+
+// pastLooks is what a Known says in a series' own terms, by place in its logs: how many of them
+// the earlier looks saw, the tests that found its change points, and the accepted changes.
+type pastLooks struct {
+	looked, start int
+	found         []test
+	accepted      []int
+}
+
+func (s *series) known(k Known) pastLooks {
+	logIndex := func(i int) int { at, _ := slices.BinarySearch(s.at, i); return at }
+	past := pastLooks{looked: logIndex(k.Looked), start: logIndex(k.Start), accepted: s.accepted(k.Accepted)}
+	for _, cp := range k.Found {
+		split, ok := slices.BinarySearch(s.at, cp.Index)
+		if !ok || cp.Index < 0 {
+			continue
+		}
+		past.found = append(past.found, test{split: split, found: max(logIndex(cp.Found), 0), n: logIndex(cp.FoundAt),
+			pValue: cp.PValue, level: cp.Level})
+	}
+	return past
+}
+
+// accepted are the accepted changes' first runs within the series, in logs, in order.
+func (s *series) accepted(runs []int) []int {
+	var out []int
+	for _, r := range runs {
+		if at, _ := slices.BinarySearch(s.at, r); r >= 0 && at > 0 && at < len(s.logs) {
+			out = append(out, at)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // segment is the current level of a replay: its first run and, after a change point, the
@@ -169,22 +273,111 @@ func (g segment) noiseRuns(split int) (lo, hi int) {
 	return g.start, split
 }
 
-// replay takes a look at every run in turn, and returns the tests that found a new level and
-// the level the series ends in.
-func (s *series) replay() ([]test, segment) {
+// replayed is what a replay found: the tests that found a new level, the level the series
+// ends in, and the first run of its first level.
+type replayed struct {
+	found []test
+	level segment
+	start int
+}
+
+// replay takes a look at every run the earlier looks did not see, in turn, going on from what
+// they found.
+func (s *series) replay(past pastLooks) replayed {
 	var found []test
-	var level, previous segment
+	level, previous := segment{start: past.start}, segment{}
+	// young says whether the level began at the newest change point found: while it is young,
+	// each look may move that change point. first says whether it is the series' first level.
+	young, first, start := false, true, past.start
+	known, accepted := past.found, past.accepted
 	for n := 1; n <= len(s.logs); n++ {
+		if len(accepted) > 0 && accepted[0] == n-1 {
+			level, young, first, accepted = segment{start: n - 1}, false, false, accepted[1:]
+			known = slices.DeleteFunc(known, func(t test) bool { return t.split >= level.start && t.split <= level.start+RefineReach })
+		}
+		if n <= past.looked {
+			for len(known) > 0 && known[0].n <= n {
+				if t := known[0]; t.split > level.start {
+					found = append(found, t)
+					previous, level, young, first = level, level.after(t.split), true, false
+				}
+				known = known[1:]
+			}
+			continue
+		}
+		if first && n <= warmUpLooks {
+			level.start = max(level.start, s.warmUp(n))
+			start = level.start
+		}
 		if t, ok := s.look(level, n); ok {
 			found = append(found, t)
-			previous, level = level, level.after(t.split)
+			previous, level, young, first = level, level.after(t.split), true, false
 		}
-		if last := len(found) - 1; last >= 0 && n-found[last].split < youngLevel {
+		if last := len(found) - 1; young && n-found[last].split < youngLevel {
 			found[last] = s.refine(previous, found[last], n)
 			level = previous.after(found[last].split)
+			if end, ok := s.dipEnd(previous, found[last], n); ok {
+				found = append(found, end)
+				previous, level, young = level, level.after(end.split), false
+			}
 		}
 	}
-	return found, level
+	return replayed{found: found, level: level, start: start}
+}
+
+// dipEnd is the end of the shift t, found in the level previous, when it was a dip of at most
+// MinAfter runs: the runs from there to n, at least MinAfter of them, all lie back past halfway
+// from the dip's runs to the previous level's mean, and their mean within a quarter of the way
+// (a small shift whose first runs happened to lie low has its later runs halfway, not back). A look that took two slow runs and a third
+// low one for a new level cannot find its end by a test (the young level has too few runs to
+// tell it), but the runs after it show there was none to last: no shift is claimed, the one
+// told is ended (ChangePoint.Returns), at the test's p-value of the runs after against the dip.
+func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {
+	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
+	back := mean(previous.start, t.split)
+	for end := t.split + 1; end <= t.split+s.opts.MinAfter && n-end >= s.opts.MinAfter; end++ {
+		there := mean(t.split, end)
+		halfway, side := (back+there)/2, math.Copysign(1, back-there)
+		if slices.ContainsFunc(s.logs[end:n], func(v float64) bool { return (v-halfway)*side <= 0 }) ||
+			math.Abs(mean(end, n)-back) > math.Abs(there-back)/4 {
+			continue
+		}
+		dip := previous.after(t.split)
+		before, after, se, df := s.difference(dip, end, n)
+		return test{split: end, found: end, n: n, t: tOf(before, after, se), pValue: twoSided(tOf(before, after, se), df), level: t.level}, true
+	}
+	return test{}, false
+}
+
+// warmUpLooks are the looks that may leave a series' first runs out as a warm-up, and
+// maxWarmUp how many: a cold first night, or a schedule's immediate run on a cluster still
+// settling, is slower than the nights after it, and left in it would inflate the first
+// level's noise and autocorrelation and blind the detector for as long as that level lasts.
+const (
+	warmUpLooks = 20
+	maxWarmUp   = 3
+	// warmUpDistance is how far, in standard deviations of the runs after them, each
+	// warm-up run lies from their mean, all on one side: with 8 runs after it, a run of
+	// normal noise lies so far about one time in 150.
+	warmUpDistance = 4
+	// warmUpAfter is the fewest runs after a warm-up that can tell it.
+	warmUpAfter = 8
+)
+
+// warmUp is how many of the first runs, at most maxWarmUp, lie each warmUpDistance standard
+// deviations of the runs after them, up to n, beyond those runs' mean, all on the same side;
+// 0 when none do, or when those runs do not spread at all.
+func (s *series) warmUp(n int) int {
+	for j := min(maxWarmUp, n-warmUpAfter); j >= 1; j-- {
+		k := float64(n - j)
+		mu := (s.sum[n] - s.sum[j]) / k
+		sigma := math.Sqrt(max(s.sq[n]-s.sq[j]-k*mu*mu, 0) / (k - 1))
+		side := math.Copysign(1, s.logs[0]-mu)
+		if sigma > 0 && !slices.ContainsFunc(s.logs[:j], func(v float64) bool { return (v-mu)*side <= warmUpDistance*sigma }) {
+			return j
+		}
+	}
+	return 0
 }
 
 // RefineReach is how many runs from where the look that found it put it a change point may
@@ -203,20 +396,16 @@ const RefineReach = 2
 func (s *series) refine(previous segment, t test, n int) test {
 	lo := max(t.found-RefineReach, previous.start+previous.fewest(s.opts))
 	hi := min(t.found+RefineReach, n-s.opts.MinAfter)
-	best, likeliest := t.split, -1.0
-	for c := lo; c <= hi; c++ {
-		k, m := float64(c-previous.start), float64(n-c)
-		d := (s.sum[n]-s.sum[c])/m - (s.sum[c]-s.sum[previous.start])/k
-		if l := d * d * k * m / (k + m); l > likeliest {
-			best, likeliest = c, l
-		}
+	if lo > hi {
+		return t
 	}
+	best := s.likeliest(previous.start, lo, hi, n)
 	if best == t.split {
 		return t
 	}
 	before, after, se, df := s.difference(previous, best, n)
 	p := twoSided(tOf(before, after, se), df)
-	if p > s.level(t.n-t.found) {
+	if p > t.level {
 		return t
 	}
 	t.split, t.pValue = best, p
@@ -224,27 +413,21 @@ func (s *series) refine(previous segment, t test, n int) test {
 }
 
 // twoSided is the two-sided p-value of Student's t at df degrees of freedom.
-func twoSided(t, df float64) float64 { return 2 * (1 - tdist.CDF(math.Abs(t), df)) }
+func twoSided(t, df float64) float64 { return 2 * studentT(df).Survival(math.Abs(t)) }
 
-// LevelStart is the index of the first run of the series' current level (0 without a change
-// point): the between-run spread is measured from there, not across shifts.
-func LevelStart(values []float64, opts Options) int {
-	s := newSeries(values, opts)
-	if len(s.logs) == 0 {
-		return 0
-	}
-	_, level := s.replay()
-	return s.at[level.start]
-}
+// studentT is Student's t distribution at df degrees of freedom (not a whole number once
+// shrunk for autocorrelation).
+func studentT(df float64) distuv.StudentsT { return distuv.StudentsT{Sigma: 1, Nu: df} }
 
 // Detectable is the smallest shift (0.12 = 12%, either way) that the detector would find 90%
 // of the time in the fewest runs the series allows at a new level (MinAfter, more when its
 // outliers ask for it), at the noise of the series' current level; ok is false with too few
 // runs at that level to say. It takes the test's statistic as normal, with the standard
-// error the test would use, and the new runs as independent around their level.
-func Detectable(values []float64, opts Options) (shift float64, ok bool) {
+// error the test would use, and the new runs as independent around their level. known is what
+// the looks found, as Resume returned it for the values.
+func Detectable(values []float64, known Known, opts Options) (shift float64, ok bool) {
 	s := newSeries(values, opts)
-	_, level := s.replay()
+	level := s.replay(s.known(known)).level
 	k := len(s.logs) - level.start
 	if k < level.fewest(s.opts) {
 		return 0, false
@@ -315,12 +498,14 @@ func newSeries(values []float64, opts Options) *series {
 	return s
 }
 
-// level is the two-sided level of one test: the per-run budget over the lengths tried.
+// level is the two-sided level of one test of the newest m runs: the per-run budget less the
+// late look's share, over the lengths tried.
 func (s *series) level(m int) float64 {
+	newest := s.opts.FalseAlarmsPerRun * (1 - lateShare)
 	if m == s.opts.MinAfter {
-		return s.opts.FalseAlarmsPerRun * firstShare
+		return newest * firstShare
 	}
-	return s.opts.FalseAlarmsPerRun * (1 - firstShare) / extraAfter
+	return newest * (1 - firstShare) / extraAfter
 }
 
 // firstShare is the part of a look's level that the test of the newest MinAfter runs gets.
@@ -331,7 +516,7 @@ func (s *series) quantile(m int, df float64) float64 {
 	key := [2]float64{float64(m), df}
 	q, ok := s.quantiles[key]
 	if !ok {
-		q = tdist.Quantile(1-s.level(m)/2, df)
+		q = studentT(df).Quantile(1 - s.level(m)/2)
 		s.quantiles[key] = q
 	}
 	return q
@@ -344,20 +529,23 @@ type test struct {
 	n      int // how many runs (of logs) the look saw
 	t      float64
 	pValue float64
+	level  float64 // the test's level, which pValue must be within
 }
 
 // fewest is how many runs of the level a new one is judged against: MinBefore for the series'
-// first level, whose noise is its own; MinAfter for a later one, judged while young with the
-// noise of the level before it.
+// first level, whose noise is its own; one fewer than MinAfter for a later one, judged while
+// young with the noise of the level before it, when the new runs go back (returns): a look
+// that took two slow runs and a third for a new level finds it ended three runs on, a dip of
+// two runs (ChangePoint.Returns).
 func (g segment) fewest(opts Options) int {
 	if g.noiseHi == 0 {
 		return opts.MinBefore
 	}
-	return opts.MinAfter
+	return opts.MinAfter - 1
 }
 
 // look is what the look at the first n runs finds against the current level: the split of
-// the newest runs with the clearest test that fires, if any.
+// the newest runs with the clearest test that fires, if any, else what the late look finds.
 func (s *series) look(level segment, n int) (test, bool) {
 	best, found := test{}, false
 	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
@@ -365,12 +553,106 @@ func (s *series) look(level segment, n int) (test, bool) {
 		if k < level.fewest(s.opts) {
 			break
 		}
+		if k < s.opts.MinAfter && !s.returns(level, n-m, n) {
+			continue
+		}
 		t, ok := s.test(level, n-m, n)
 		if ok && (!found || math.Abs(t.t) > math.Abs(best.t)) {
 			best, found = t, true
 		}
 	}
-	return best, found
+	if found {
+		return best, true
+	}
+	return s.lateLook(level, n)
+}
+
+// lateWindows are the newest runs a look also sets against the level's runs before them, when
+// the level has at least as many: a step too small to show in the few newest runs, or a slow
+// drift, shows there once enough runs have come. Each window's test gets an equal part of
+// lateShare of the look's level.
+var lateWindows = []int{10, 20, 40}
+
+// lateShare is the part of a look's level that the late look gets.
+const lateShare = 0.1
+
+// lateLook sets the newest runs of each of lateWindows against the level's runs before them,
+// the smallest window first, and if one differs, names the change point at the likeliest split
+// of the level's runs (refine's). Each side is taken with its own spread (Welch), so that a
+// busy spell of runs that scatter more, but around the same level, is no shift, with the
+// autocorrelation of the side that shows more, and at the degrees of freedom of the side with
+// fewer (Welch's bound, not Satterthwaite's estimate, whose tails are too thin this far out).
+func (s *series) lateLook(level segment, n int) (test, bool) {
+	for _, w := range lateWindows {
+		split := n - w
+		k := split - level.start
+		if k < w {
+			break
+		}
+		sb, phiB, dfB := s.noise(level.start, split)
+		sa, phiA, dfA := s.noise(split, n)
+		phi := max(phiA, phiB)
+		vb, va := sb*sb*blockSum(k, phi)/float64(k*k), sa*sa*blockSum(w, phi)/float64(w*w)
+		if va+vb == 0 {
+			continue // runs that do not spread: the newest runs' test tells a step there
+		}
+		before, after := (s.sum[split]-s.sum[level.start])/float64(k), (s.sum[n]-s.sum[split])/float64(w)
+		t := (after - before) / math.Sqrt(va+vb)
+		if p := twoSided(t, min(dfA, dfB)); p <= s.lateLevel() && s.mostly(level.start, split, n, math.Copysign(1, t)) {
+			c := s.likeliest(level.start, level.start+level.fewest(s.opts), n-s.opts.MinAfter, n)
+			return test{split: c, found: c, n: n, t: t, pValue: p, level: s.lateLevel()}, true
+		}
+	}
+	return test{}, false
+}
+
+// mostly says whether so many of logs[split:n] lie beyond the median of the level's runs before
+// split, on side, that as many would lie there by chance at most the late look's level of the
+// time (a sign test): a step moves most runs, while a window with fewer stalls than the level
+// had, or a few more, moves only its mean (whose test, on its own, takes the mean of a level
+// with stalls for its centre).
+func (s *series) mostly(start, split, n int, side float64) bool {
+	sorted := slices.Sorted(slices.Values(s.logs[start:split]))
+	median := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		median = (median + sorted[len(sorted)/2-1]) / 2
+	}
+	beyond := 0
+	for _, v := range s.logs[split:n] {
+		if (v-median)*side > 0 {
+			beyond++
+		}
+	}
+	// P(at least beyond of n - split fair coins) is the binomial's survival at beyond - 1.
+	return distuv.Binomial{N: float64(n - split), P: 0.5}.Survival(float64(beyond)-1) <= s.lateLevel()
+}
+
+// lateLevel is the two-sided level of one test of the late look.
+func (s *series) lateLevel() float64 {
+	return s.opts.FalseAlarmsPerRun * lateShare / float64(len(lateWindows))
+}
+
+// likeliest is the split c in [lo, hi] of the runs from start to n that is likeliest for one
+// shift of their mean in independent normal noise: the largest (after - before)² km/(k + m),
+// k runs before c and m after.
+func (s *series) likeliest(start, lo, hi, n int) int {
+	best, likeliest := lo, -1.0
+	for c := lo; c <= hi; c++ {
+		k, m := float64(c-start), float64(n-c)
+		d := (s.sum[n]-s.sum[c])/m - (s.sum[c]-s.sum[start])/k
+		if l := d * d * k * m / (k + m); l > likeliest {
+			best, likeliest = c, l
+		}
+	}
+	return best
+}
+
+// returns says whether logs[split:n] lie back past halfway from the young level's runs before
+// split to the level whose noise it borrows, the one before it.
+func (s *series) returns(level segment, split, n int) bool {
+	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
+	back := mean(level.noiseLo, level.noiseHi)
+	return math.Abs(mean(split, n)-back) < math.Abs(mean(level.start, split)-back)/2
 }
 
 // difference is the mean of the level's runs before split, that of logs[split:n], the
@@ -408,9 +690,9 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	m := n - split
 	lo, hi := level.noiseRuns(split)
 	before, after, se, df := s.difference(level, split, n)
-	out := test{split: split, found: split, n: n, t: tOf(before, after, se)}
+	out := test{split: split, found: split, n: n, t: tOf(before, after, se), level: s.level(m)}
 	// Student's t quantile is beyond the normal one: a |t| short of that needs no p-value.
-	if math.Abs(out.t) < math.Sqrt2*math.Erfcinv(s.level(m)) {
+	if math.Abs(out.t) < distuv.UnitNormal.Quantile(1-s.level(m)/2) {
 		return out, false
 	}
 	out.pValue = twoSided(out.t, df)
@@ -435,6 +717,9 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	if short > 0 && (m == s.opts.MinAfter || short > 1) {
 		return out, false
 	}
+	if s.scatters(level, split, n, df) {
+		return out, false
+	}
 	return out, s.fewOutliers(s.logs[lo:hi], s.quantile(m, df)*se, side, m)
 }
 
@@ -448,8 +733,74 @@ func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
 		own, _, _ := s.noise(level.start, split)
 		sigma = max(sigma, own)
 	}
-	return sigma, phi, df
+	return max(sigma, s.busy(lo, hi)), phi, df
 }
+
+// busy is the spread of the busiest block of busyBlock runs of logs[lo:hi] (each around its own
+// mean), when its blocks' spreads differ more than chance allows (the largest block variance
+// over their mean, against F at 1% over the blocks, Bonferroni); else 0. A series whose
+// spread changes with the machine's busy spells is judged by its busiest, once it has shown
+// one: judged by its mean spread, the first runs of every busy spell look like a new level.
+func (s *series) busy(lo, hi int) float64 {
+	blocks := (hi - lo) / busyBlock
+	if blocks < 2 {
+		return 0
+	}
+	largest, total := 0.0, 0.0
+	for b := range blocks {
+		from, to := lo+b*busyBlock, lo+(b+1)*busyBlock
+		mean := (s.sum[to] - s.sum[from]) / busyBlock
+		v := (s.sq[to] - s.sq[from] - busyBlock*mean*mean) / (busyBlock - 1)
+		largest, total = max(largest, v), total+v
+	}
+	rest := (total - largest) / float64(blocks-1)
+	if rest <= 0 {
+		return 0
+	}
+	limit := distuv.F{D1: busyBlock - 1, D2: float64(blocks-1) * (busyBlock - 1)}.Quantile(1 - busyLevel/float64(blocks))
+	if largest/rest <= limit {
+		return 0
+	}
+	return math.Sqrt(largest)
+}
+
+// busyBlock is how many runs a block of busy has, and busyLevel the level of its test.
+const (
+	busyBlock = 10
+	busyLevel = 0.01
+)
+
+// scatters says whether the newest runs, with the level's runs just before them (up to
+// youngLevel of them), each around their own mean, scatter more than the noise the test takes
+// allows (an F test at scatterLevel, df that noise's degrees of freedom): a busy spell, whose
+// runs scatter 2-5 times as much around the same level, is no new level, however far its first
+// few runs happen to lie.
+func (s *series) scatters(level segment, split, n int, df float64) bool {
+	sigma, _, _ := s.levelNoise(level, split)
+	if sigma == 0 {
+		return false
+	}
+	squares := func(lo, hi int) float64 {
+		mean := (s.sum[hi] - s.sum[lo]) / float64(hi-lo)
+		return s.sq[hi] - s.sq[lo] - float64(hi-lo)*mean*mean
+	}
+	recent := max(level.start, split-youngLevel)
+	freedom := float64(n - recent - 2)
+	if split-recent < 2 {
+		recent, freedom = split, float64(n-split-1)
+	}
+	if freedom < 1 {
+		return false
+	}
+	own := (squares(recent, split) + squares(split, n)) / freedom
+	if split == recent {
+		own = squares(split, n) / freedom
+	}
+	return own/(sigma*sigma) > distuv.F{D1: freedom, D2: df}.Quantile(1-scatterLevel)
+}
+
+// scatterLevel is the level of scatters' test: a shift is missed that often for scattering.
+const scatterLevel = 0.01
 
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
 // are rare enough that m of them in a row are within the per-test level, one direction's half.
@@ -459,14 +810,20 @@ func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
 	if len(sorted)%2 == 0 {
 		median = (median + sorted[len(sorted)/2-1]) / 2
 	}
-	beyond := 0
-	for _, v := range ref {
+	// How often a run lies beyond, and how often the run after one that does lies beyond too:
+	// slow runs that come in pairs or bursts make m in a row far likelier than m apart.
+	beyond, pairs := 0, 0
+	for i, v := range ref {
 		if (v-median)*side > dist {
 			beyond++
+			if i > 0 && (ref[i-1]-median)*side > dist {
+				pairs++
+			}
 		}
 	}
 	share := (float64(beyond) + 0.5) / float64(len(ref)+1)
-	return math.Pow(share, float64(m)) <= s.level(m)
+	next := (float64(pairs) + share) / (float64(beyond) + 1)
+	return share*math.Pow(next, float64(m-1)) <= s.level(m)
 }
 
 // noise is the spread of logs[lo:hi] (one level's runs): the standard deviation of one run,
@@ -527,12 +884,4 @@ func differenceVariance(k, m int, phi float64) float64 {
 	return blockSum(k, phi)/(fk*fk) + blockSum(m, phi)/(fm*fm) - 2*cross/(fk*fm)
 }
 
-func normalCDF(z float64) float64 { return 0.5 * math.Erfc(-z/math.Sqrt2) }
-
-func mean(x []float64) float64 {
-	var s float64
-	for _, v := range x {
-		s += v
-	}
-	return s / float64(len(x))
-}
+func normalCDF(z float64) float64 { return distuv.UnitNormal.CDF(z) }

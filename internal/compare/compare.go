@@ -74,7 +74,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/tdist"
 )
 
 // Verdict is the judgement on one metric, or on a whole comparison.
@@ -547,9 +546,9 @@ func sharper(rows []Row, trials []*trial, judged int, opts Options) string {
 // historyFor is the fewest earlier runs whose measured spread widens an MDE at one-sided
 // level a by at most a tenth over a spread known exactly.
 func historyFor(a float64) int {
-	known := tdist.Quantile(1-a, assumedDF) + tdist.Quantile(detectPower, assumedDF)
+	known := studentT(assumedDF).Quantile(1-a) + studentT(assumedDF).Quantile(detectPower)
 	n := MinHistory
-	for df := float64(n - 1); tdist.Quantile(1-a, df)+tdist.Quantile(detectPower, df) > 1.1*known; df++ {
+	for df := float64(n - 1); studentT(df).Quantile(1-a)+studentT(df).Quantile(detectPower) > 1.1*known; df++ {
 		n++
 	}
 	return n

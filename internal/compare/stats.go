@@ -5,8 +5,10 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
 	"github.com/couchbench/couchbench/internal/results"
-	"github.com/couchbench/couchbench/internal/tdist"
 )
 
 // MinSamples is the fewest repetitions per run a metric needs to be judged. Two values give
@@ -77,8 +79,12 @@ func (c change) quantile(p float64) float64 {
 	if c.se == 0 {
 		return 0
 	}
-	return tdist.Quantile(p, c.df) * c.se
+	return studentT(c.df).Quantile(p) * c.se
 }
+
+// studentT is Student's t distribution at df degrees of freedom (any positive real, as
+// Welch's are).
+func studentT(df float64) distuv.StudentsT { return distuv.StudentsT{Sigma: 1, Nu: df} }
 
 // detectPower is how often a change of the minimum detectable size is called: 4 times in 5.
 const detectPower = 0.8
@@ -139,7 +145,7 @@ func (t *trial) pValue() float64 {
 	case t.c.se == 0:
 		return 0
 	}
-	return 1 - tdist.CDF(beyond/t.c.se, t.c.df)
+	return studentT(t.c.df).Survival(beyond / t.c.se)
 }
 
 // lowEdge is the log of the band's lower edge; a tolerance of 100% or more has none.
@@ -245,7 +251,7 @@ func (t *trial) unmeasurable(a float64) string {
 		return "unmeasurable: " + t.noise
 	case s.runs == 0:
 		return fmt.Sprintf("unmeasurable: runs differ by %s (assumed, no earlier runs)", cv(s.sd))
-	case tdist.Quantile(1-a, s.df) > 2*tdist.Quantile(1-a, assumedDF):
+	case studentT(s.df).Quantile(1-a) > 2*studentT(assumedDF).Quantile(1-a):
 		return fmt.Sprintf("unmeasurable: runs differ by %s, as only %d earlier runs show: too few to know", cv(s.sd), s.runs)
 	}
 	return fmt.Sprintf("unmeasurable: runs differ by %s (%d earlier runs)", cv(s.sd), s.runs)
@@ -265,13 +271,9 @@ func positive(values []float64) bool {
 
 // logMeanVar is the mean and the sample variance of the values' logarithms.
 func logMeanVar(values []float64) (mean, variance float64) {
-	for _, v := range values {
-		mean += math.Log(v)
+	logs := make([]float64, len(values))
+	for i, v := range values {
+		logs[i] = math.Log(v)
 	}
-	mean /= float64(len(values))
-	for _, v := range values {
-		d := math.Log(v) - mean
-		variance += d * d
-	}
-	return mean, variance / float64(len(values)-1)
+	return stat.MeanVariance(logs, nil)
 }

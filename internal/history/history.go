@@ -29,6 +29,8 @@ import (
 	"strings"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/couchbench/couchbench/internal/changepoint"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/results"
@@ -51,11 +53,8 @@ func Budget(judged int) string {
 }
 
 // MaxRuns is how many runs a history keeps, the newest: nearly three years of a nightly
-// schedule. The detector replays a series look by look from its first kept run, so its
-// false-alarm budget holds only while the history still holds the current level from its
-// start: a history cut shorter re-takes its first looks on a shorter level, which is a fresh
-// chance of a false shift each time it is cut. The ConfigMap's size may cut it sooner
-// (controllers' fitHistory), for schedules of many metrics.
+// schedule. The ConfigMap's size may cut it sooner (controllers' fitHistory), for schedules of
+// many metrics: the looks go on from what they found (Looks) either way.
 const MaxRuns = 1000
 
 // History is the runs of one spec, oldest first.
@@ -63,11 +62,42 @@ type History struct {
 	Runs []Run `json:"runs"`
 	// Better says which way each metric improves: "higher" or "lower".
 	Better map[string]string `json:"better,omitempty"`
-	// Announced is the shifts already told (Shift.ID) that begin at a kept run. The detector
-	// can lose a shift for a run, when the first runs after a slowdown's end pull the level
-	// back, and find it again a run later (seen on the local cluster): it is told once.
+	// Looks is what the schedule's looks at the history found, and which runs they saw (Judge).
+	Looks *Looks `json:"looks,omitempty"`
+	// Announced is the shifts told (Shift.ID) by a schedule before its history kept Looks: the
+	// first Judge tells none of them again, and drops it.
 	Announced []string `json:"announced,omitempty"`
 }
+
+// Looks is what a schedule's looks at its history found: every change point of every series
+// in the runs the history keeps, and how far the looks saw.
+type Looks struct {
+	// Through is when the newest run the looks saw was scheduled: the runs scheduled after it
+	// are the next look's to judge.
+	Through time.Time `json:"through"`
+	Found   []Found   `json:"found,omitempty"`
+	// Accepted are the runs where a change the team accepted began, as the newest Judge was
+	// told (Judge).
+	Accepted []string `json:"accepted,omitempty"`
+}
+
+// Found is a change point a look found in a metric's series, by the runs that name it.
+type Found struct {
+	Metric string `json:"metric"`
+	// Run is its first run; Told the first run the look that found it named (while its level
+	// is young, later looks move Run by at most changepoint.RefineReach runs from Told); At the
+	// newest run of that look.
+	Run  string `json:"run"`
+	Told string `json:"told"`
+	At   string `json:"at"`
+	// NominalP and Level are the test's, as in Shift.
+	NominalP float64 `json:"nominalP"`
+	Level    float64 `json:"level"`
+}
+
+// ID names the change point by its metric and the look that found it, which later looks never
+// move: "<metric>@<run>".
+func (f Found) ID() string { return f.Metric + "@" + f.At }
 
 // Run is one run's headline values, by metric key: results.Metric.Key for the arms' own
 // numbers, RatioKey for an arm's ratio to the first arm.
@@ -80,6 +110,11 @@ type Run struct {
 	// percentiles over all its repetitions) or fewer than compare.MinSamples, so the ratio is
 	// of the arms' medians, not of measurements taken back to back.
 	OncePerArm []string `json:"oncePerArm,omitempty"`
+	// Change is what changed in the schedule's template since the run before, as the schedule
+	// records it (its generation and the fields, e.g. "generation 7: template.spec.couchdb");
+	// empty when nothing did. A shift that begins at this run, or up to
+	// changepoint.RefineReach runs after it, names it (Shift.Follows).
+	Change string `json:"change,omitempty"`
 }
 
 // RatioKey names the series of an arm's ratio to the reference arm in one metric:
@@ -151,9 +186,6 @@ func (h *History) Add(run Run, better map[string]string) bool {
 	sort.SliceStable(h.Runs, func(a, b int) bool { return h.Runs[a].ScheduledAt.Before(h.Runs[b].ScheduledAt) })
 	if len(h.Runs) > MaxRuns {
 		h.Runs = h.Runs[len(h.Runs)-MaxRuns:]
-		h.Announced = slices.DeleteFunc(h.Announced, func(id string) bool {
-			return !slices.ContainsFunc(h.Runs, func(r Run) bool { return strings.HasSuffix(id, "@"+r.Name) })
-		})
 	}
 	if h.Better == nil {
 		h.Better = map[string]string{}
@@ -177,16 +209,16 @@ func mapsEqual(a, b map[string]float64) bool {
 }
 
 // Before is, by metric key, the values of the current level as of t (the runs scheduled
-// before t, since the newest shift they show), oldest first: the history a verdict on the run
-// at t takes the run-to-run spread from (compare.Options.History). A shift before t would
-// widen it otherwise: the spread across two levels is their distance as much as the noise.
+// before t, since the newest shift or accepted change the looks up to then knew), oldest
+// first: the history a verdict on the run at t takes the run-to-run spread from
+// (compare.Options.History). A shift before t would widen it otherwise: the spread across two
+// levels is their distance as much as the noise.
 func (h History) Before(t time.Time) map[string][]float64 {
-	past := History{Runs: slices.DeleteFunc(slices.Clone(h.Runs), func(r Run) bool { return !r.ScheduledAt.Before(t) })}
-	opts := past.options()
+	past := h.asOf(t)
 	out := map[string][]float64{}
 	for _, key := range past.Keys() {
-		_, values := past.Series(key)
-		out[key] = values[changepoint.LevelStart(values, opts):]
+		_, values, known := past.look(key)
+		out[key] = values[known.LevelStart():]
 	}
 	return out
 }
@@ -219,25 +251,23 @@ func (h History) Series(key string) (runs []string, values []float64) {
 }
 
 // Spread is how much a metric differs from run to run within its current level (since its
-// newest shift): the coefficient of variation of those values (from the standard deviation of
-// their logarithms), in percent, over n runs; 0 with fewer than 2.
+// newest shift or accepted change): the coefficient of variation of those values (from the
+// standard deviation of their logarithms), in percent, over n runs; 0 with fewer than 2.
 func (h History) Spread(key string) (percent float64, n int) {
-	_, values := h.Series(key)
-	values = values[changepoint.LevelStart(values, h.options()):]
+	_, values, known := h.look(key)
+	return spread(values[known.LevelStart():])
+}
+
+// spread is the coefficient of variation of values, in percent, over how many there are.
+func spread(values []float64) (percent float64, n int) {
 	if len(values) < 2 {
 		return 0, len(values)
 	}
-	var mean float64
-	for _, v := range values {
-		mean += math.Log(v)
+	logs := make([]float64, len(values))
+	for i, v := range values {
+		logs[i] = math.Log(v)
 	}
-	mean /= float64(len(values))
-	var ss float64
-	for _, v := range values {
-		d := math.Log(v) - mean
-		ss += d * d
-	}
-	return 100 * (math.Exp(math.Sqrt(ss/float64(len(values)-1))) - 1), len(values)
+	return 100 * math.Expm1(stat.StdDev(logs, nil)), len(values)
 }
 
 // referenced says whether the history's runs set their arms against a reference arm: then
@@ -323,10 +353,10 @@ func (h History) Detections() []Detection {
 	keys := h.JudgedKeys()
 	out := make([]Detection, 0, len(keys))
 	for _, key := range keys {
-		_, values := h.Series(key)
+		_, values, known := h.look(key)
 		d := Detection{Metric: key}
-		d.NoisePercent, d.Runs = h.Spread(key)
-		switch shift, ok := changepoint.Detectable(values, opts); {
+		d.NoisePercent, d.Runs = spread(values[known.LevelStart():])
+		switch shift, ok := changepoint.Detectable(values, known, opts); {
 		case !ok:
 			d.Unmeasurable = "too few runs"
 		case !(100*shift <= maxDetectablePercent):
@@ -339,21 +369,29 @@ func (h History) Detections() []Detection {
 	return out
 }
 
-// Shift is a persistent change in the level of a metric.
+// Shift is a persistent change in the level of a metric, or a dip: a change that went back.
 type Shift struct {
 	Metric string `json:"metric"`
-	// Run is the first run at the new level; Runs how many runs since show it.
+	// Run is the first run at the new level; Runs how many runs since show it (for a dip, how
+	// many it lasted).
 	Run  string `json:"run"`
 	Runs int    `json:"runs"`
+	// FoundAt is the newest run of the look that found it.
+	FoundAt string `json:"foundAt"`
 	// ChangePercent is the new level against the old (geometric means of the runs after and
 	// before), e.g. -15.2.
 	ChangePercent float64 `json:"changePercent"`
-	// PValue is the p-value of the test of the shift's own split, at the run that found it or,
-	// once its first run was moved, at the run that moved it; Level is the level of the test
-	// that found it, which PValue is within: the series' share of the schedule's false-alarm
-	// budget per run, split over the tests of one run (changepoint.ChangePoint).
-	PValue float64 `json:"pValue"`
-	Level  float64 `json:"level"`
+	// Until is, for a dip, the first run back past halfway to the level before it: the level
+	// it began did not last (changepoint.ChangePoint.Returns); empty for a shift that lasts.
+	Until string `json:"until,omitempty"`
+	// NominalP is the p-value of the test of the shift's own split, at the run that found it
+	// or, once its first run was moved, at the run that moved it, as the test's model of the
+	// noise (AR(1), normal) gives it: nominal, not the chance of a false shift, which the
+	// budget bounds (docs/measurement.md measures how far the two part). Level is the level of
+	// the test that found it, which NominalP is within: the series' share of the schedule's
+	// false-alarm budget per run, split over the tests of one run (changepoint.ChangePoint).
+	NominalP float64 `json:"nominalP"`
+	Level    float64 `json:"level"`
 	// Worse says whether the new level is worse: lower for a rate, higher for a time.
 	Worse bool `json:"worse"`
 	// Machine marks a shift in an arm's own numbers in a history whose runs set their arms
@@ -361,40 +399,28 @@ type Shift struct {
 	// node took 20% off an unchanged arm, and its reference with it), so it is shown but not
 	// judged: the arms' ratios are what show a change of an arm.
 	Machine bool `json:"machine,omitempty"`
+	// Follows is the change of the schedule's template (Run.Change) at its first run or up to
+	// changepoint.RefineReach runs before it; empty when there was none.
+	Follows string `json:"follows,omitempty"`
+	// ended names a dip's end by its metric and the look that found it, as ID does the shift.
+	ended string
 }
 
-// ID names the shift by its metric and the run it began at: "<metric>@<run>".
-func (s Shift) ID() string { return s.Metric + "@" + s.Run }
+// ID names the shift by its metric and the look that found it, which later looks never move:
+// "<metric>@<run>".
+func (s Shift) ID() string { return s.Metric + "@" + s.FoundAt }
 
-// Announce records that the shift is being told, and reports whether it was not told before.
-// A shift of the same metric told from a run at most changepoint.RefineReach runs of the
-// metric's series away is this one: the detector moves a young shift's first run as runs come.
-func (h *History) Announce(s Shift) bool {
-	runs, _ := h.Series(s.Metric)
-	at := slices.Index(runs, s.Run)
-	told := func(id string) bool {
-		if id == s.ID() {
-			return true
-		}
-		cut := strings.LastIndex(id, "@")
-		if cut < 0 || id[:cut] != s.Metric || at < 0 {
-			return false
-		}
-		other := slices.Index(runs, id[cut+1:])
-		return other >= 0 && max(other-at, at-other) <= changepoint.RefineReach
-	}
-	if slices.ContainsFunc(h.Announced, told) {
-		return false
-	}
-	h.Announced = append(h.Announced, s.ID())
-	return true
-}
-
-// String says it in one line: "indexing ... -15.2% from run X (3 runs, p = 2.1e-06 at a
-// test level of 6.2e-05)".
+// String says it in one line: "indexing ... -15.2% from run X (3 runs, found at run Y,
+// nominal p = 2.1e-06 at a test level of 6.2e-05)".
 func (s Shift) String() string {
-	return fmt.Sprintf("%s %+.1f%% from run %s (%d runs, p = %.1e at a test level of %.1e)", s.Metric, s.ChangePercent,
-		s.Run, s.Runs, s.PValue, s.Level)
+	what := fmt.Sprintf("%s %+.1f%% from run %s (%d runs", s.Metric, s.ChangePercent, s.Run, s.Runs)
+	if s.Until != "" {
+		what = fmt.Sprintf("%s %+.1f%% from run %s until run %s (a dip of %d runs", s.Metric, s.ChangePercent, s.Run, s.Until, s.Runs)
+	}
+	if s.Follows != "" {
+		what += ", after " + s.Follows
+	}
+	return fmt.Sprintf("%s, found at run %s, nominal p = %.1e at a test level of %.1e)", what, s.FoundAt, s.NominalP, s.Level)
 }
 
 // Verdict is what the shift says: "Regressed", "Improved", or "machine" (not judged).
@@ -421,17 +447,27 @@ func Judged(shifts []Shift) []Shift {
 }
 
 // Shifts are the change points of every metric of the history, newest first, each judged
-// series searched at its share of FalseAlarmsPerRun.
+// series searched at its share of FalseAlarmsPerRun, as the looks left them and with looks at
+// the runs they did not see; a change point that takes a level back within a dip's reach
+// ends the shift before it (Until) rather than being one.
 func (h History) Shifts() []Shift {
 	var out []Shift
-	opts, referenced := h.options(), h.referenced()
+	referenced := h.referenced()
 	for _, key := range h.Keys() {
-		runs, values := h.Series(key)
-		for _, cp := range changepoint.Detect(values, opts) {
+		runs, _, known := h.look(key)
+		for i, cp := range known.Found {
+			if cp.Returns {
+				continue
+			}
 			lower := cp.Ratio < 1
-			out = append(out, Shift{Metric: key, Run: runs[cp.Index], Runs: len(runs) - cp.Index,
-				ChangePercent: 100 * (cp.Ratio - 1), PValue: cp.PValue, Level: cp.Level, Worse: lower == (h.Better[key] != "lower"),
-				Machine: referenced && !isRatio(key)})
+			shift := Shift{Metric: key, Run: runs[cp.Index], Runs: len(runs) - cp.Index, FoundAt: runs[cp.FoundAt-1],
+				ChangePercent: 100 * (cp.Ratio - 1), NominalP: cp.PValue, Level: cp.Level, Worse: lower == (h.Better[key] != "lower"),
+				Machine: referenced && !isRatio(key), Follows: h.follows(runs[cp.Index])}
+			if i+1 < len(known.Found) && known.Found[i+1].Returns {
+				end := known.Found[i+1]
+				shift.Until, shift.Runs, shift.ended = runs[end.Index], end.Index-cp.Index, key+"@"+runs[end.FoundAt-1]
+			}
+			out = append(out, shift)
 		}
 	}
 	at := map[string]int{}
@@ -440,6 +476,18 @@ func (h History) Shifts() []Shift {
 	}
 	sort.SliceStable(out, func(a, b int) bool { return at[out[a].Run] > at[out[b].Run] })
 	return out
+}
+
+// follows is the template change at run or up to changepoint.RefineReach runs before it, the
+// nearest first.
+func (h History) follows(run string) string {
+	i := slices.IndexFunc(h.Runs, func(r Run) bool { return r.Name == run })
+	for j := i; j >= 0 && j >= i-changepoint.RefineReach; j-- {
+		if h.Runs[j].Change != "" {
+			return h.Runs[j].Change
+		}
+	}
+	return ""
 }
 
 // Tables are the history's metrics with their spread from run to run within their current
@@ -486,23 +534,29 @@ func (h History) Tables(shifts []Shift) []results.Table {
 	tables = append(tables, metrics)
 	t := results.Table{
 		Title: "Shifts",
-		Note: fmt.Sprintf("A shift: the level of a metric changed and stayed so for at least 3 runs, found online, run by run, "+
-			"against a per-run false-alarm level; budget one false shift per %.0f runs over the judged metrics (%d here, "+
-			"%.1e per run each), named by its first run. Change: the geometric means of the runs after it and before it. "+
-			"p: the p-value of the test of its own split at the run that found it (or, its first run moved within its "+
-			"first 10 runs, at the run that moved it); Level: the level of the test that found it, the metric's share per "+
-			"run split over the tests of a run. Verdict: Regressed or "+
-			"Improved; machine: an arm's own numbers in runs with a reference arm, which the machine's level moves as much as "+
-			"the arm (its ratio to the reference says whether the arm changed), shown, not judged.",
+		Note: fmt.Sprintf("A shift: the level of a metric changed and stayed so for at least 3 runs, found online: each run "+
+			"judged once, at the first look after it, against a per-run false-alarm level; budget one false shift per %.0f runs "+
+			"over the judged metrics (%d here, %.1e per run each), named by its first run. Change: the geometric means of the "+
+			"runs after it and before it. Nominal p: the p-value of the test of its own split at the run that found it (or, "+
+			"its first run moved within its first 10 runs, at the run that moved it), as the test's model of the noise gives "+
+			"it, not the chance of a false shift (the budget bounds that); Level: the level of the test that found it, the "+
+			"metric's share per run split over the tests of a run (a step found late, over the newest 10 to 40 runs, has a "+
+			"tenth of it). Until: a dip's end, the first run back past halfway. Verdict: Regressed or Improved; machine: an "+
+			"arm's own numbers in runs with a reference arm, which the machine's level moves as much as the arm (its ratio to "+
+			"the reference says whether the arm changed), shown, not judged.",
 			1/FalseAlarmsPerRun, len(judged), h.options().FalseAlarmsPerRun),
-		Header: []string{"Metric", "From run", "Change", "Runs since", "p", "Level", "Verdict"},
+		Header: []string{"Metric", "From run", "Change", "Runs", "Nominal p", "Level", "Verdict", "Until", "Found at"},
 	}
 	for _, s := range shifts {
+		until := s.Until
+		if until == "" {
+			until = "-"
+		}
 		t.Rows = append(t.Rows, []string{s.Metric, s.Run, fmt.Sprintf("%+.1f%%", s.ChangePercent), fmt.Sprint(s.Runs),
-			fmt.Sprintf("%.1e", s.PValue), fmt.Sprintf("%.1e", s.Level), s.Verdict()})
+			fmt.Sprintf("%.1e", s.NominalP), fmt.Sprintf("%.1e", s.Level), s.Verdict(), until, s.FoundAt})
 	}
 	if len(t.Rows) == 0 {
-		t.Rows = append(t.Rows, []string{"none", "-", "-", "-", "-", "-", "-"})
+		t.Rows = append(t.Rows, []string{"none", "-", "-", "-", "-", "-", "-", "-", "-"})
 	}
 	return append(tables, t)
 }

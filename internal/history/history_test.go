@@ -3,6 +3,7 @@ package history
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -147,32 +148,6 @@ func TestAddKeepsTheNewestMaxRuns(t *testing.T) {
 	}
 }
 
-// A shift is announced once, also once its first run has moved by up to
-// changepoint.RefineReach runs; a shift further on, or of another metric, is another. An
-// announced shift is forgotten with the run it began at.
-func TestAnnounceOnceUntilTheRunIsDropped(t *testing.T) {
-	var h History
-	for i := range 4 {
-		h.Add(runAt(i, map[string]float64{"m": 1, "n": 1}), nil)
-	}
-	first := Shift{Metric: "m", Run: "nightly-00"}
-	if !h.Announce(first) || h.Announce(first) {
-		t.Fatalf("announced %v: want the shift announced once", h.Announced)
-	}
-	if h.Announce(Shift{Metric: "m", Run: "nightly-02"}) {
-		t.Errorf("announced %v: the shift moved by 2 runs was announced again", h.Announced)
-	}
-	if !h.Announce(Shift{Metric: "m", Run: "nightly-03"}) || !h.Announce(Shift{Metric: "n", Run: "nightly-01"}) {
-		t.Fatalf("announced %v: want a shift 3 runs on, and one of another metric, announced", h.Announced)
-	}
-	for i := 4; i <= MaxRuns; i++ {
-		h.Add(runAt(i, map[string]float64{"m": 1, "n": 1}), nil)
-	}
-	if !slices.Equal(h.Announced, []string{"m@nightly-03", "n@nightly-01"}) {
-		t.Errorf("announced %v once nightly-00 was dropped, want [m@nightly-03 n@nightly-01]", h.Announced)
-	}
-}
-
 func TestBeforeAndSpread(t *testing.T) {
 	var h History
 	for i, v := range []float64{100, 110, 90, 100} {
@@ -248,11 +223,11 @@ func TestShiftsNameTheRunAndTheDirection(t *testing.T) {
 	}
 	// Two judged metrics: each is searched at half the budget, and says so.
 	want := changepoint.Detect(duration, changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun / 2})
-	if len(want) != 1 || got.Level != want[0].Level || got.PValue != want[0].PValue || got.PValue > got.Level {
-		t.Errorf("older shift p = %g at a level of %g, want the detector's at half the budget: %+v", got.PValue, got.Level, want)
+	if len(want) != 1 || got.Level != want[0].Level || got.NominalP != want[0].PValue || got.NominalP > got.Level {
+		t.Errorf("older shift p = %g at a level of %g, want the detector's at half the budget: %+v", got.NominalP, got.Level, want)
 	}
-	if s := got.String(); !strings.Contains(s, fmt.Sprintf("p = %.1e at a test level of %.1e", got.PValue, got.Level)) {
-		t.Errorf("%q does not say its p-value and level", s)
+	if s := got.String(); !strings.Contains(s, fmt.Sprintf("nominal p = %.1e at a test level of %.1e", got.NominalP, got.Level)) {
+		t.Errorf("%q does not say its nominal p-value and level", s)
 	}
 }
 
@@ -274,8 +249,8 @@ func TestDetectionsOfTheJudgedMetrics(t *testing.T) {
 	if got[0].Unmeasurable == "" || got[0].Shift() != "too few runs" {
 		t.Errorf("a metric of 2 runs: %+v, %q; want too few runs", got[0], got[0].Shift())
 	}
-	steady := got[1]
-	if shift, ok := changepoint.Detectable(valuesOf(h, "steady"), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun / 2}); steady.Unmeasurable != "" ||
+	steady, values, opts := got[1], valuesOf(h, "steady"), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun / 2}
+	if shift, ok := changepoint.Detectable(values, changepoint.Resume(values, changepoint.Known{}, opts), opts); steady.Unmeasurable != "" ||
 		!ok || steady.ShiftPercent != 100*shift || steady.Runs != 20 || math.Abs(steady.NoisePercent-2.5) > 0.1 || steady.ShiftPercent <= steady.NoisePercent {
 		t.Errorf("steady: %+v, want 20 runs, 2.5%% noise (ln 0.97, 1, 1.03), the detector's shift at half the budget (%v, %v)", steady, shift, ok)
 	}
@@ -291,7 +266,8 @@ func TestDetectionsBeyondDoublingAreNotNumbers(t *testing.T) {
 	for i, v := range []float64{1000, 1050, 950, 1030} {
 		h.Add(runAt(i, map[string]float64{"short": v}), nil)
 	}
-	if shift, ok := changepoint.Detectable(valuesOf(h, "short"), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun}); !ok || shift <= 1 {
+	values, opts := valuesOf(h, "short"), changepoint.Options{FalseAlarmsPerRun: FalseAlarmsPerRun}
+	if shift, ok := changepoint.Detectable(values, changepoint.Resume(values, changepoint.Known{}, opts), opts); !ok || shift <= 1 {
 		t.Fatalf("the detector's shift %v (%v): this test wants one over 100%%", shift, ok)
 	}
 	if got := h.Detections(); len(got) != 1 || got[0].ShiftPercent != 0 || got[0].Shift() != "over 100%: too few runs at this noise" {
@@ -361,5 +337,139 @@ func TestShiftsOfOwnNumbersBesideAReferenceAreTheMachines(t *testing.T) {
 	}
 	if s := single.Shifts(); len(s) != 1 || s[0].Machine || s[0].Verdict() != "Regressed" {
 		t.Errorf("one arm's shifts %+v, want one, Regressed", s)
+	}
+}
+
+// judgeRunByRun adds the runs to h one at a time, as a schedule's runs do, and judges after
+// each, as the schedule does; it returns what each look announced, by the run it was taken at.
+func judgeRunByRun(h *History, runs []Run, better map[string]string) map[string][]Shift {
+	told := map[string][]Shift{}
+	for _, r := range runs {
+		h.Add(r, better)
+		if fresh := h.Judge(nil); len(fresh) > 0 {
+			told[r.Name] = fresh
+		}
+	}
+	return told
+}
+
+// levelsOf is a series of runs of metric m at the given levels, n runs each, with 1% noise.
+func levelsOf(seed uint64, segs ...[2]float64) []Run {
+	rng := rand.New(rand.NewPCG(seed, seed))
+	var runs []Run
+	for _, seg := range segs {
+		for range int(seg[1]) {
+			runs = append(runs, runAt(len(runs), map[string]float64{"m": seg[0] * math.Exp(0.01*rng.NormFloat64())}))
+		}
+	}
+	return runs
+}
+
+// A schedule that judges its history after every run tells a shift once, at the look that
+// found it (its third run at the new level here), however often it judges again and however
+// many runs come after; status goes on showing it.
+func TestJudgeTellsEachShiftOnce(t *testing.T) {
+	var h History
+	told := judgeRunByRun(&h, levelsOf(1, [2]float64{1000, 30}, [2]float64{850, 12}), map[string]string{"m": "higher"})
+	if len(told) != 1 || len(told["nightly-32"]) != 1 {
+		t.Fatalf("told %+v, want one shift, at nightly-32", told)
+	}
+	if s := told["nightly-32"][0]; s.Run != "nightly-30" || s.FoundAt != "nightly-32" || !s.Worse {
+		t.Errorf("told %+v, want the drop from nightly-30, found at nightly-32, worse", s)
+	}
+	if again := h.Judge(nil); len(again) != 0 {
+		t.Errorf("judged again with no new run: %+v", again)
+	}
+	if shifts := h.Shifts(); len(shifts) != 1 || shifts[0].Runs != 12 {
+		t.Errorf("shifts %+v, want the one, 12 runs old", shifts)
+	}
+}
+
+// A history past its window (MaxRuns) announces nothing about runs already judged: each shift
+// a look tells was found by that look, at the run just added (or is a dip whose end that look
+// found), also once the oldest runs drop
+// out and the looks go on over a history that starts later; the change points found among the
+// runs dropped go with them. The noise is autocorrelated (phi 0.5), where a replay from each
+// new first run found false shifts among runs long judged.
+func TestAHistoryPastItsWindowAnnouncesNothingAboutRunsAlreadyJudged(t *testing.T) {
+	rng := rand.New(rand.NewPCG(39, 1))
+	runs := make([]Run, MaxRuns+300)
+	e := 0.0
+	for i := range runs {
+		e = 0.5*e + 0.035*math.Sqrt(1-0.25)*rng.NormFloat64()
+		runs[i] = runAt(i, map[string]float64{"m": 1000 * math.Exp(e)})
+		runs[i].Name = fmt.Sprintf("nightly-%04d", i)
+	}
+	var h History
+	told := judgeRunByRun(&h, runs, nil)
+	for at, shifts := range told {
+		for _, s := range shifts {
+			if s.FoundAt != at && s.ended != s.Metric+"@"+at {
+				t.Errorf("the look at %s told %+v, found at %s: a run judged before", at, s, s.FoundAt)
+			}
+		}
+	}
+	if h.Runs[0].Name != "nightly-0300" || len(h.Runs) != MaxRuns {
+		t.Fatalf("the history keeps %d runs from %s, want %d from nightly-0300", len(h.Runs), h.Runs[0].Name, MaxRuns)
+	}
+	for _, f := range h.Looks.Found {
+		if !slices.ContainsFunc(h.Runs, func(r Run) bool { return r.Name == f.Run }) {
+			t.Errorf("the looks keep %+v, whose first run was dropped", f)
+		}
+	}
+	// The same runs replayed from the window's first run, as schedules did before their
+	// history kept its looks: the change points that replay shows, and the looks did not find,
+	// are what such a schedule told again about runs long judged.
+	var replayed History
+	for _, r := range h.Runs {
+		replayed.Add(r, nil)
+	}
+	t.Logf("told %d shifts over %d runs; a replay of the window shows %d change points, the looks keep %d",
+		len(told), len(runs), len(replayed.Shifts()), len(h.Shifts()))
+}
+
+// A change of the schedule's template that the team accepted is no shift: every series' level
+// starts anew at its first run. Not accepted, the shift it made names it.
+func TestAcceptedChangeIsNoShift(t *testing.T) {
+	runs := levelsOf(2, [2]float64{1000, 30}, [2]float64{800, 10})
+	runs[30].Change = "generation 7: template.spec.couchdb"
+	var h History
+	told := judgeRunByRun(&h, runs, map[string]string{"m": "higher"})
+	if len(told) != 1 || told["nightly-32"][0].Follows != runs[30].Change {
+		t.Errorf("told %+v, want the drop at nightly-32, following %q", told, runs[30].Change)
+	}
+	var accepted History
+	for _, r := range runs {
+		accepted.Add(r, map[string]string{"m": "higher"})
+		if fresh := accepted.Judge([]string{"nightly-30"}); len(fresh) > 0 {
+			t.Errorf("accepted change told as %+v", fresh)
+		}
+	}
+	if s := accepted.Shifts(); len(s) != 0 {
+		t.Errorf("shifts %+v across the accepted change", s)
+	}
+	if got, n := accepted.Spread("m"); n != 10 || got > 2 {
+		t.Errorf("spread %.1f%% over %d runs, want about 1%% over the 10 runs since the accepted change", got, n)
+	}
+	// Accepted once told: the shift is the change, and is shown no more.
+	h.Judge([]string{"nightly-30"})
+	if s := h.Shifts(); len(s) != 0 {
+		t.Errorf("shifts %+v once the change was accepted", s)
+	}
+}
+
+// Three slow runs make a new level at the look after the third; the runs after it go back, and
+// the shift is told as a dip of three runs that ended, once for its beginning and once for its
+// end.
+func TestADipIsToldAsADip(t *testing.T) {
+	runs := levelsOf(3, [2]float64{1000, 30}, [2]float64{880, 3}, [2]float64{1000, 8})
+	var h History
+	told := judgeRunByRun(&h, runs, map[string]string{"m": "higher"})
+	shifts := h.Shifts()
+	if len(shifts) != 1 || shifts[0].Run != "nightly-30" || shifts[0].Until != "nightly-33" || shifts[0].Runs != 3 {
+		t.Fatalf("shifts %+v, want one dip from nightly-30 until nightly-33, 3 runs", shifts)
+	}
+	if len(told) != 2 || !strings.Contains(shifts[0].String(), "until run "+shifts[0].Until) {
+		t.Errorf("told %+v, want the dip's beginning and its end; %q", told, shifts[0])
 	}
 }

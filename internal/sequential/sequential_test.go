@@ -8,7 +8,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/couchbench/couchbench/internal/tdist"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // The closed form is the set where the mixture ratio, evaluated directly, stays below
@@ -102,7 +102,7 @@ func TestAAFalseVerdictsStayWithinAlpha(t *testing.T) {
 	rule := Rule{Target: 0}
 	quantiles := make([]float64, maxRounds)
 	for n := 3; n <= maxRounds; n++ {
-		quantiles[n-1] = tdist.Quantile(1-alpha/2, float64(n-1))
+		quantiles[n-1] = distuv.StudentsT{Sigma: 1, Nu: float64(n - 1)}.Quantile(1 - alpha/2)
 	}
 	for i, nz := range noises {
 		rng := rand.New(rand.NewPCG(uint64(i), 40))
