@@ -25,11 +25,7 @@ func proxied(t *testing.T, opts couch.Options) (*couchdbtest.Server, *couchfault
 	t.Helper()
 	srv := couchdbtest.Single(t)
 	db := srv.NewDB(t, "")
-	p := couchfault.New(t, srv.URL())
-	c, err := couch.New(p.URL, srv.Credentials(), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, c := srv.Proxied(t, opts)
 	return srv, p, c, db
 }
 
