@@ -1,10 +1,10 @@
 package controllers
 
 // What a run leaves on an existing CouchDB. These tests talk to envtest's API server and, where
-// the operator deletes a run's databases itself, to internal/couchtest: a fake built on
-// recordings of CouchDB 3.4.3, not CouchDB, which holds the databases the harness's (played)
-// runner would have made. The runner's side (its cleanup at the end of `couchbench run`, and
-// `couchbench clean`) is tested on real CouchDB in cmd/couchbench.
+// the operator deletes a run's databases itself, to real Apache CouchDB 3.4.3: the kit's single
+// node that `make test` starts (internal/couchdbtest), which holds the databases the harness's
+// (played) runner would have made. The runner's side (its cleanup at the end of `couchbench
+// run`, and `couchbench clean`) is tested on real CouchDB in cmd/couchbench.
 
 import (
 	"context"
@@ -18,28 +18,27 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/couch"
-	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/rundbs"
 )
 
-// onOwnCouchDB creates existingBenchmark, changed by change, against an existing CouchDB of
-// its own: a fake (internal/couchtest, not CouchDB) with the credentials of credentials(),
-// reached through c, that holds what the run would have left there (every arm's databases,
-// as the runner names them), and a database of another run of the benchmark and one of
-// another benchmark, which must stay.
+// onOwnCouchDB creates existingBenchmark, changed by change, against the kit's real single
+// node (its admin's credentials in the Secret of credentials()), reached through c, holding
+// what the run would have left there (every arm's databases, as the runner names them), and
+// a database of another run of the benchmark and one of another benchmark, which must stay.
+// Every one of them is deleted when the test ends.
 func onOwnCouchDB(t *testing.T, change func(*benchv1.CouchBenchmark)) (bench *benchv1.CouchBenchmark, c *couch.Client, run, others []string) {
 	t.Helper()
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "s3cret-value"))
-	c, err := couch.New(srv.URL, couch.Credentials{Username: "admin", Password: "s3cret-value"}, couch.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := couchdbtest.Single(t)
+	c = srv.Client(t, couch.Options{})
 	ns := env.Namespace(t)
-	create(t, credentials(ns))
+	secret := credentials(ns)
+	secret.Data = map[string][]byte{"username": []byte(srv.User), "password": []byte(srv.Password)}
+	create(t, secret)
 	bench = existingBenchmark(ns)
-	bench.Spec.CouchDB.Existing.URL = srv.URL
+	bench.Spec.CouchDB.Existing.URL = srv.URL()
 	change(bench)
 	create(t, bench)
 	for _, qs := range bench.Spec.QueryServers {
@@ -47,6 +46,7 @@ func onOwnCouchDB(t *testing.T, change func(*benchv1.CouchBenchmark)) (bench *be
 	}
 	others = []string{names.Database(bench.Name, "otherrun", "js", "small"), names.Database("other", builders.RunID(bench), "js", "small")}
 	for _, db := range append(slices.Clone(run), others...) {
+		srv.DeleteLater(t, db)
 		if _, err := c.CreateDB(context.Background(), db, 1, 1); err != nil {
 			t.Fatal(err)
 		}
@@ -164,10 +164,7 @@ func TestDeletedBenchmarkDeletesItsDatabases(t *testing.T) {
 	}
 
 	// A CouchDB that does not answer.
-	down, stop, err := couchtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
+	down, stop := newCouchDBStub("admin", "s3cret-value")
 	stop()
 	lost := existingBenchmark(bench.Namespace)
 	lost.Name = "lost"

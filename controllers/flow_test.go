@@ -23,7 +23,6 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/compare"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -348,11 +347,11 @@ func provisionedBenchmark(namespace string) *benchv1.CouchBenchmark {
 	}
 }
 
-// fakeAdminPassword is the admin password of the in-repo fake CouchDB these tests talk to.
+// fakeAdminPassword is the admin password of the couchDBStub these tests talk to.
 const fakeAdminPassword = "pw"
 
 // adminSecretFor pre-creates the admin Secret of each of the benchmark's query servers with
-// the password the fake expects; the operator keeps an existing Secret, as after a restart.
+// the password the stub expects; the operator keeps an existing Secret, as after a restart.
 func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark) {
 	t.Helper()
 	for _, qs := range bench.Spec.QueryServers {
@@ -369,7 +368,7 @@ func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark) {
 func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t, "admin", fakeAdminPassword, "couchdb@a", "couchdb@b", "couchdb@c")
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
@@ -497,7 +496,7 @@ func TestChartConfigMapProblemsSayWhatToFix(t *testing.T) {
 func TestClusterThatNeverFormsTimesOut(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a")) // 1 of 3 nodes joined
+	srv := startCouchDBStub(t, "admin", fakeAdminPassword, "couchdb@a") // 1 of 3 nodes joined
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
@@ -562,7 +561,7 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t, "admin", fakeAdminPassword, "couchdb@a", "couchdb@b", "couchdb@c")
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
@@ -629,7 +628,7 @@ func (f *failingUninstall) Uninstall(ctx context.Context, namespace, release str
 func TestReconcileErrorsAreReported(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t, "admin", fakeAdminPassword, "couchdb@a", "couchdb@b", "couchdb@c")
 	h.serviceURL = srv.URL
 	broken := &failingUninstall{Releases: h.r.Releases, err: errors.New(`secrets "x" is forbidden: cannot delete`)}
 	h.r.Releases = broken

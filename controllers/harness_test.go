@@ -8,11 +8,12 @@ package controllers
 // handoff and its log the framed results document (both as the runner writes them), and they
 // mark StatefulSets ready. Helm installs the real Apache CouchDB chart
 // 4.6.2 (the one built into the operator, which a benchmark that names no chart gets; one test
-// reads it from a ConfigMap) through the real Helm SDK. CouchDB's answers to the operator's own cluster checks come from
-// internal/couchtest, a fake built on recordings of CouchDB 3.4.3, not CouchDB: it can play a
-// cluster that never forms; real CouchDB pods answer them in the e2e suite. The same fake is
-// the "existing CouchDB" of the benchmarks that name one (existingCouchDB), whose databases
-// the operator deletes itself at the end of a run.
+// reads it from a ConfigMap) through the real Helm SDK. The operator's own requests to CouchDB
+// (its cluster checks, and the deletion of a run's databases on an existing CouchDB) are
+// answered by couchDBStub, not CouchDB: it can play a cluster that never forms; real CouchDB
+// pods answer them in the e2e suite, and the deletions are tested on the kit's real single
+// node (cleanup_test.go). A stub is also the "existing CouchDB" of the benchmarks that name
+// one (existingCouchDB), where it holds no database to delete.
 
 import (
 	"context"
@@ -42,7 +43,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -51,18 +51,14 @@ import (
 
 var env *testenv.Env
 
-// existingCouchDB is the CouchDB existingBenchmark names: internal/couchtest, a fake, not
-// CouchDB. Runner Jobs never reach it (the harness plays them); the operator's cleanup of a
-// run's databases does.
-var existingCouchDB *couchtest.Server
+// existingCouchDB is the CouchDB existingBenchmark names: a stub, not CouchDB. Runner Jobs
+// never reach it (the harness plays them); the operator's cleanup of a run's databases does,
+// and finds none.
+var existingCouchDB *couchDBStub
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
-	srv, stop, err := couchtest.Start(couchtest.WithAdmin("admin", "s3cret-value"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	srv, stop := newCouchDBStub("admin", "s3cret-value")
 	existingCouchDB = srv
 	code := testenv.Run(m, &env)
 	stop()

@@ -2,8 +2,8 @@ package controllers
 
 // Arms whose views run on another runtime than they ask for, as the seed step's runner hands
 // over what it found (the harness plays the runner; internal/runner tests the probe on real
-// CouchDB). The tests talk to envtest's API server and to the fake existing CouchDB of
-// onOwnCouchDB (internal/couchtest, not CouchDB), whose databases the run deletes at its end.
+// CouchDB). The tests talk to envtest's API server and to the existing CouchDB of
+// onOwnCouchDB (the kit's real single node), whose databases the run deletes at its end.
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package couchtest
+package couchdbtest
 
 import (
 	"bytes"
@@ -13,28 +13,11 @@ import (
 	"strings"
 )
 
-// testdata holds the recordings the server answers from (testdata/README.md), embedded so
-// that it works from any test's working directory; the other files are for its own tests.
+// series holds the /_active_tasks series recorded from a real Apache CouchDB 3.4.3
+// (testdata/README.md), embedded so that a test reads them from any working directory.
 //
-//go:embed testdata/01_get_root.json testdata/01_get_up.json testdata/01_get_config_couchdb.json
 //go:embed testdata/*_active_tasks_series*.json
-var testdata embed.FS
-
-// fixtureBody is the compact "body" of a recorded response: what CouchDB sent, minus the
-// final "\n" that send adds.
-func fixtureBody(name string) []byte {
-	data, err := testdata.ReadFile("testdata/" + name + ".json")
-	if err != nil {
-		panic("couchtest: " + err.Error())
-	}
-	var f struct {
-		Body json.RawMessage `json:"body"`
-	}
-	if err := json.Unmarshal(data, &f); err != nil {
-		panic("couchtest: testdata/" + name + ".json: " + err.Error())
-	}
-	return compact(f.Body)
-}
+var series embed.FS
 
 // Series is a recorded /_active_tasks time series: GET /_active_tasks every 250 ms while one
 // blocking view request built an index on CouchDB 3.4.3.
@@ -117,12 +100,12 @@ func seriesFiles(name string) ([]string, error) {
 		return nil, fmt.Errorf("series %q: not a series name", name)
 	}
 	whole := "testdata/" + name + ".json"
-	if _, err := fs.Stat(testdata, whole); err == nil {
+	if _, err := fs.Stat(series, whole); err == nil {
 		return []string{whole}, nil
 	}
-	parts, err := fs.Glob(testdata, "testdata/"+name+"_part*of*.json")
+	parts, err := fs.Glob(series, "testdata/"+name+"_part*of*.json")
 	if err != nil || len(parts) == 0 {
-		return nil, fmt.Errorf("series %q: no such recording in couchtest's testdata", name)
+		return nil, fmt.Errorf("series %q: no such recording in couchdbtest's testdata", name)
 	}
 	numbers := make(map[string]int, len(parts))
 	for _, p := range parts {
@@ -142,7 +125,7 @@ func seriesFiles(name string) ([]string, error) {
 }
 
 func readSeries(file string) (Series, error) {
-	data, err := testdata.ReadFile(file)
+	data, err := series.ReadFile(file)
 	if err != nil {
 		return Series{}, err
 	}
@@ -199,7 +182,7 @@ func (f *seriesFile) decode(enc []json.RawMessage) (Sample, error) {
 				if err != nil || idx < 0 || idx >= len(f.Strings) {
 					return Sample{}, fmt.Errorf("string index %s out of range", v)
 				}
-				v = rawJSON(f.Strings[idx])
+				v = marshal(f.Strings[idx])
 			}
 			task = append(task, member{field, compact(v)})
 		}
@@ -236,4 +219,51 @@ func isInteger(v json.RawMessage) bool {
 		}
 	}
 	return true
+}
+
+// member is one member of a JSON object, and object an object whose members keep their
+// order: CouchDB's answers list a task's members in an order a Go map would lose.
+type member struct {
+	key   string
+	value json.RawMessage // compact
+}
+
+type object []member
+
+// MarshalJSON writes the members in order, compact.
+func (o object) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, m := range o {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(marshal(m.key))
+		b.WriteByte(':')
+		b.Write(m.value)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+// marshal is compact JSON without Go's HTML escaping, as CouchDB writes it. It is only
+// called on values built here, which always encode.
+func marshal(v any) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		panic("couchdbtest: cannot encode " + err.Error())
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+}
+
+// compact is only given JSON that a decoder already accepted, so it cannot fail; the
+// fallback keeps the value as it came.
+func compact(raw []byte) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
 }
