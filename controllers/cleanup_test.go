@@ -3,7 +3,7 @@ package controllers
 // What a run leaves on an existing CouchDB. The operator deletes nothing itself: a clean-up
 // Job in the benchmark's namespace runs `couchbench clean` (tested on real CouchDB in
 // cmd/couchbench). These tests talk to envtest's API server only; the harness plays the Job
-// (its end is its answer), and the existing CouchDB the benchmarks name is the couchtest fake,
+// (its end is its answer), and the existing CouchDB the benchmarks name is couchDBStub, a stub,
 // which must see no request from the operator.
 
 import (

@@ -23,7 +23,6 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
 	"github.com/couchbench/couchbench/internal/compare"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -370,7 +369,7 @@ func adminSecretFor(t *testing.T, bench *benchv1.CouchBenchmark) {
 func TestProvisionedCouchDBEndToEnd(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t)
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
@@ -585,7 +584,7 @@ func TestLeftoverJobOfADeletedBenchmarkIsNotAdopted(t *testing.T) {
 func TestImagePullFailureIsReportedAtOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t)
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	create(t, bench)
@@ -652,7 +651,7 @@ func (f *failingUninstall) Uninstall(ctx context.Context, namespace, release str
 func TestReconcileErrorsAreReported(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t)
 	h.serviceURL = srv.URL
 	broken := &failingUninstall{Releases: h.r.Releases, err: errors.New(`secrets "x" is forbidden: cannot delete`)}
 	h.r.Releases = broken

@@ -8,11 +8,11 @@ package controllers
 // handoff and its log the framed results document (both as the runner writes them), and they
 // mark StatefulSets ready. Helm installs the real Apache CouchDB chart
 // 4.6.2 (the one built into the operator, which a benchmark that names no chart gets; one test
-// reads it from a ConfigMap) through the real Helm SDK. CouchDB's answers to the operator's own cluster checks come from
-// internal/couchtest, a fake built on recordings of CouchDB 3.4.3, not CouchDB: it can play a
-// cluster that never forms; real CouchDB pods answer them in the e2e suite. The same fake is
-// the "existing CouchDB" of the benchmarks that name one (existingCouchDB), whose databases
-// the operator deletes itself at the end of a run.
+// reads it from a ConfigMap) through the real Helm SDK. The manager sends CouchDB nothing:
+// forming a cluster and deleting a run's databases are Jobs (`couchbench cluster`, `couchbench
+// clean`, tested on real CouchDB in cmd/couchbench), which the harness plays. The "existing
+// CouchDB" of the benchmarks that name one (existingCouchDB) and the provisioned arms' Service
+// URLs are couchDBStub, which records what it is sent, so that tests can check it saw nothing.
 
 import (
 	"context"
@@ -43,7 +43,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -52,18 +51,13 @@ import (
 
 var env *testenv.Env
 
-// existingCouchDB is the CouchDB existingBenchmark names: internal/couchtest, a fake, not
-// CouchDB. Runner Jobs never reach it (the harness plays them); the operator's cleanup of a
-// run's databases does.
-var existingCouchDB *couchtest.Server
+// existingCouchDB is the CouchDB existingBenchmark names: a stub, not CouchDB, which the
+// manager must never reach (the harness plays the Jobs that would).
+var existingCouchDB *couchDBStub
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(false)))
-	srv, stop, err := couchtest.Start(couchtest.WithAdmin("admin", "s3cret-value"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	srv, stop := newCouchDBStub()
 	existingCouchDB = srv
 	code := testenv.Run(m, &env)
 	stop()
@@ -78,7 +72,7 @@ type harness struct {
 	operator client.Client
 	clock    *clocktesting.FakePassiveClock
 	recorder *events.FakeRecorder
-	// serviceURL answers the operator's CouchDB calls for provisioned arms.
+	// serviceURL is the provisioned arms' CouchDB URL the Jobs are given.
 	serviceURL string
 	// document makes the runner's results document for a step; nil leaves a Job running.
 	document func(arm string, step benchv1.Step) *results.Document

@@ -1,7 +1,7 @@
 package controllers
 
 // A schedule's history that cannot be used, or that has grown to the API server's size limit,
-// against a real kube-apiserver (envtest) and the in-repo fake CouchDB (internal/couchtest):
+// against a real kube-apiserver (envtest) and couchDBStub as the existing CouchDB (not CouchDB):
 // the run's measurements are complete, so it succeeds whatever the history holds.
 
 import (

@@ -1,7 +1,7 @@
 package controllers
 
 // Stopping the Jobs of a failed run. These tests talk to envtest's kube-apiserver (and, for
-// the run's databases, to existingCouchDB, a fake), which runs neither the Job controller nor
+// the run's databases, to existingCouchDB, a stub), which runs neither the Job controller nor
 // the garbage collector: the test writes the Suspended condition the Job controller would,
 // and a Job deleted in the foreground stays there, marked for deletion with the
 // foregroundDeletion finalizer, as it would in a cluster until its pods are gone.

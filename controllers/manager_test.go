@@ -23,7 +23,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
 
@@ -31,7 +30,7 @@ import (
 // the events API, the production cache and client options) acting as the operator's service
 // account with only the generated RBAC,
 // installing the real Apache chart with Helm, tearing it down and finalizing a deletion. The
-// test plays kubelet and the Job controller; CouchDB's answers come from the couchtest fake.
+// test plays kubelet and the Job controller; CouchDB's answers come from couchDBStub.
 func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 	ns := env.Namespace(t)
 	cfg := env.OperatorConfig(t)
@@ -75,14 +74,14 @@ func TestManagerRunsAProvisionedBenchmarkWithItsOwnRBAC(t *testing.T) {
 // runOperator runs the operator as cmd/manager does, in this process: a manager with
 // settings, acting as cfg's identity, and the CouchBenchmark controller on it with the real
 // Helm SDK acting as each namespace's installer, bound to installerRole; CouchDB's answers
-// come from the couchtest fake. The returned harness plays kubelet for it (its clock only
+// come from couchDBStub. The returned harness plays kubelet for it (its clock only
 // dates the pods and Jobs it finishes). The manager stops when the test ends.
 func runOperator(t *testing.T, cfg *rest.Config, installerRole string, settings ManagerSettings) *harness {
 	t.Helper()
 	h := &harness{t: t, document: okDocument, clock: clocktesting.NewFakePassiveClock(time.Now()), logs: &podLogs{}}
 	runManager(t, cfg, settings, func(mgr ctrl.Manager) {
 		releases := operatorReleases(t, cfg, testChartSources)
-		srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+		srv := startCouchDBStub(t)
 		h.r = &CouchBenchmarkReconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder("couchbench"),
 			Clock: clock.RealClock{}, Releases: releases, Logs: h.logs, RunnerImage: "couchbench/manager:test", K6Image: "couchbench/k6:test",
@@ -127,7 +126,7 @@ func runManager(t *testing.T, cfg *rest.Config, settings ManagerSettings, setup 
 }
 
 // runToSuccess creates a provisioned benchmark of one query server and the admin Secret the
-// fake CouchDB expects, and plays kubelet until the operator has run it to success.
+// couchDBStub expects, and plays kubelet until the operator has run it to success.
 func runToSuccess(t *testing.T, h *harness, bench *benchv1.CouchBenchmark) *benchv1.CouchBenchmark {
 	t.Helper()
 	create(t, bench)

@@ -17,7 +17,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
@@ -221,14 +220,14 @@ func setNode(t *testing.T, name string, ready corev1.ConditionStatus, at time.Ti
 
 // Talks to envtest's real kube-apiserver (no kubelet, no controllers: the test plays the
 // kubelet, the StatefulSet controller and the node lifecycle controller); CouchDB's answers
-// come from the couchtest fake. A provisioned 3-node CouchDB whose pods run on three nodes is
+// come from couchDBStub. A provisioned 3-node CouchDB whose pods run on three nodes is
 // indexing when the node of its second pod stops answering: the next reconcile fails the run
 // with NodeLost naming that node and pod, keeps the seeding measured before, stops the index
 // Job, and tells of the lost node once however often it reconciles.
 func TestLostCouchDBNodeFailsTheRunKeepingItsResults(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t)
 	h.serviceURL = srv.URL
 	h.document = func(arm string, step benchv1.Step) *results.Document {
 		if step == benchv1.StepIndex {

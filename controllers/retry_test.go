@@ -3,7 +3,7 @@ package controllers
 // Failures that pass by themselves. These tests talk to envtest's API server, to a classic
 // Helm chart repository served on loopback by net/http (httptest, serving the operator's
 // built-in Apache chart 4.6.2, which the real Helm SDK downloads and installs), and to
-// internal/couchtest (a fake, not CouchDB) for the operator's cluster checks.
+// couchDBStub (not CouchDB) for the operator's cluster checks.
 
 import (
 	"context"
@@ -23,7 +23,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/helmrelease"
 )
 
@@ -60,7 +59,7 @@ func chartRepository(t *testing.T, unavailable int64) string {
 // the harness answering for its CouchDB.
 func repositoryBenchmark(t *testing.T, h *harness, ns, repository, version string) *benchv1.CouchBenchmark {
 	t.Helper()
-	h.serviceURL = couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c")).URL
+	h.serviceURL = startCouchDBStub(t).URL
 	h.allowChartRepository(repository)
 	bench := provisionedBenchmark(ns)
 	bench.Spec.CouchDB.Provision.Chart = &benchv1.ChartSource{Repository: repository, Name: "couchdb", Version: version}

@@ -1,7 +1,7 @@
 package controllers
 
 // Arms take turns: on an existing CouchDB they share, and provisioned side by side. These
-// tests talk to envtest's API server, and to internal/couchtest (a fake, not CouchDB) for the
+// tests talk to envtest's API server, and to couchDBStub (not CouchDB) for the
 // operator's own cluster checks of provisioned arms: the harness plays the runner, handing
 // over a document per arm named in the Job's --arm flag, as the real runner does
 // (internal/runner's tests time real turns on real CouchDB).
@@ -25,7 +25,6 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
-	"github.com/couchbench/couchbench/internal/couchtest"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/turns"
 )
@@ -192,7 +191,7 @@ func TestArmsOnOneExistingCouchDBTakeTurns(t *testing.T) {
 func TestProvisionedArmsRunSideBySide(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t)
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})
@@ -261,7 +260,7 @@ func TestProvisionedArmsRunSideBySide(t *testing.T) {
 func TestUnschedulableCouchDBSaysWhatToChange(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", fakeAdminPassword), couchtest.WithNodes("couchdb@a", "couchdb@b", "couchdb@c"))
+	srv := startCouchDBStub(t)
 	h.serviceURL = srv.URL
 	bench := provisionedBenchmark(ns)
 	bench.Spec.QueryServers = append(bench.Spec.QueryServers, benchv1.QueryServer{Name: "py", Language: "python"})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/progress"
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 // Barrier is one part's view of a barrier shared by Parts parts.
@@ -93,7 +94,6 @@ func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, e
 	own := docs[b.Part]
 	body, _ := json.Marshal(map[string]any{"part": b.Part, "parts": b.Parts})
 	start := time.Now()
-	deadline := start.Add(timeout)
 	var missing []int
 	// absent is missing for the progress reports, which run on another goroutine.
 	var absent atomic.Pointer[[]int]
@@ -105,7 +105,8 @@ func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, e
 		})
 		defer stop()
 	}
-	for {
+	var left time.Time
+	_, gaveUp, err := retry.Every(poll, timeout).Until(ctx, func(ctx context.Context) (bool, error) {
 		found, err := b.Client.LocalDocs(ctx, b.DB, docs)
 		// read: found is what CouchDB holds, not what the part has yet to read after writing
 		// its own document.
@@ -114,7 +115,8 @@ func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, e
 			// Written again whenever it is not found: the database may have been created
 			// (or deleted and created) after an earlier attempt.
 			if err = b.Client.PutLocal(ctx, b.DB, own, body); err == nil && !wait {
-				return time.Now(), nil
+				left = time.Now()
+				return true, nil
 			}
 			found, read = map[string]bool{}, false
 		}
@@ -127,27 +129,27 @@ func (b Barrier) meet(ctx context.Context, name string, wait bool) (time.Time, e
 				}
 			}
 			if len(missing) == 0 || (!wait && found[own]) {
-				return time.Now(), nil
+				left = time.Now()
+				return true, nil
 			}
 		case couch.StatusOf(err) == http.StatusNotFound || couch.Transient(err):
 			missing = []int{-1}
 		default:
-			return time.Time{}, fmt.Errorf("barrier %s in database %s: %w", name, b.DB, err)
+			return false, fmt.Errorf("barrier %s in database %s: %w", name, b.DB, err)
 		}
 		if read {
 			published := slices.Clone(missing)
 			absent.Store(&published)
 		}
-		if time.Now().After(deadline) {
-			if slices.Contains(missing, -1) {
-				return time.Time{}, fmt.Errorf("barrier %s: database %s not reachable or not created within %s", name, b.DB, timeout)
-			}
-			return time.Time{}, fmt.Errorf("barrier %s: parts %v of %d did not arrive within %s (are their pods running?)", name, missing, b.Parts, timeout)
-		}
-		select {
-		case <-ctx.Done():
-			return time.Time{}, ctx.Err()
-		case <-time.After(poll):
-		}
+		return false, nil
+	})
+	switch {
+	case err != nil:
+		return time.Time{}, err
+	case gaveUp && slices.Contains(missing, -1):
+		return time.Time{}, fmt.Errorf("barrier %s: database %s not reachable or not created within %s", name, b.DB, timeout)
+	case gaveUp:
+		return time.Time{}, fmt.Errorf("barrier %s: parts %v of %d did not arrive within %s (are their pods running?)", name, missing, b.Parts, timeout)
 	}
+	return left, nil
 }

@@ -8,8 +8,10 @@
 // sized to the load it generates. That is about twenty endpoints; a driver would add a
 // dependency tree and still leave half of them to raw requests.
 //
-// The client never retries: callers decide, because only they know whether a request is
-// safe to repeat (seeding with fixed ids is; a timed write is not).
+// A request is sent once: callers decide whether to ask again, because only they know whether
+// a request is safe to repeat (seeding with fixed ids is; a timed write is not). The few
+// calls that ask again themselves (Outlast, WaitForView, RecreateDB, DeleteDB) do it on the
+// client's Waits.
 package couch
 
 import (
@@ -51,6 +53,9 @@ type Options struct {
 	// RequestTimeout bounds one request; 0 leaves it to the caller's context. View builds
 	// use contexts, since a blocking view request may legitimately take minutes.
 	RequestTimeout time.Duration
+	// Waits are how long and how often the client and its callers wait for CouchDB; zero
+	// fields take DefaultWaits'.
+	Waits Waits
 }
 
 // The client's defaults (`couchbench version` lists them).
@@ -70,6 +75,7 @@ type Client struct {
 	creds    Credentials
 	http     *http.Client
 	maxConns int
+	waits    Waits
 }
 
 // New makes a client. The URL must not carry credentials: they would show wherever the URL
@@ -97,7 +103,8 @@ func New(baseURL string, creds Credentials, opts Options) (*Client, error) {
 		// belongs to the load it generates.
 		DisableCompression: true,
 	}
-	return &Client{base: u, creds: creds, http: &http.Client{Transport: transport, Timeout: opts.RequestTimeout}, maxConns: maxConns}, nil
+	return &Client{base: u, creds: creds, http: &http.Client{Transport: transport, Timeout: opts.RequestTimeout}, maxConns: maxConns,
+		waits: opts.Waits.orDefaults()}, nil
 }
 
 // MaxConns is the most requests the client has on their way at once; more wait for a

@@ -29,65 +29,28 @@ func (c *Client) CreateDB(ctx context.Context, db string, q, n int) (created boo
 	return err == nil, err
 }
 
-// recreateWaits are the pauses between RecreateDB's tries: 50 ms doubling to 1 s, 20 tries,
-// about 16 s in all.
-var recreateWaits = doubling(50*time.Millisecond, time.Second, 19)
-
-// deleteWaits are the pauses between DeleteDB's tries: 50 ms doubling to 800 ms, 6 tries.
-var deleteWaits = doubling(50*time.Millisecond, time.Second, 5)
-
-// doubling is n pauses from first, each twice the one before, none longer than most.
-func doubling(first, most time.Duration, n int) []time.Duration {
-	out := make([]time.Duration, 0, n)
-	for wait := first; len(out) < n; wait = min(2*wait, most) {
-		out = append(out, wait)
-	}
-	return out
-}
-
-// pause waits d, or less if ctx ends first.
-func pause(ctx context.Context, d time.Duration) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(d):
-		return nil
-	}
-}
-
 // RecreateDB makes a database afresh: it deletes it if it is there and creates it with q
 // shards and n copies. Right after a delete, CouchDB can refuse the create with 412
 // file_exists while the deletion is still going through (seen on 3.4.3 on a busy machine,
 // a few times in a hundred), and the database is then missing; so a create that finds the
 // database there deletes it again and tries once more.
 func (c *Client) RecreateDB(ctx context.Context, db string, q, n int) error {
-	for try := 0; ; try++ {
+	start := time.Now()
+	tries, gaveUp, err := c.waits.Recreate.Until(ctx, func(ctx context.Context) (bool, error) {
 		if _, err := c.DeleteDB(ctx, db); err != nil {
-			return err
+			return false, err
 		}
 		created, err := c.CreateDB(ctx, db, q, n)
 		if err != nil {
-			return fmt.Errorf("creating database %s: %w", db, err)
+			return false, fmt.Errorf("creating database %s: %w", db, err)
 		}
-		if created {
-			return nil
-		}
-		if try == len(recreateWaits) {
-			return fmt.Errorf("creating database %s: CouchDB still answered file_exists after deleting it %d times over %s",
-				db, try+1, total(recreateWaits))
-		}
-		if err := pause(ctx, recreateWaits[try]); err != nil {
-			return err
-		}
+		return created, nil
+	})
+	if gaveUp {
+		return fmt.Errorf("creating database %s: CouchDB still answered file_exists after deleting it %d times over %s",
+			db, tries, time.Since(start).Round(time.Millisecond))
 	}
-}
-
-func total(waits []time.Duration) time.Duration {
-	var sum time.Duration
-	for _, w := range waits {
-		sum += w
-	}
-	return sum
+	return err
 }
 
 // DeleteDB deletes a database. It reports whether there was one to delete; a missing one is
@@ -98,20 +61,14 @@ func total(waits []time.Duration) time.Duration {
 // same DELETE 50 ms later answers 404 (189 times in 189 on the kit, six loops of create,
 // write, delete, delete side by side).
 func (c *Client) DeleteDB(ctx context.Context, db string) (deleted bool, err error) {
-	for try := 0; ; try++ {
-		_, err = c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
-		switch {
-		case err == nil:
-			return true, nil
-		case StatusOf(err) == http.StatusNotFound:
-			return false, nil
-		case !Transient(err) || try == len(deleteWaits):
-			return false, err
-		}
-		if perr := pause(ctx, deleteWaits[try]); perr != nil {
-			return false, err
-		}
+	_, _, err = c.waits.Delete.Do(ctx, Transient, func() error {
+		_, err := c.call(ctx, request{method: http.MethodDelete, path: dbPath(db), accept: []int{http.StatusOK, http.StatusAccepted}}, nil)
+		return err
+	})
+	if StatusOf(err) == http.StatusNotFound {
+		return false, nil
 	}
+	return err == nil, err
 }
 
 // AllDBs lists the databases from startKey to endKey, in order (GET /_all_dbs; server admins

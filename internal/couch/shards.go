@@ -66,17 +66,10 @@ type IndexInfo struct {
 	PendingUpdates int64 `json:"pending_updates"`
 }
 
-// CopyReadTimeout bounds a request to one shard copy that is answered at once: its index
-// info, or its view once the index is written. CouchDB forwards it to the copy's node with
-// no timeout of its own, and one that reaches a node while the node starts can stay
-// unanswered for ever (seen on the kit's cluster, a node restarted mid-build). A variable
-// for the tests.
-var CopyReadTimeout = 30 * time.Second
-
 // CopyIndexInfo reads the index of design document ddocID on one shard copy, within
-// CopyReadTimeout. It opens the index if it was not open, and never starts an update.
+// the client's Waits.CopyRead. It opens the index if it was not open, and never starts an update.
 func (c *Client) CopyIndexInfo(ctx context.Context, cp ShardCopy, ddocID string) (IndexInfo, Exchange, error) {
-	ctx, cancel := context.WithTimeoutCause(ctx, CopyReadTimeout, errCopyUnanswered)
+	ctx, cancel := context.WithTimeoutCause(ctx, c.waits.CopyRead, errCopyUnanswered)
 	defer cancel()
 	var answer struct {
 		ViewIndex IndexInfo `json:"view_index"`
@@ -86,7 +79,7 @@ func (c *Client) CopyIndexInfo(ctx context.Context, cp ShardCopy, ddocID string)
 	if err != nil && errors.Is(context.Cause(ctx), errCopyUnanswered) {
 		// This bound is the client's, not the caller's: the copy's node does not answer, as
 		// NodeDown means, which an expired deadline of the caller's would not.
-		err = &Error{Method: req.method, Path: req.path, Err: fmt.Errorf("%w within %v", errCopyUnanswered, CopyReadTimeout)}
+		err = &Error{Method: req.method, Path: req.path, Err: fmt.Errorf("%w within %v", errCopyUnanswered, c.waits.CopyRead)}
 	}
 	return answer.ViewIndex, ex, err
 }

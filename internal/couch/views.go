@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 func viewPath(db, ddocID, view string) string {
@@ -118,7 +120,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // is not built blocks until it is, and in a cluster it can answer 500 timeout (after 60 s
 // by default) while the build goes on behind it. It rides through those timeouts, which it
 // counts and returns, and through a server that does not answer at all or answers 502, 503
-// or 504 (a node or a proxy restarting) for up to UnreachableLimit in a row.
+// or 504 (a node or a proxy restarting) for up to the client's Waits.Outage in a row.
 //
 // Any other error answer fails at once. On real Apache CouchDB 3.4.3 a view whose language
 // the server does not know answers 500 {"error":"unknown_query_language"}, one whose code
@@ -126,26 +128,26 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // again answers the same, and riding through every 5xx, as this did before, made a run
 // with such an arm wait forever.
 func (c *Client) WaitForView(ctx context.Context, db, ddocID, view string, params url.Values) (int, error) {
-	for timeouts := 0; ; timeouts++ {
-		_, expired, err := Outlast(ctx, unreachable, func() error {
+	// The timeouts are asked again as often as outages are, for as long as the build takes.
+	tries, _, err := retry.Policy{Backoff: c.waits.Outage.Backoff}.Until(ctx, func(ctx context.Context) (bool, error) {
+		_, expired, err := c.Outlast(ctx, unreachable, func() error {
 			_, err := c.QueryView(ctx, db, ddocID, view, params)
 			return err
 		})
 		var ce *Error
 		switch {
 		case err == nil:
-			return timeouts, nil
+			return true, nil
 		case ctx.Err() != nil:
-			return timeouts, ctx.Err()
+			return false, ctx.Err()
 		case expired:
-			return timeouts, fmt.Errorf("view %s of %s: CouchDB did not answer for %v: %w", view, ddocID, UnreachableLimit, err)
+			return false, fmt.Errorf("view %s of %s: CouchDB did not answer for %v: %w", view, ddocID, c.waits.Outage.Limit, err)
 		case !errors.As(err, &ce) || ce.Status != http.StatusInternalServerError || ce.Name != "timeout":
-			return timeouts, fmt.Errorf("view %s of %s: %w", view, ddocID, err)
+			return false, fmt.Errorf("view %s of %s: %w", view, ddocID, err)
 		}
-		if err := pause(ctx, RetryInterval); err != nil {
-			return timeouts, err
-		}
-	}
+		return false, nil
+	})
+	return tries - 1, err
 }
 
 // unreachable: no answer at all (not the caller's own cancel or deadline), or a gateway's

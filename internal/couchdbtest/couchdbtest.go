@@ -31,6 +31,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,8 @@ import (
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/couchfault"
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 // The environment hack/with-couchdb.sh sets.
@@ -117,7 +120,21 @@ func (s *Server) Client(t testing.TB, opts couch.Options) *couch.Client {
 // NodeClient is a couch client for node i (1-based).
 func (s *Server) NodeClient(t testing.TB, i int, opts couch.Options) *couch.Client {
 	t.Helper()
-	c, err := couch.New(s.URLs[i-1], s.Credentials(), opts)
+	return s.ClientAt(t, s.URLs[i-1], opts)
+}
+
+// Proxied puts a fault-injecting proxy (internal/couchfault) in front of node 1 and returns
+// it with a client of the admin through it.
+func (s *Server) Proxied(t testing.TB, opts couch.Options) (*couchfault.Proxy, *couch.Client) {
+	t.Helper()
+	p := couchfault.New(t, s.URL())
+	return p, s.ClientAt(t, p.URL, opts)
+}
+
+// ClientAt is a couch client of the server's admin at url: a proxy in front of the server.
+func (s *Server) ClientAt(t testing.TB, url string, opts couch.Options) *couch.Client {
+	t.Helper()
+	c, err := couch.New(url, s.Credentials(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -278,6 +295,44 @@ func sanitize(s string) string {
 	}, s)
 }
 
+// WaitForEveryCopy waits until every shard copy of db holds the documents of its range, docs
+// in all: a write to a cluster is acknowledged once 2 of the 3 copies have it, and a copy
+// that is behind answers a view with fewer rows, or builds its index over fewer documents
+// and then again over the rest. The bound is for a copy that never catches up, not a
+// measurement.
+func (s *Server) WaitForEveryCopy(t testing.TB, db string, docs int64) {
+	t.Helper()
+	c := s.Client(t, couch.Options{})
+	copies, err := c.ShardCopies(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SyncShards(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	var counts map[string][]int64
+	complete := func(context.Context) (bool, error) {
+		counts = map[string][]int64{}
+		for _, cp := range copies {
+			var info struct {
+				DocCount int64 `json:"doc_count"`
+			}
+			s.GetJSON(t, "/_node/"+url.PathEscape(cp.Node)+"/"+url.PathEscape(cp.Name), &info)
+			counts[cp.Range] = append(counts[cp.Range], info.DocCount)
+		}
+		var total int64
+		agree := true
+		for _, n := range counts {
+			total += n[0]
+			agree = agree && slices.Min(n) == slices.Max(n)
+		}
+		return agree && total == docs, nil
+	}
+	if _, gaveUp, _ := retry.Every(200*time.Millisecond, 2*time.Minute).Until(context.Background(), complete); gaveUp {
+		t.Fatalf("the shard copies of %s did not come to hold %d documents in all: doc_count by range and copy %v", db, docs, counts)
+	}
+}
+
 // SetConfig sets [section] key on every node and restores each node's previous value (or
 // deletes the key) when the test ends, or earlier when the test calls the returned
 // function (restoring twice does nothing). The value is set with X-Couch-Persist: false,
@@ -286,12 +341,25 @@ func sanitize(s string) string {
 // under test may have written to local.ini meanwhile.
 func (s *Server) SetConfig(t testing.TB, section, key, value string) (restore func()) {
 	t.Helper()
+	restore = s.KeepConfig(t, section, key)
+	for _, node := range s.Nodes {
+		if err := s.configRequest(http.MethodPut, node, section, key, &value, false); err != nil {
+			t.Fatalf("setting [%s] %s = %q on %s: %v", section, key, value, node, err)
+		}
+	}
+	return restore
+}
+
+// KeepConfig puts [section] key back on every node as it is now when the test ends (or
+// earlier, when the test calls the returned function): for a test whose code under test
+// changes it.
+func (s *Server) KeepConfig(t testing.TB, section, key string) (restore func()) {
+	t.Helper()
 	prev := make([]savedConfig, 0, len(s.Nodes))
 	var once sync.Once
 	restore = func() {
 		once.Do(func() { s.restoreConfig(t, section, key, prev) })
 	}
-	t.Cleanup(restore)
 	c := s.Client(t, couch.Options{})
 	for _, node := range s.Nodes {
 		v, set, err := c.Config(context.Background(), node, section, key)
@@ -299,10 +367,8 @@ func (s *Server) SetConfig(t testing.TB, section, key, value string) (restore fu
 			t.Fatalf("reading [%s] %s on %s: %v", section, key, node, err)
 		}
 		prev = append(prev, savedConfig{node: node, value: v, set: set})
-		if err := s.configRequest(http.MethodPut, node, section, key, &value, false); err != nil {
-			t.Fatalf("setting [%s] %s = %q on %s: %v", section, key, value, node, err)
-		}
 	}
+	t.Cleanup(restore)
 	return restore
 }
 

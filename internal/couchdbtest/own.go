@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 // OwnOptions name an instance a test binary starts for itself.
@@ -171,10 +173,11 @@ func (s *Server) StopNode(i int) error {
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 		return fmt.Errorf("stopping node %d (pid %d): %w", i, pid, err)
 	}
-	for deadline := time.Now().Add(time.Minute); alive(pid); time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-		}
+	// A node that has not stopped within a minute of TERM is killed.
+	exited := func(context.Context) (bool, error) { return !alive(pid), nil }
+	if _, gaveUp, _ := retry.Every(100*time.Millisecond, time.Minute).Until(context.Background(), exited); gaveUp {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		_, _, _ = retry.Every(100*time.Millisecond, 0).Until(context.Background(), exited)
 	}
 	return nil
 }
@@ -200,37 +203,32 @@ func (s *Server) StartNodes(ctx context.Context) (string, error) {
 	return s.start(ctx)
 }
 
-// portTakenFor bounds how long start waits for a port another program holds, trying again
-// every portTakenWait.
-const (
-	portTakenFor  = time.Minute
-	portTakenWait = 2 * time.Second
-)
-
-// start runs couchdb.sh start, again while a node fails to bind its port: a port in Linux's
-// ephemeral range (32768-60999; the default ports are below it) can be held by another
-// program's outgoing connection while its node is down. Most such connections are short; a
-// long-lived one makes the start fail with a message that says so.
+// start runs couchdb.sh start, again every 2 s for up to a minute while a node fails to bind
+// its port: a port in Linux's ephemeral range (32768-60999; the default ports are below it)
+// can be held by another program's outgoing connection while its node is down. Most such
+// connections are short; a long-lived one makes the start fail with a message that says so.
 func (s *Server) start(ctx context.Context, args ...string) (string, error) {
+	const portTakenFor = time.Minute
 	var all strings.Builder
-	deadline := time.Now().Add(portTakenFor)
-	for {
-		out, err := s.couchdbSh(ctx, "start", args...)
-		all.WriteString(out)
-		if err == nil || !strings.Contains(out, "eaddrinuse") {
-			return all.String(), err
+	var last string
+	portTaken := func(error) bool {
+		taken := strings.Contains(last, "eaddrinuse")
+		if taken {
+			all.WriteString("couchdbtest: a node's port is in use by another program (eaddrinuse); starting again\n")
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return all.String(), fmt.Errorf("%w: %s: a port stayed in use for %v (%v): another program's connection holds it as its "+
-				"local port (Linux hands out 32768-60999 as ephemeral ports: `make test COUCHDB_FAULT_PORT=P` with P below 31000 moves the cluster out of that range)",
-				errPortTaken, s.dir, portTakenFor, err)
-		}
-		fmt.Fprintf(&all, "couchdbtest: a node's port is in use by another program (eaddrinuse); starting again in %v\n", portTakenWait)
-		select {
-		case <-ctx.Done():
-		case <-time.After(portTakenWait):
-		}
+		return taken
 	}
+	_, gaveUp, err := retry.Every(2*time.Second, portTakenFor).Do(ctx, portTaken, func() (err error) {
+		last, err = s.couchdbSh(ctx, "start", args...)
+		all.WriteString(last)
+		return err
+	})
+	if gaveUp {
+		return all.String(), fmt.Errorf("%w: %s: a port stayed in use for %v (%v): another program's connection holds it as its "+
+			"local port (Linux hands out 32768-60999 as ephemeral ports: `make test COUCHDB_FAULT_PORT=P` with P below 31000 moves the cluster out of that range)",
+			errPortTaken, s.dir, portTakenFor, err)
+	}
+	return all.String(), err
 }
 
 // errPortTaken: a node of an own instance cannot bind its port.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
-	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 )
 
 // recorded is the part of a recorded run's derived summary (testdata/*_summary.json) the
@@ -30,9 +30,9 @@ type recorded struct {
 
 // samplesOf loads a recorded /_active_tasks series as Analyze's input, times relative to
 // the recorded view request.
-func samplesOf(t testing.TB, series string) ([]Sample, couchtest.Series) {
+func samplesOf(t testing.TB, series string) ([]Sample, couchdbtest.Series) {
 	t.Helper()
-	s, err := couchtest.LoadSeries(series)
+	s, err := couchdbtest.LoadSeries(series)
 	if err != nil {
 		t.Fatal(err)
 	}

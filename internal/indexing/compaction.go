@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/couchbench/couchbench/internal/couch"
 )
@@ -18,10 +17,6 @@ import (
 var viewCompactionChannels = []string{"smoosh.ratio_views", "smoosh.slack_views"}
 
 const pausedMaxSize = "1"
-
-// restoreTimeout bounds the restore of an interrupted run; one that was not interrupted also
-// waits for a node that does not answer for up to couch.UnreachableLimit.
-var restoreTimeout = 30 * time.Second
 
 // savedSetting is a configuration value as it was before the pause.
 type savedSetting struct {
@@ -36,12 +31,13 @@ type savedSetting struct {
 // with its own timeout, so that it also works after ctx has ended (an interrupted run); it
 // restores the nodes at once, each on its own, so that a node that stays down costs the
 // others nothing, and gives up a node's other settings once one of them could not be set.
-func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (restore func() error, err error) {
+// Of w (zero fields: DefaultWaits') it takes Restore, the restore's own timeout.
+func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string, w Waits) (restore func() error, err error) {
 	var saved []savedSetting
 	restore = func() error {
-		budget := restoreTimeout
+		budget := w.orDefaults().Restore
 		if ctx.Err() == nil {
-			budget += couch.UnreachableLimit
+			budget += c.Waits().Outage.Limit
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), budget)
 		defer cancel()
@@ -56,7 +52,7 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 					if s.node != node {
 						continue
 					}
-					_, err := askThroughOutage(rctx, "node "+node, func() error {
+					_, err := askThroughOutage(rctx, c, "node "+node, func() error {
 						if s.set {
 							return c.SetConfig(rctx, node, s.section, "max_size", s.value)
 						}
@@ -80,7 +76,7 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 				value string
 				set   bool
 			)
-			if _, err := askThroughOutage(ctx, "node "+node, func() (err error) {
+			if _, err := askThroughOutage(ctx, c, "node "+node, func() (err error) {
 				value, set, err = c.Config(ctx, node, section, "max_size")
 				return err
 			}); err != nil {
@@ -91,7 +87,7 @@ func PauseViewCompaction(ctx context.Context, c *couch.Client, nodes []string) (
 				// compaction paused for good once both runs are done.
 				set = false
 			}
-			if _, err := askThroughOutage(ctx, "node "+node, func() error {
+			if _, err := askThroughOutage(ctx, c, "node "+node, func() error {
 				return c.SetConfig(ctx, node, section, "max_size", pausedMaxSize)
 			}); err != nil {
 				return restore, fmt.Errorf("pausing view compaction ([%s] max_size) on %s: %w", section, node, err)

@@ -28,12 +28,15 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 // DefaultPollInterval is how often /_active_tasks is polled for the progress curve during a
@@ -64,6 +67,41 @@ type Options struct {
 	// (progress.Interval when 0) while the copies build.
 	Progress         func(Progress)
 	ProgressInterval time.Duration
+	// Waits look after the copies' requests; zero fields take DefaultWaits'.
+	Waits Waits
+}
+
+// Waits are how a build looks after the requests that wait for its copies' indexes, and how
+// long putting view compaction's settings back may take after an interrupted run.
+type Waits struct {
+	// CopyCheck is how often a waiting copy's index is read (watchedWait).
+	CopyCheck time.Duration
+	// AnswerGrace is how long a copy whose index is written may leave its request
+	// unanswered before the request is given up.
+	AnswerGrace time.Duration
+	// Restore bounds the restore of an interrupted run's compaction settings; one that was
+	// not interrupted also waits for a node that does not answer for the client's outage
+	// limit.
+	Restore time.Duration
+}
+
+// DefaultWaits: a copy is checked every 2 s, which costs its node one small answer while a
+// build takes seconds to minutes; once written, its answer comes within milliseconds, so 10 s
+// without it is an answer lost; an interrupted run's restore has 30 s, as a Job's
+// termination grace period leaves about that.
+var DefaultWaits = Waits{CopyCheck: 2 * time.Second, AnswerGrace: 10 * time.Second, Restore: 30 * time.Second}
+
+func (w Waits) orDefaults() Waits {
+	if w.CopyCheck == 0 {
+		w.CopyCheck = DefaultWaits.CopyCheck
+	}
+	if w.AnswerGrace == 0 {
+		w.AnswerGrace = DefaultWaits.AnswerGrace
+	}
+	if w.Restore == 0 {
+		w.Restore = DefaultWaits.Restore
+	}
+	return w
 }
 
 // Build creates a new design document and measures the build of its view on every shard
@@ -90,6 +128,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	opts.Waits = opts.Waits.orDefaults()
 	ddocID := names.IndexingDesignDoc(opts.Nonce)
 	doc, err := ddoc.Indexing(ddocID, opts.Language, opts.Reducer, opts.Nonce)
 	if err != nil {
@@ -99,7 +138,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		BuiltFrom: BuiltFromCopies}
 
 	var copies []couch.ShardCopy
-	_, err = askThroughOutage(ctx, "CouchDB at "+c.URL(), func() (err error) {
+	_, err = askThroughOutage(ctx, c, "CouchDB at "+c.URL(), func() (err error) {
 		copies, err = c.ShardCopies(ctx, opts.DB)
 		return err
 	})
@@ -119,7 +158,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	}
 	for _, cp := range copies {
 		var info couch.IndexInfo
-		_, err := askThroughOutage(ctx, "node "+cp.Node, func() (err error) {
+		_, err := askThroughOutage(ctx, c, "node "+cp.Node, func() (err error) {
 			info, err = openIndex(ctx, c, cp, byRange[cp.Range])
 			return err
 		})
@@ -139,7 +178,7 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 	if opts.Progress != nil {
 		stopProgress = poller.reportEvery(ctx, opts.ProgressInterval, opts.DB, ddocIDs, run.MapDocsExpected, opts.Progress)
 	}
-	b := trigger(ctx, c, copies, byRange)
+	b := trigger(ctx, c, copies, byRange, opts.Waits)
 	stopProgress()
 	run.StartedAt = b.origin.UTC()
 	poller.setOrigin(b.origin)
@@ -217,21 +256,17 @@ func designDocsByRange(ddocID string, copies []couch.ShardCopy) (map[string]stri
 }
 
 // openIndex reads a copy's index info, which opens the index. A copy that does not hold the
-// design document yet is asked again for up to a minute: a write to the cluster is
-// acknowledged once a quorum of copies has it, and the rest get it moments later.
+// design document yet is asked again, every 50 ms for up to a minute: a write to the cluster
+// is acknowledged once a quorum of copies has it, and the rest get it moments later.
 func openIndex(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.IndexInfo, error) {
-	deadline := time.Now().Add(time.Minute)
-	for {
-		info, _, err := c.CopyIndexInfo(ctx, cp, ddocID)
-		if couch.StatusOf(err) != http.StatusNotFound || time.Now().After(deadline) {
-			return info, err
-		}
-		select {
-		case <-ctx.Done():
-			return info, ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	var info couch.IndexInfo
+	_, _, err := retry.Every(50*time.Millisecond, time.Minute).Do(ctx, func(err error) bool {
+		return couch.StatusOf(err) == http.StatusNotFound
+	}, func() (err error) {
+		info, _, err = c.CopyIndexInfo(ctx, cp, ddocID)
+		return err
+	})
+	return info, err
 }
 
 // putDesignDocs creates the design document and its twins, each once.
@@ -276,7 +311,7 @@ type build struct {
 
 // trigger asks every copy for its view at once, finds when the build was seen started and
 // waits for every copy's answer.
-func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byRange map[string]string) *build {
+func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byRange map[string]string, w Waits) *build {
 	b := &build{waits: make([]copyWait, len(copies))}
 	release := make(chan struct{})
 	var wg sync.WaitGroup
@@ -284,7 +319,7 @@ func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byR
 		b.waits[i].copy = cp
 		wg.Go(func() {
 			<-release
-			b.waits[i].ex, b.waits[i].asked, b.waits[i].err = waitCopy(ctx, c, cp, byRange[cp.Range])
+			b.waits[i].ex, b.waits[i].asked, b.waits[i].err = waitCopy(ctx, c, cp, byRange[cp.Range], w)
 		})
 	}
 	done := make(chan struct{})
@@ -328,7 +363,7 @@ func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byR
 		}
 	}
 	last := b.last()
-	built, cancel := context.WithTimeout(ctx, couch.CopyReadTimeout)
+	built, cancel := context.WithTimeout(ctx, c.Waits().CopyRead)
 	defer cancel()
 	if ex, err := c.WaitCopyView(built, last.copy, byRange[last.copy.Range], ddoc.ByMonth); err == nil {
 		b.answerDelay = ex.RoundTrip()
@@ -339,11 +374,11 @@ func trigger(ctx context.Context, c *couch.Client, copies []couch.ShardCopy, byR
 }
 
 // waitCopy asks one copy for its view until it answers, riding through a node that does
-// not answer, or an answer that was lost, for up to couch.UnreachableLimit.
-func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.Exchange, int, error) {
+// not answer, or an answer that was lost, for up to the client's outage limit.
+func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string, w Waits) (couch.Exchange, int, error) {
 	var ex couch.Exchange
-	asked, err := askThroughOutage(ctx, fmt.Sprintf("shard copy %s on %s", cp.Name, cp.Node), func() (err error) {
-		ex, err = watchedWait(ctx, c, cp, ddocID)
+	asked, err := askThroughOutage(ctx, c, fmt.Sprintf("shard copy %s on %s", cp.Name, cp.Node), func() (err error) {
+		ex, err = watchedWait(ctx, c, cp, ddocID, w)
 		return err
 	})
 	return ex, asked, err
@@ -353,68 +388,60 @@ func waitCopy(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID s
 // does not answer (couch.NodeDown, or a copy's answer lost), and returns how often it asked.
 // A stopped node answers like this for a while before Kubernetes marks it lost: failing at
 // once would fail the run with a request's error before the operator can say a node was
-// lost, and a node that only restarts answers again. Not answering for
-// couch.UnreachableLimit ends the asking with ErrNodeInterrupted, naming who did not answer.
-func askThroughOutage(ctx context.Context, who string, ask func() error) (int, error) {
-	asked, expired, err := couch.Outlast(ctx, func(err error) bool {
+// lost, and a node that only restarts answers again. Not answering for the client's outage
+// limit ends the asking with ErrNodeInterrupted, naming who did not answer.
+func askThroughOutage(ctx context.Context, c *couch.Client, who string, ask func() error) (int, error) {
+	asked, expired, err := c.Outlast(ctx, func(err error) bool {
 		return couch.NodeDown(err) || errors.Is(err, errAnswerLost)
 	}, ask)
 	if expired {
-		return asked, fmt.Errorf("%w: %s did not answer for %v: %w", ErrNodeInterrupted, who, couch.UnreachableLimit, err)
+		return asked, fmt.Errorf("%w: %s did not answer for %v: %w", ErrNodeInterrupted, who, c.Waits().Outage.Limit, err)
 	}
 	return asked, err
 }
 
-// How a waiting request to a copy is looked after: every copyCheckInterval the copy's index
-// is read, and the request is given up when its index has not been updating for two checks
-// in a row without being written, or has been written for answerGrace without an answer,
-// or could not be read for couch.UnreachableLimit. Variables for the tests.
-var (
-	copyCheckInterval = 2 * time.Second
-	answerGrace       = 10 * time.Second
-)
-
 // errAnswerLost: a copy's waiting request can no longer be answered.
 var errAnswerLost = errors.New("the request waiting for the copy's index will not be answered")
 
-// watchedWait is one waiting request to a copy, looked after. CouchDB's node-local interface
+// watchedWait is one waiting request to a copy, looked after: every w.CopyCheck the copy's
+// index is read, and the request is given up when its index has not been updating for two
+// checks in a row without being written, or has been written for w.AnswerGrace without an
+// answer, or could not be read for the client's outage limit. CouchDB's node-local interface
 // never answers a request whose node went away at the wrong moment: the node that forwards
 // it waits for the answer without a timeout (seen on the kit's cluster with a node stopped
 // and started again mid-build). A copy whose node restarted is not updating either, and
 // nothing else will start it (autoupdate is false). A node that stays down answers neither
 // the request nor the checks: the build then fails, as waitCopy fails for a node that does
 // not answer the request itself.
-func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string) (couch.Exchange, error) {
+func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocID string, w Waits) (couch.Exchange, error) {
 	reqCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type answer struct {
-		ex  couch.Exchange
-		err error
-	}
-	done := make(chan answer, 1)
+	// answered ends the checks once the request is answered.
+	answered, stopChecks := context.WithCancel(ctx)
+	defer stopChecks()
+	var (
+		ex     couch.Exchange
+		reqErr error
+		done   = make(chan struct{})
+	)
 	go func() {
-		ex, err := c.WaitCopyView(reqCtx, cp, ddocID, ddoc.ByMonth)
-		done <- answer{ex, err}
+		defer close(done)
+		ex, reqErr = c.WaitCopyView(reqCtx, cp, ddocID, ddoc.ByMonth)
+		stopChecks()
 	}()
-	tick := time.NewTicker(copyCheckInterval)
-	defer tick.Stop()
+	limit := c.Waits().Outage.Limit
 	idle := 0
 	var writtenAt time.Time
 	readAt := time.Now()
-	for {
-		select {
-		case a := <-done:
-			return a.ex, a.err
-		case <-tick.C:
-		}
+	var givenUp error
+	_ = wait.PollUntilContextCancel(answered, w.CopyCheck, false, func(context.Context) (bool, error) {
 		info, _, err := c.CopyIndexInfo(ctx, cp, ddocID)
 		if err == nil {
 			readAt = time.Now()
-		} else if time.Since(readAt) > couch.UnreachableLimit {
-			cancel()
-			<-done
+		} else if time.Since(readAt) > limit {
 			// Not wrapped: the caller must not ask again after waiting this long.
-			return couch.Exchange{}, fmt.Errorf("%w: its index could not be read for %v: %v", ErrNodeInterrupted, couch.UnreachableLimit, err)
+			givenUp = fmt.Errorf("%w: its index could not be read for %v: %v", ErrNodeInterrupted, limit, err)
+			return true, nil
 		}
 		switch {
 		case err != nil || info.UpdaterRunning:
@@ -424,12 +451,18 @@ func watchedWait(ctx context.Context, c *couch.Client, cp couch.ShardCopy, ddocI
 		case writtenAt.IsZero():
 			writtenAt = time.Now()
 		}
-		if idle >= 2 || !writtenAt.IsZero() && time.Since(writtenAt) > answerGrace {
-			cancel()
-			<-done
-			return couch.Exchange{}, errAnswerLost
+		if idle >= 2 || !writtenAt.IsZero() && time.Since(writtenAt) > w.AnswerGrace {
+			givenUp = errAnswerLost
+			return true, nil
 		}
+		return false, nil
+	})
+	cancel()
+	<-done
+	if givenUp != nil {
+		return couch.Exchange{}, givenUp
 	}
+	return ex, reqErr
 }
 
 // err is the first copy's failure, or a copy whose answer was lost.
@@ -582,7 +615,7 @@ func checkNodesStayed(nodes []string, before, after []nodeReading) error {
 // A wrong index fails the run with the months that differ.
 func Verify(ctx context.Context, c *couch.Client, db, ddocID string, expected map[dataset.MonthKey]int64) error {
 	var rows []couch.ViewRow
-	_, err := askThroughOutage(ctx, "CouchDB at "+c.URL(), func() (err error) {
+	_, err := askThroughOutage(ctx, c, "CouchDB at "+c.URL(), func() (err error) {
 		rows, err = c.QueryView(ctx, db, ddocID, ddoc.ByMonth, url.Values{"group": {"true"}})
 		return err
 	})

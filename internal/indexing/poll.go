@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/couchbench/couchbench/internal/couch"
 )
 
@@ -26,30 +28,23 @@ func startPolling(ctx context.Context, c *couch.Client, interval time.Duration) 
 	p := &poller{c: c, origin: time.Now(), cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		for {
-			sent := p.take(loop)
-			select {
-			case <-loop.Done():
-				return
-			case <-time.After(time.Until(sent.Add(interval))):
-			}
-		}
+		// Not sliding: a poll is sent every interval, however long the last took to answer.
+		wait.NonSlidingUntilWithContext(loop, func(ctx context.Context) { p.take(ctx) }, interval)
 	}()
 	return p
 }
 
 // take polls once and keeps the sample, dated when it was sent: what it shows was true by
 // then at the latest. A poll cut short by ctx is not kept.
-func (p *poller) take(ctx context.Context) time.Time {
+func (p *poller) take(ctx context.Context) {
 	sent := time.Now()
 	tasks, err := p.c.ActiveTasks(ctx)
 	if ctx.Err() != nil {
-		return sent
+		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sample = append(p.sample, Sample{At: sent.Sub(p.origin), Tasks: tasks, Err: err})
-	return sent
 }
 
 // setOrigin makes sample times relative to the build's start.

@@ -11,8 +11,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +43,7 @@ func TestBuildTimesAgreeWithTheServerLogOnRealCouchDB(t *testing.T) {
 			db := srv.NewDB(t, "truth")
 			gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 			seed(t, c, db, gen, tc.docs)
-			waitForEveryCopy(t, srv, c, db, tc.docs)
+			srv.WaitForEveryCopy(t, db, tc.docs)
 			var rows []string
 			for _, language := range []string{"javascript", "javascript_quickjs", "python", "erlang"} {
 				for _, reducer := range []benchv1.Reducer{benchv1.ReducerBuiltin, benchv1.ReducerCustom} {
@@ -104,42 +102,6 @@ func checkAgainstLog(t *testing.T, srv *couchdbtest.Server, run measured.IndexBu
 func isOfBuild(logged, ddocID string) bool {
 	k, ok := strings.CutPrefix(logged, ddocID+".")
 	return logged == ddocID || ok && k != "" && strings.Trim(k, "0123456789") == ""
-}
-
-// waitForEveryCopy waits until every shard copy holds the documents of its range: a write
-// to the cluster is acknowledged once 2 of the 3 copies have it, and a copy that is behind
-// would build its index over fewer documents and then again over the rest. The bound is for
-// a copy that never catches up, not a measurement.
-func waitForEveryCopy(t *testing.T, srv *couchdbtest.Server, c *couch.Client, db string, docs int64) {
-	t.Helper()
-	copies, err := c.ShardCopies(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SyncShards(context.Background(), db); err != nil {
-		t.Fatal(err)
-	}
-	var counts map[string][]int64
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		counts = map[string][]int64{}
-		for _, cp := range copies {
-			var info struct {
-				DocCount int64 `json:"doc_count"`
-			}
-			srv.GetJSON(t, "/_node/"+url.PathEscape(cp.Node)+"/"+url.PathEscape(cp.Name), &info)
-			counts[cp.Range] = append(counts[cp.Range], info.DocCount)
-		}
-		var total int64
-		agree := true
-		for _, n := range counts {
-			total += n[0]
-			agree = agree && slices.Min(n) == slices.Max(n)
-		}
-		if agree && total == docs {
-			return
-		}
-	}
-	t.Fatalf("the shard copies of %s did not come to hold %d documents in all: doc_count by range and copy %v", db, docs, counts)
 }
 
 // seed loads documents 0..docs-1 of the dataset.

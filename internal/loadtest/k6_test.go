@@ -5,10 +5,9 @@ package loadtest
 // started by `make test`) wherever CouchDB's behaviour matters: the scenarios' requests,
 // setup() installing and building the views (and riding through the 500 timeouts a
 // lowered [fabric] request_timeout makes CouchDB answer while they build), 401 for a wrong
-// password, thresholds. Only the test that needs an injected fault (a view build held for
-// a known time, to see setup's time kept out of the rate) uses internal/couchtest, the
-// in-repo fake on CouchDB 3.4.3's recorded responses. Counts are small: this checks the
-// script and its summary, not speed.
+// password, thresholds. The test that needs a view build held for a known time (to see
+// setup's time kept out of the rate) has internal/couchfault's proxy hold CouchDB's answer.
+// Counts are small: this checks the script and its summary, not speed.
 
 import (
 	"context"
@@ -26,7 +25,7 @@ import (
 	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
-	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/couchfault"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/results"
@@ -41,22 +40,6 @@ func k6Binary(t testing.TB) string {
 		t.Fatal("K6 is not set: run the tests with `make test`, which builds k6 from its Go module with hack/k6.sh")
 	}
 	return k6
-}
-
-// seededServer is the fake (for injected faults and the k6-versus-wrk benchmark) with
-// database "db" seeded.
-func seededServer(t testing.TB) *couchtest.Server {
-	t.Helper()
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
-	c, err := couch.New(srv.URL, couch.Credentials{Username: "admin", Password: "pw"}, couch.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateDB(context.Background(), "db", 1, 1); err != nil {
-		t.Fatal(err)
-	}
-	seed(t, c, "db", docs)
-	return srv
 }
 
 // seededDB makes a database of this test on a real CouchDB with the first n documents of
@@ -306,18 +289,20 @@ func TestThresholdsAndParallelRunnersOnRealCouchDB(t *testing.T) {
 }
 
 // setup's time (installing and building views) is not the load's: a slow build must not
-// lower the reported rate. The fake holds the view build for 1.5 s (an injected delay: a
+// lower the reported rate. The proxy holds CouchDB's answer to the view build for 1.5 s (a
 // real build's time is not something a test can fix), and the load's duration must be the
 // test run's minus setup's, exactly as k6 measured them.
-func TestSetupTimeIsLeftOutOfTheRate(t *testing.T) {
-	srv := seededServer(t)
+func TestSetupTimeIsLeftOutOfTheRateOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	db := seededDB(t, srv, docs)
+	p := couchfault.New(t, srv.URL())
 	const hold = 1500 * time.Millisecond
-	srv.Fail(couchtest.Fault{Method: "GET", PathPrefix: "/db/_design/cb-viewreads/_view/emit_doc", Times: 1, Delay: hold})
-	cfg, err := k6plan.NewConfig(readsSpec(benchv1.ScenarioViewByKey), jsArm, srv.URL, "db")
+	p.Fail(couchfault.Fault{Method: "GET", PathPrefix: "/" + db + "/_design/cb-viewreads/_view/emit_doc", Times: 1, DelayAnswer: hold})
+	cfg, err := k6plan.NewConfig(readsSpec(benchv1.ScenarioViewByKey), jsArm, p.URL, db)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, s, full := runK6(t, cfg, "admin", "pw")
+	_, s, full := runK6(t, cfg, srv.User, srv.Password)
 	run := full.State.TestRunDurationMs
 	if s.SetupMs < float64(hold.Milliseconds()) || s.Requests != 30 || run <= s.SetupMs ||
 		math.Abs(s.DurationMs-(run-s.SetupMs)) > 1e-6 {

@@ -22,6 +22,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/retry"
 	"github.com/couchbench/couchbench/internal/turns"
 )
 
@@ -129,7 +130,7 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 		orders = append(orders, turn)
 		for _, a := range inTurn(arms, turn) {
 			if !lastEnd.IsZero() {
-				if err := sleep(ctx, time.Until(lastEnd.Add(reads.PauseDuration()))); err != nil {
+				if err := retry.Sleep(ctx, time.Until(lastEnd.Add(reads.PauseDuration()))); err != nil {
 					return err
 				}
 			}
@@ -370,21 +371,6 @@ func (t *lastBytes) Write(p []byte) (int, error) {
 }
 
 func (t *lastBytes) String() string { return string(t.buf) }
-
-// sleep waits for d, or until ctx ends.
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return nil
-	}
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-		return nil
-	}
-}
 
 func logf(w io.Writer, format string, args ...any) {
 	fmt.Fprintf(w, "%s %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))

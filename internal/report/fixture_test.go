@@ -7,7 +7,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
-	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -50,7 +50,7 @@ func realisticRun(t testing.TB) *results.Document {
 		d.Spec.QueryServers = append(d.Spec.QueryServers, benchv1.QueryServer{Name: a.name, Preset: benchv1.Preset(a.name)})
 	}
 	for i, a := range arms {
-		recorded, err := couchtest.LoadSeries(a.series)
+		recorded, err := couchdbtest.LoadSeries(a.series)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,7 +122,7 @@ func k6Reads(i int) *results.Reads {
 // slowdown and counted from the blocking view request's start: the curve through Analyze, as
 // indexing.Build draws it, and the end where the recording's last indexer task was gone,
 // timed to ±10 ms.
-func replay(t testing.TB, s couchtest.Series, slowdown float64) measured.IndexBuild {
+func replay(t testing.TB, s couchdbtest.Series, slowdown float64) measured.IndexBuild {
 	t.Helper()
 	stretch := func(relMs int64) time.Duration {
 		return time.Duration(float64(relMs-s.ViewRequest.StartRelMs) * slowdown * float64(time.Millisecond))

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/ddoc"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
@@ -57,12 +58,12 @@ func probeArms(ctx context.Context, cfg Config, arms []*armRun) error {
 func (a *armRun) probe(ctx context.Context) (*results.Runtime, error) {
 	db := names.ProbeDatabase(a.cfg.Bench.Name, a.cfg.RunID, a.qs.Name, a.cfg.Part)
 	var rt *results.Runtime
-	retries, err := seeding.DefaultBackoff.Do(ctx, func() (err error) {
+	tries, _, err := seeding.DefaultRetry.Do(ctx, couch.Transient, func() (err error) {
 		rt, err = a.probeOnce(ctx, db)
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("asking CouchDB what runs %s views (database %s, %d tries): %w", a.language, db, retries+1, err)
+		return nil, fmt.Errorf("asking CouchDB what runs %s views (database %s, %d tries): %w", a.language, db, tries, err)
 	}
 	a.judge(rt)
 	return rt, nil

@@ -101,7 +101,7 @@ func pauseViewCompaction(ctx context.Context, spec *benchv1.CouchBenchmarkSpec, 
 	if spec.Workloads.Indexing.ViewCompaction == benchv1.ViewCompactionAllowed {
 		return func() error { return nil }, nil
 	}
-	return indexing.PauseViewCompaction(ctx, srv.client, srv.Nodes)
+	return indexing.PauseViewCompaction(ctx, srv.client, srv.Nodes, indexing.DefaultWaits)
 }
 
 // turn accounts for one arm's share of a step: when it ran and what it cost the runner.

@@ -38,6 +38,7 @@ import (
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/progress"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 // Config is one invocation of the runner.
@@ -221,13 +222,13 @@ type server struct {
 }
 
 // describe asks a CouchDB what it is and which nodes it has. A first request that timed out
-// is made again for couch.UnreachableLimit (couch.Outlast): a runner's first request can
-// find the cluster's DNS, or the server, too slow to answer (seen in the e2e suite on a loaded
-// node: a lookup that timed out failed the run). Any other error (a refused connection, a
-// name that does not resolve, CouchDB's answer) is told at once.
+// is made again for the client's outage limit (couch.Client.Outlast): a runner's first
+// request can find the cluster's DNS, or the server, too slow to answer (seen in the e2e
+// suite on a loaded node: a lookup that timed out failed the run). Any other error (a
+// refused connection, a name that does not resolve, CouchDB's answer) is told at once.
 func describe(ctx context.Context, c *couch.Client) (*server, error) {
 	var info couch.ServerInfo
-	if _, _, err := couch.Outlast(ctx, timedOut, func() (err error) {
+	if _, _, err := c.Outlast(ctx, timedOut, func() (err error) {
 		info, err = c.Server(ctx)
 		return err
 	}); err != nil {
@@ -379,7 +380,6 @@ func (a *armRun) waitSeeded(ctx context.Context, db string) error {
 			db, shown.Load(), docs, backlog.Load())
 	})
 	defer stop()
-	deadline := time.Now().Add(seededWait)
 	// CouchDB gives a database on one node one copy per shard range, whatever n it is asked
 	// for: once that node's doc_count shows the dataset no copy is behind, and a second look
 	// a second later would only add a second per database and arm to the step.
@@ -387,17 +387,22 @@ func (a *armRun) waitSeeded(ctx context.Context, db string) error {
 	if cluster {
 		quietNeeded = 2
 	}
-	quiet, synced := 0, false
-	for waited := false; ; waited = true {
-		info, err := c.DBInfo(ctx, db)
+	var (
+		info           couch.DBInfo
+		pending, quiet int
+		synced, looked bool
+	)
+	looks, gaveUp, err := retry.Every(time.Second, seededWait).Until(ctx, func(ctx context.Context) (bool, error) {
+		var err error
+		info, err = c.DBInfo(ctx, db)
 		if couch.StatusOf(err) == 404 {
-			return fmt.Errorf("database %s does not exist: run the seed step first", db)
+			return false, fmt.Errorf("database %s does not exist: run the seed step first", db)
 		}
 		if err != nil {
-			return err
+			return false, err
 		}
 		// Design documents count in doc_count.
-		pending := a.replicationBacklog(ctx)
+		pending = a.replicationBacklog(ctx)
 		shown.Store(info.DocCount)
 		backlog.Store(int64(pending))
 		switch {
@@ -405,33 +410,28 @@ func (a *armRun) waitSeeded(ctx context.Context, db string) error {
 			quiet, synced = 0, false
 		case cluster && !synced:
 			if err := c.SyncShards(ctx, db); err != nil {
-				return fmt.Errorf("asking CouchDB to bring the copies of %s up to date: %w", db, err)
+				return false, fmt.Errorf("asking CouchDB to bring the copies of %s up to date: %w", db, err)
 			}
 			synced = true
 		default:
 			quiet++
 		}
-		if quiet == quietNeeded {
-			if waited {
-				logf(a.cfg.Log, "%s: every copy has the %d documents", db, docs)
-			}
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("database %s shows %d of the dataset's %d documents, with %d internal replication jobs pending, "+
-				"after %s: a copy of its shards is behind or lost its data (a CouchDB node restarted without its volume?), "+
-				"a node does not answer, or the seed step did not run", db, info.DocCount, docs, pending, seededWait)
-		}
-		if quiet == 0 && !synced && !waited {
+		if quiet == 0 && !synced && !looked {
 			logf(a.cfg.Log, "%s: shows %d of %d documents, %d internal replication jobs pending; waiting for CouchDB to fill "+
 				"every copy", db, info.DocCount, docs, pending)
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(time.Second):
-		}
+		looked = true
+		return quiet == quietNeeded, nil
+	})
+	switch {
+	case gaveUp:
+		return fmt.Errorf("database %s shows %d of the dataset's %d documents, with %d internal replication jobs pending, "+
+			"after %s: a copy of its shards is behind or lost its data (a CouchDB node restarted without its volume?), "+
+			"a node does not answer, or the seed step did not run", db, info.DocCount, docs, pending, seededWait)
+	case err == nil && looks > 1:
+		logf(a.cfg.Log, "%s: every copy has the %d documents", db, docs)
 	}
+	return err
 }
 
 // replicationBacklog is the internal replication jobs pending over the nodes of a cluster; a

@@ -1,12 +1,11 @@
 package runner
 
-// An interrupted run keeps what it measured, and says it was interrupted. The seeding test
-// is served by internal/couchtest, a test server (not CouchDB) on responses recorded from
-// CouchDB 3.4.3: the interrupt must land while batches are in flight, which injected delays
-// on _bulk_docs make certain (a real server would answer them in a time no test can rely
-// on). The build test talks to real Apache CouchDB 3.4.3 (the kit's single node): the
-// interrupt lands once the build's indexer task shows, and a build of that many documents
-// is still under way then.
+// An interrupted run keeps what it measured, and says it was interrupted. Both tests talk to
+// real Apache CouchDB 3.4.3 (the kit's single node). In the seeding test the interrupt must
+// land while batches are in flight, which internal/couchfault's proxy makes certain by
+// holding _bulk_docs requests (CouchDB answers them in a time no test can rely on). In the
+// build test the interrupt lands once the build's indexer task shows, and a build of that
+// many documents is still under way then.
 
 import (
 	"context"
@@ -16,11 +15,9 @@ import (
 	"testing"
 	"time"
 
-	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
-	"github.com/couchbench/couchbench/internal/couchtest"
+	"github.com/couchbench/couchbench/internal/couchfault"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/names"
 )
@@ -34,39 +31,33 @@ var interruptBench = jsBench("interrupt", `
     indexing: {}
 `)
 
-func TestInterruptedRunKeepsWhatWasMeasured(t *testing.T) {
-	srv := couchtest.New(t, couchtest.WithAdmin("admin", "pw"))
-	// The first 3 batches (one per worker) are answered at once; every later one is held
-	// until its client gives up, so the interrupt always finds 600 documents stored and
-	// batches in flight, however slow the machine.
-	const bulk = "/cb-interrupt-js-small/_bulk_docs"
-	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: bulk, Times: 3})
-	srv.Fail(couchtest.Fault{Method: http.MethodPost, PathPrefix: bulk, Times: 1000, Delay: time.Hour})
-	bench, err := benchspec.Parse([]byte(interruptBench))
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := couch.New(srv.URL, couch.Credentials{Username: "admin", Password: "pw"}, couch.Options{MaxConns: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
+func TestInterruptedRunKeepsWhatWasMeasuredOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	p, c := srv.Proxied(t, couch.Options{MaxConns: 4})
+	runID := "int" + couchdbtest.RandomID()
+	// The first 3 batches (one per worker) pass at once; every later one is held until its
+	// client gives up, so the interrupt always finds 600 documents stored and batches in
+	// flight, however slow the machine.
+	bulk := "/" + names.Database("interrupt", runID, "js", "small") + "/_bulk_docs"
+	p.Fail(couchfault.Fault{Method: http.MethodPost, PathPrefix: bulk, Times: 3})
+	p.Fail(couchfault.Fault{Method: http.MethodPost, PathPrefix: bulk, Times: 1000, Delay: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		// Interrupt (as SIGTERM does through signal.NotifyContext) once each worker has sent
 		// its second batch: a worker sends the next batch only after it has counted the
 		// answer to the last, so the 3 answered batches are counted, and the rest are held.
 		for ctx.Err() == nil {
-			if srv.Requests(http.MethodPost, bulk) >= 6 {
+			if p.Requests(http.MethodPost, bulk) >= 6 {
 				cancel()
 				return
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}()
-	doc, err := Run(ctx, Config{Bench: bench, Client: c, Steps: benchv1.RunnerSteps})
+	doc, log, err := realRunUntil(ctx, t, srv, interruptBench, Config{Client: c, RunID: runID})
 	cancel()
 	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("error %v, want context.Canceled", err)
+		t.Fatalf("error %v, want context.Canceled\n%s", err, log)
 	}
 	if !doc.Interrupted || doc.Error == "" || doc.FinishedAt.IsZero() {
 		t.Errorf("document interrupted=%v error=%q finished=%v", doc.Interrupted, doc.Error, doc.FinishedAt)

@@ -51,7 +51,7 @@ func (a *armRun) seed(ctx context.Context, round, unit int) error {
 	})
 	res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
 		DB: p.DB, From: from, Documents: count, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),
-		Retry: seeding.DefaultBackoff, Stored: &stored,
+		Retry: seeding.DefaultRetry, Stored: &stored,
 	})
 	stop()
 	p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()

@@ -47,7 +47,7 @@ func seedBulk(b *testing.B, ids benchv1.DocumentIDs) {
 	var elapsed time.Duration
 	for i := range b.N {
 		db := freshDB(b, srv, i)
-		res, err := Load(context.Background(), c, gen, Options{DB: db, Documents: benchDocs, BatchSize: 1000, Concurrency: 4, Retry: DefaultBackoff})
+		res, err := Load(context.Background(), c, gen, Options{DB: db, Documents: benchDocs, BatchSize: 1000, Concurrency: 4, Retry: DefaultRetry})
 		if err != nil || res.Stored != benchDocs {
 			b.Fatalf("%+v %v", res, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/measured"
+	"github.com/couchbench/couchbench/internal/retry"
 )
 
 // Options say what to load and how.
@@ -33,46 +34,20 @@ type Options struct {
 	// alone.
 	MaxBatchBytes int64
 	Concurrency   int
-	Retry         Backoff
+	// Retry asks a batch again after a transient failure (couch.Transient).
+	Retry retry.Policy
 	// Stored, when set, counts the documents stored so far (created or already there) as
 	// the batches are answered: a progress line reads it while the load runs.
 	Stored *atomic.Int64
 }
 
-// Backoff is the retry schedule for transient failures: Attempts tries in all, waiting
-// Initial, then twice as long each time, at most Max.
-type Backoff struct {
-	Attempts int
-	Initial  time.Duration
-	Max      time.Duration
-}
-
-// DefaultBackoff rides out a node restart or a short overload: 12 tries, waiting 0.2 s
+// DefaultRetry rides out a node restart or a short overload: 12 tries, waiting 0.2 s
 // doubling to 10 s, about 62 s in all. A restart of the node the client talks to takes
 // longer than the 16 s the schedule used to allow (8 tries, at most 5 s apart): on real
 // Apache CouchDB 3.4.3, a node kept down for 15 s (about a CouchDB pod's restart in
 // Kubernetes) and then started (3-4 s) made a batch give up with "connection refused"
 // (internal/runner's TestNodeStoppedMidSeedOnRealCouchDB).
-var DefaultBackoff = Backoff{Attempts: 12, Initial: 200 * time.Millisecond, Max: 10 * time.Second}
-
-// Do calls f until it succeeds, fails with an error that is not transient, or has been tried
-// Attempts times, and returns how many times it was retried and f's last error.
-func (b Backoff) Do(ctx context.Context, f func() error) (retries int64, err error) {
-	wait := b.Initial
-	for attempt := 1; ; attempt++ {
-		err = f()
-		if err == nil || !couch.Transient(err) || attempt >= b.Attempts {
-			return retries, err
-		}
-		retries++
-		select {
-		case <-ctx.Done():
-			return retries, ctx.Err()
-		case <-time.After(wait):
-		}
-		wait = min(wait*2, b.Max)
-	}
-}
+var DefaultRetry = retry.Doubling(200*time.Millisecond, 10*time.Second, 12)
 
 // Load writes documents From..From+Documents-1 of gen. On a failure that retries cannot fix, or
 // when ctx ends, it returns what was done so far with the error.
@@ -200,16 +175,16 @@ func (c *cutter) cut(b *batch) bool {
 func loadBatch(ctx context.Context, c *couch.Client, gen *dataset.Generator, opts Options, b *batch) (measured.Seeding, error) {
 	var r measured.Seeding
 	var results []couch.BulkResult
-	retries, err := opts.Retry.Do(ctx, func() (err error) {
+	tries, _, err := opts.Retry.Do(ctx, couch.Transient, func() (err error) {
 		results, err = c.BulkDocs(ctx, opts.DB, b.docs)
 		return err
 	})
-	r.Retries = retries
+	r.Retries = int64(tries - 1)
 	switch {
 	case ctx.Err() != nil:
 		return r, ctx.Err()
 	case couch.Transient(err):
-		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", gen.ID(b.lo), gen.ID(b.hi-1), retries+1, err)
+		return r, fmt.Errorf("documents %s-%s: gave up after %d attempts: %w", gen.ID(b.lo), gen.ID(b.hi-1), tries, err)
 	case err != nil:
 		return r, fmt.Errorf("documents %s-%s: %w", gen.ID(b.lo), gen.ID(b.hi-1), err)
 	}

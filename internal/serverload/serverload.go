@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
+
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/measured"
 )
@@ -41,8 +43,9 @@ func Watch(ctx context.Context, c *couch.Client, nodes []string, interval time.D
 	for _, name := range nodes {
 		n := &nodeState{NodeLoad: measured.NodeLoad{Node: name}}
 		w.nodes = append(w.nodes, n)
+		// Sliding: a node slow to answer is asked interval after its answer, not at once again.
 		wg.Go(func() {
-			for {
+			wait.UntilWithContext(ctx, func(ctx context.Context) {
 				s, err := c.System(ctx, name)
 				if ctx.Err() != nil {
 					return
@@ -50,12 +53,7 @@ func Watch(ctx context.Context, c *couch.Client, nodes []string, interval time.D
 				w.mu.Lock()
 				n.add(s, err, time.Now())
 				w.mu.Unlock()
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(interval):
-				}
-			}
+			}, interval)
 		})
 	}
 	go func() {

@@ -71,15 +71,15 @@ var errShortRead = errors.New("fewer rows than documents")
 
 // ReadOnce times one full read of a built view. A read that returns another number of rows
 // than there are documents is an error, and is not a measurement. On a database with copies
-// (n > 1) such a read is made again for couch.UnreachableLimit (couch.Outlast): a view read
-// takes one copy of each shard range, and a copy on a node that came back is refilled by
-// CouchDB's internal replication after the dataset's wait saw the other copies complete (seen
-// in the e2e suite, a CouchDB pod deleted during seeding: 9,060 rows of 20,000). Only the read
-// that returned every row is timed.
+// (n > 1) such a read is made again for the client's outage limit (couch.Client.Outlast): a
+// view read takes one copy of each shard range, and a copy on a node that came back is
+// refilled by CouchDB's internal replication after the dataset's wait saw the other copies
+// complete (seen in the e2e suite, a CouchDB pod deleted during seeding: 9,060 rows of
+// 20,000). Only the read that returned every row is timed.
 func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.ViewReadKind) (measured.ViewRead, error) {
 	view, params := viewOf(kind)
 	var got measured.ViewRead
-	asked, _, err := couch.Outlast(ctx, func(err error) bool { return opts.Replicas > 1 && errors.Is(err, errShortRead) }, func() error {
+	asked, _, err := c.Outlast(ctx, func(err error) bool { return opts.Replicas > 1 && errors.Is(err, errShortRead) }, func() error {
 		start := time.Now()
 		read, err := c.ReadView(ctx, opts.DB, names.ViewReadsDesignDoc, view, params)
 		elapsed := time.Since(start)
@@ -93,7 +93,7 @@ func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.V
 		return nil
 	})
 	if err != nil && asked > 1 {
-		return measured.ViewRead{}, fmt.Errorf("%w (read %d times over %v)", err, asked, couch.UnreachableLimit)
+		return measured.ViewRead{}, fmt.Errorf("%w (read %d times over %v)", err, asked, c.Waits().Outage.Limit)
 	}
 	return got, err
 }

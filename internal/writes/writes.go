@@ -20,7 +20,13 @@ import (
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/progress"
+	"github.com/couchbench/couchbench/internal/retry"
 )
+
+// batchOKSettle is how long a batch=ok mode waits after its last write before counting what
+// landed: CouchDB answers batch=ok 202 before the document is on disk, and writes the
+// batch within about a second.
+const batchOKSettle = 1500 * time.Millisecond
 
 // Options describe the writes of one arm.
 type Options struct {
@@ -136,9 +142,8 @@ func runMode(ctx context.Context, c *couch.Client, m benchv1.WriteMode, round st
 		}
 	}
 	if m.BatchOK {
-		// batch=ok documents reach the disk within about a second; give them that before
-		// counting what landed.
-		time.Sleep(1500 * time.Millisecond)
+		// Counted after an interrupt too, from what has landed by then.
+		_ = retry.Sleep(ctx, batchOKSettle)
 	}
 	if info, err := c.DBInfo(ctx, db); err == nil {
 		res.Stored = info.DocCount
