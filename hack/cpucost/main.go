@@ -136,7 +136,7 @@ func couchDBUnits(url string, docs int64, builds int, unit func(string, func() e
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 	if err := unit("seed", func() error {
 		_, err := seeding.Load(ctx, c, gen, seeding.Options{DB: db, Documents: docs, BatchSize: 1000, Concurrency: 4,
-			Retry: seeding.DefaultBackoff})
+			Retry: seeding.DefaultRetry})
 		return err
 	}); err != nil {
 		return err

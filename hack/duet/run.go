@@ -142,7 +142,7 @@ func runCommand(ctx context.Context, args []string) (err error) {
 			return err
 		}
 		*s.arm = a
-		undo, err := indexing.PauseViewCompaction(ctx, a.c, a.nodes)
+		undo, err := indexing.PauseViewCompaction(ctx, a.c, a.nodes, indexing.DefaultWaits)
 		if err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func (cfg *config) run(ctx context.Context, order string) (err error) {
 			err = errors.Join(err, derr)
 		}()
 		if _, err := seeding.Load(ctx, a.c, cfg.gen, seeding.Options{DB: a.db, Documents: cfg.docs, BatchSize: 1000,
-			Concurrency: 4, Retry: seeding.DefaultBackoff}); err != nil {
+			Concurrency: 4, Retry: seeding.DefaultRetry}); err != nil {
 			return fmt.Errorf("seeding %s: %w", a.name, err)
 		}
 	}

@@ -45,7 +45,7 @@ func TestBuildCostFromTheCgroupAgreesWithTheProcessTreeOnRealCouchDB(t *testing.
 	const docs = 20000 // the nightly sample's dataset
 	gen := dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 	if _, err := seeding.Load(ctx, c, gen, seeding.Options{DB: db, Documents: docs, BatchSize: 1000, Concurrency: 2,
-		Retry: seeding.DefaultBackoff}); err != nil {
+		Retry: seeding.DefaultRetry}); err != nil {
 		t.Fatal(err)
 	}
 	tree := Tree{Root: pid}
