@@ -146,8 +146,8 @@ func TestArmsOnOneExistingCouchDBTakeTurns(t *testing.T) {
 	if !slices.Equal(order, want) {
 		t.Errorf("k6 runs in the order %v, want %v", order, want)
 	}
-	if jobs := jobsOf(t, got); jobs["/seed"] != 1 || jobs["/index"] != 1 || jobs["js/reads"] != 2 || jobs["py/reads"] != 2 || len(jobs) != 4 {
-		t.Errorf("jobs %v: want one seed and one index Job for both arms, two k6 runs per arm", jobs)
+	if jobs := jobsOf(t, got); jobs["/seed"] != 1 || jobs["/index"] != 1 || jobs["js/reads"] != 2 || jobs["py/reads"] != 2 || jobs["/cleanup"] != 1 || len(jobs) != 5 {
+		t.Errorf("jobs %v: want one seed, one index and one clean-up Job for both arms, two k6 runs per arm", jobs)
 	}
 	var index batchv1.Job
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: builders.JobName(got, []string{"js", "py"}, benchv1.StepIndex)}, &index); err != nil {
@@ -220,8 +220,8 @@ func TestProvisionedArmsRunSideBySide(t *testing.T) {
 	if got.Status.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
-	if jobs := jobsOf(t, got); jobs["/seed"] != 1 || jobs["/index"] != 1 || len(jobs) != 2 {
-		t.Errorf("jobs %v: want one seed and one index Job for both arms", jobs)
+	if jobs := jobsOf(t, got); jobs["/cluster"] != 1 || jobs["/seed"] != 1 || jobs["/index"] != 1 || len(jobs) != 3 {
+		t.Errorf("jobs %v: want one cluster, one seed and one index Job for both arms", jobs)
 	}
 	var index batchv1.Job
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: builders.JobName(got, []string{"js", "py"}, benchv1.StepIndex)}, &index); err != nil {

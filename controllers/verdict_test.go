@@ -121,8 +121,16 @@ func TestRegressionAgainstTheBaseline(t *testing.T) {
 	if err := env.Client.Delete(context.Background(), got); err != nil {
 		t.Fatal(err)
 	}
-	h.reconcile(current) // the finalizer deletes the run's databases and lets the benchmark go
-	h.reconcile(current)
+	// The finalizer's clean-up Job deletes the run's databases; once it ends, the benchmark goes.
+	_, deleting := h.reconcile(current)
+	if deleting == nil {
+		t.Fatal("the benchmark went before its databases")
+	}
+	h.playKubelet(deleting)
+	if _, gone := h.reconcile(current); gone != nil {
+		t.Fatalf("the benchmark is still there after its clean-up: finalizers %v", gone.Finalizers)
+	}
+	h.reconcile(current) // the deletion's watch event: the benchmark is not found, and its gauges go
 	if v := gaugeValue(gather(t), "couchbench_verdict", map[string]string{"benchmark": "current"}); v != -1 {
 		t.Errorf("the deleted benchmark's verdict gauge is still there (%v)", v)
 	}
