@@ -42,7 +42,7 @@ type healthState struct {
 
 var healthNow = time.Date(2026, 11, 28, 2, 0, 0, 0, time.UTC)
 
-func benchmarkStates(t *testing.T) []healthState {
+func benchmarkStates() []healthState {
 	r := &CouchBenchmarkReconciler{Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(healthNow)}
 	index := planStep{Arms: []string{"js"}, Step: benchv1.StepIndex}
 	bench := func(change func(b *benchv1.CouchBenchmark)) *benchv1.CouchBenchmark {
@@ -90,7 +90,7 @@ func benchmarkStates(t *testing.T) []healthState {
 	}
 }
 
-func scheduleStates(t *testing.T) []healthState {
+func scheduleStates() []healthState {
 	r := &CouchBenchmarkScheduleReconciler{Recorder: events.NewFakeRecorder(100), Clock: clocktesting.NewFakePassiveClock(healthNow)}
 	run := func(name string, phase benchv1.Phase, verdict benchv1.Verdict, at time.Duration) benchv1.CouchBenchmark {
 		b := existingBenchmark("ns")
@@ -178,7 +178,7 @@ func TestHealthAsKstatusAndArgoCDReadIt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for kind, states := range map[string][]healthState{"CouchBenchmark": benchmarkStates(t), "CouchBenchmarkSchedule": scheduleStates(t)} {
+	for kind, states := range map[string][]healthState{"CouchBenchmark": benchmarkStates(), "CouchBenchmarkSchedule": scheduleStates()} {
 		for _, st := range states {
 			t.Run(kind+"/"+st.name, func(t *testing.T) {
 				content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(st.obj)

@@ -65,7 +65,7 @@ func run() error {
 	if err := cmd.Start(); err != nil {
 		return err
 	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
 	fromContainer := cpucost.NewSession(stdin, stdout).Read
 	fromNode := cpucost.Cgroup{File: *host}.Read
 

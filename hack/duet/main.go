@@ -34,7 +34,7 @@ func main() {
 	}
 	var err error
 	switch os.Args[1] {
-	case "run":
+	case kindRun:
 		err = runCommand(ctx, os.Args[2:])
 	case "replay":
 		err = replayCommand(os.Args[2:], os.Stdout)

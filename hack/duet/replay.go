@@ -91,7 +91,7 @@ func readRuns(files []string) ([]*recordedRun, error) {
 		for sc.Scan() {
 			var rec record
 			if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
-				f.Close()
+				_ = f.Close()
 				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 			if p := previous[rec.Run]; p != nil {
@@ -99,7 +99,7 @@ func readRuns(files []string) ([]*recordedRun, error) {
 				delete(previous, rec.Run)
 			}
 			orders := []string{rec.Order}
-			if rec.Kind == "run" && rec.Order == orderMixed {
+			if rec.Kind == kindRun && rec.Order == orderMixed {
 				orders = []string{orderTurns, orderDuet}
 			}
 			for _, order := range orders {
@@ -111,7 +111,7 @@ func readRuns(files []string) ([]*recordedRun, error) {
 					runs = append(runs, r)
 				}
 				switch {
-				case rec.Kind == "run":
+				case rec.Kind == kindRun:
 					r.end = &rec
 				case rec.Round > 0:
 					r.rounds = append(r.rounds, rec)
@@ -120,7 +120,7 @@ func readRuns(files []string) ([]*recordedRun, error) {
 				}
 			}
 		}
-		f.Close()
+		_ = f.Close() // read only: nothing is lost
 		if err := sc.Err(); err != nil {
 			return nil, err
 		}
@@ -155,7 +155,8 @@ func spreads(w io.Writer, runs []*recordedRun) {
 	slices.SortFunc(keys, func(a, b key) int {
 		return strings.Compare(a.label+a.band+a.order, b.label+b.band+b.order)
 	})
-	fmt.Fprintln(w, "| label | order | load band | runs | rounds | s per round | load average | round spread: wall | cpu | run-to-run: wall | cpu | ratio: wall | cpu |")
+	fmt.Fprintln(w, "| label | order | load band | runs | rounds | s per round | load average "+
+		"| round spread: wall | cpu | run-to-run: wall | cpu | ratio: wall | cpu |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, k := range keys {
 		g := groups[k]
@@ -177,7 +178,8 @@ func spreads(w io.Writer, runs []*recordedRun) {
 			pct(median(within[metricWall])), pct(median(within[metricCPU])), runToRun(means[metricWall]), runToRun(means[metricCPU]),
 			geomean(means[metricWall]), geomean(means[metricCPU]))
 	}
-	fmt.Fprintln(w, "\nround spread: the median over the runs of the standard deviation of a run's round log-ratios; run-to-run: that of the runs' geometric means (– with fewer than 3 runs)")
+	fmt.Fprintln(w, "\nround spread: the median over the runs of the standard deviation of a run's round log-ratios; "+
+		"run-to-run: that of the runs' geometric means (– with fewer than 3 runs)")
 }
 
 // agreement prints how far the process tree's reading of every build lay from the cgroup's.

@@ -39,6 +39,9 @@ const (
 	metricWall = "wall"
 )
 
+// kindRun is the Kind of a run's end.
+const kindRun = "run"
+
 // record is one JSON line: a round (Kind "round") or a run's end (Kind "run").
 type record struct {
 	Kind  string    `json:"kind"`
@@ -83,17 +86,16 @@ type arm struct {
 }
 
 type config struct {
-	order             string
-	runs, rounds      int
-	docs              int64
-	label, language   string
-	target, alpha     float64
-	tunedFor          int
-	limit             time.Duration
-	out               *os.File
-	gen               *dataset.Generator
-	ref, cand         *arm
-	restoreCompaction []func() error
+	order           string
+	runs, rounds    int
+	docs            int64
+	label, language string
+	target, alpha   float64
+	tunedFor        int
+	limit           time.Duration
+	out             *os.File
+	gen             *dataset.Generator
+	ref, cand       *arm
 }
 
 func runCommand(ctx context.Context, args []string) (err error) {
@@ -109,8 +111,10 @@ func runCommand(ctx context.Context, args []string) (err error) {
 	fs.Int64Var(&cfg.docs, "docs", 20000, "documents (the nightly sample's 20,000)")
 	fs.StringVar(&cfg.label, "label", "", "a label for the runs' records")
 	fs.StringVar(&cfg.language, "language", "javascript", "the view's language")
-	fs.Float64Var(&cfg.target, "target", 0, "stop a run once both ratios are decided (internal/sequential), with this target (0.05: no change as large as 5%); 0: run every round")
-	fs.Float64Var(&cfg.alpha, "alpha", 0.01, "the family-wise alpha of the two ratios' sequences")
+	fs.Float64Var(&cfg.target, "target", 0, "stop a run once both ratios are decided (internal/sequential), "+
+		"with this target (0.05: no change as large as 5%); 0: run every round")
+	fs.Float64Var(&cfg.alpha, "alpha", 0.01,
+		"the family-wise alpha of the two ratios' sequences")
 	fs.IntVar(&cfg.tunedFor, "tuned-for", 20, "the rounds the sequences are tightest at")
 	fs.DurationVar(&cfg.limit, "limit", 15*time.Minute, "with -target: a run's time limit, seeding included")
 	out := fs.String("out", "", "the JSON lines file to append to")
@@ -127,7 +131,7 @@ func runCommand(ctx context.Context, args []string) (err error) {
 	if err != nil {
 		return err
 	}
-	defer cfg.out.Close()
+	defer func() { err = errors.Join(err, cfg.out.Close()) }()
 	cfg.gen = dataset.New(1, benchv1.DocumentProfile{Type: benchv1.DocumentSmall})
 	for _, s := range []struct {
 		arm      **arm
@@ -244,7 +248,7 @@ func (cfg *config) run(ctx context.Context, order string) (err error) {
 			}
 		}
 	}
-	end := record{Kind: "run", Run: runID, Label: cfg.label, Order: order, At: time.Now().UTC(), Load1: load1(), Rounds: rounds,
+	end := record{Kind: kindRun, Run: runID, Label: cfg.label, Order: order, At: time.Now().UTC(), Load1: load1(), Rounds: rounds,
 		Stopped: stopped, Seconds: time.Since(began).Seconds()}
 	if fam != nil {
 		end.Decisions = map[string]sequential.Decision{}

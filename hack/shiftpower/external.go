@@ -85,7 +85,7 @@ func (e *external) give(p *process) {
 // stop ends the processes: each exits at the end of its input.
 func (e *external) stop() {
 	for _, p := range e.all {
-		p.in.Close()
+		_ = p.in.Close() // the process sees its input end; its exit says the rest
 		if err := p.cmd.Wait(); err != nil {
 			fail(fmt.Errorf("%s: %w", e.command, err))
 		}

@@ -13,7 +13,8 @@
 //     first report names the drop's first run; and, as a reference, how often the split of
 //     greatest likelihood names it for a method told there is a drop (namingReference).
 //
-//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000] [-before 20,50] [-models NAME] [-detectors NAME,...] [-life 20] [-late 500] [-otava COMMAND]
+//     go run ./hack/shiftpower [-histories 100] [-looks 500] [-long 200] [-runs 1000] [-power 2000]
+//     [-before 20,50] [-models NAME] [-detectors NAME,...] [-life 20] [-late 500] [-otava COMMAND]
 //
 // Otava is slow (tens of milliseconds a look): its rows are measured on their own, on fewer
 // histories, e.g. -detectors Otava -histories 20 -power 200.
@@ -235,7 +236,8 @@ func main() {
 	workers := flag.Int("workers", 2, "models measured at once")
 	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
 	lateHistories := flag.Int("late", 0, "histories per figure of the table of small steps found late and of dips (0: no table)")
-	share := flag.Float64("share", 1, "the online detector's series' share of the schedule's budget (0.5: one of two judged metrics; not in the life table, which judges one)")
+	share := flag.Float64("share", 1, "the online detector's series' share of the schedule's budget "+
+		"(0.5: one of two judged metrics; not in the life table, which judges one)")
 	cvs := flag.String("cv", "", "lognormal models of these CVs, in percent (a list), beside the others")
 	otavaCommand := flag.String("otava", "hack/otava.sh", "the command that runs Apache Otava (hack/otava/detect.py's protocol)")
 	flag.Parse()
@@ -355,7 +357,8 @@ func main() {
 		fmt.Printf("\nA 5%% step after 50 unchanged runs: found (a change point within 3 runs of it) at the look the given runs "+
 			"after it; a dip of 2 runs after 50 unchanged runs: shown at some look, and at the look 10 runs after its end shown "+
 			"as a shift that lasts or with its end. %d histories per figure.\n\n", *lateHistories)
-		fmt.Println("| noise | detector | 5% step, after 10 runs | 20 runs | 50 runs | 100 runs | 10% dip shown | as lasting | with its end | 20% dip shown | as lasting | with its end |")
+		fmt.Println("| noise | detector | 5% step, after 10 runs | 20 runs | 50 runs | 100 runs " +
+			"| 10% dip shown | as lasting | with its end | 20% dip shown | as lasting | with its end |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 		printRows(lateRows)
 	}

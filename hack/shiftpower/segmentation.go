@@ -126,13 +126,13 @@ func changesIn(seg []float64, opts segOptions, newest bool) map[int]float64 {
 		}
 		share = 1 - newestShare
 	}
-	if k, stat, tried := bestSplit(seg, opts); k >= 0 {
-		if p := pValue(stat, n, tried) / share; p <= splitShare*opts.Alpha {
+	if k, t, tried := bestSplit(seg, opts); k >= 0 {
+		if p := pValue(t, n, tried) / share; p <= splitShare*opts.Alpha {
 			return map[int]float64{k: p}
 		}
 	}
-	if k, e, stat, tried := bestEpisode(seg, opts); k >= 0 {
-		if p := pValue(stat, n, tried); p <= (1-splitShare)*opts.Alpha {
+	if k, e, t, tried := bestEpisode(seg, opts); k >= 0 {
+		if p := pValue(t, n, tried); p <= (1-splitShare)*opts.Alpha {
 			return map[int]float64{k: p, e: p}
 		}
 	}
@@ -171,10 +171,10 @@ func refine(logs []float64, found map[int]float64, opts segOptions) {
 }
 
 // pValue is the chance that the largest of tried |t| statistics of a series of n values
-// without a change is at least stat: the two-sided t test's p-value at n - 2 degrees of
+// without a change is at least t: the two-sided t test's p-value at n - 2 degrees of
 // freedom, times the number tried (Bonferroni).
-func pValue(stat float64, n, tried int) float64 {
-	return min(1, float64(tried)*2*distuv.StudentsT{Sigma: 1, Nu: float64(n - 2)}.Survival(stat))
+func pValue(t float64, n, tried int) float64 {
+	return min(1, float64(tried)*2*distuv.StudentsT{Sigma: 1, Nu: float64(n - 2)}.Survival(t))
 }
 
 // newestSplit is the split of x before its newest MinAfter values and its p-value, tested on
@@ -190,8 +190,8 @@ func newestSplit(x []float64, opts segOptions) (k int, p float64) {
 		return -1, 1
 	}
 	sum, sq := prefixSums(x)
-	stat := math.Abs(pooledT(sum, sq, k, n))
-	if k+1 < n && math.Abs(pooledT(sum, sq, k+1, n)) > stat {
+	t := math.Abs(pooledT(sum, sq, k, n))
+	if k+1 < n && math.Abs(pooledT(sum, sq, k+1, n)) > t {
 		return -1, 1
 	}
 	before, after := sum[k]/float64(k), (sum[n]-sum[k])/float64(n-k)
@@ -200,13 +200,13 @@ func newestSplit(x []float64, opts segOptions) (k int, p float64) {
 			return -1, 1
 		}
 	}
-	return k, pValue(stat, n, 1) / newestShare
+	return k, pValue(t, n, 1) / newestShare
 }
 
 // bestSplit is the split of x (the index of the first value after it) with the largest |t|
 // between the means before and after it, that |t| and how many splits it was chosen from;
 // -1 when x is too short to split.
-func bestSplit(x []float64, opts segOptions) (k int, stat float64, tried int) {
+func bestSplit(x []float64, opts segOptions) (k int, tStat float64, tried int) {
 	n := len(x)
 	if n < opts.MinBefore+opts.MinAfter {
 		return -1, 0, 0
@@ -227,7 +227,7 @@ func bestSplit(x []float64, opts segOptions) (k int, stat float64, tried int) {
 // finds a shift that was later undone — a regression fixed a few runs on — which no single
 // split tells apart: the runs after the fix look like the runs before it, and both halves
 // of any split are mixed.
-func bestEpisode(x []float64, opts segOptions) (k, e int, stat float64, tried int) {
+func bestEpisode(x []float64, opts segOptions) (k, e int, tStat float64, tried int) {
 	n := len(x)
 	if n < opts.MinBefore+2*opts.MinAfter {
 		return -1, -1, 0, 0

@@ -111,7 +111,8 @@ func runnerContainer(image string, args []string, mounts []corev1.VolumeMount) c
 // armServers name every arm's CouchDB (--arm-url) and give each its admin's credentials in a
 // directory of its own under --credentials-dir.
 func armServers(servers []ArmServer) (args []string, mounts []corev1.VolumeMount, volumes []corev1.Volume) {
-	args = []string{"--credentials-dir", credentialsDir}
+	args = make([]string, 0, 2+2*len(servers))
+	args = append(args, "--credentials-dir", credentialsDir)
 	for i, srv := range servers {
 		name := "credentials-" + strconv.Itoa(i)
 		args = append(args, "--arm-url", srv.Arm+"="+srv.URL)

@@ -131,10 +131,10 @@ func (s *Server) Proxied(t testing.TB, opts couch.Options) (*couchfault.Proxy, *
 	return p, s.ClientAt(t, p.URL, opts)
 }
 
-// ClientAt is a couch client of the server's admin at url: a proxy in front of the server.
-func (s *Server) ClientAt(t testing.TB, url string, opts couch.Options) *couch.Client {
+// ClientAt is a couch client of the server's admin at proxyURL: a proxy in front of the server.
+func (s *Server) ClientAt(t testing.TB, proxyURL string, opts couch.Options) *couch.Client {
 	t.Helper()
-	c, err := couch.New(url, s.Credentials(), opts)
+	c, err := couch.New(proxyURL, s.Credentials(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}

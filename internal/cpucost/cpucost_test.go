@@ -46,7 +46,7 @@ func TestContainerReaderReadsThisMachinesAccounting(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		stdin.Close()
+		_ = stdin.Close()
 		if err := cmd.Wait(); err != nil {
 			t.Errorf("the reader: %v", err)
 		}

@@ -96,20 +96,22 @@ func installMonitoring(ctx context.Context) error {
 	withoutToken = regexp.MustCompile(`(?m)^  authorization:\n    credentials_file: .*\n`).ReplaceAllString(withoutToken, "")
 	promConfig = "global: {scrape_interval: 5s, evaluation_interval: 5s}\n" + strings.Replace(promConfig, "alerting:", withoutToken+"alerting:", 1)
 	labels := map[string]string{"app.kubernetes.io/name": "e2e-monitoring"}
-	meta := func(ns, name string) metav1.ObjectMeta { return metav1.ObjectMeta{Namespace: ns, Name: name} }
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Namespace: monitoringNamespace, Name: name}
+	}
 	objects := []client.Object{
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: monitoringNamespace}},
 		// Prometheus scrapes the manager with its ServiceAccount's token, bound to the
 		// chart's metrics-reader ClusterRole, as docs/alerts.md says.
-		&corev1.ServiceAccount{ObjectMeta: meta(monitoringNamespace, "e2e-monitoring")},
+		&corev1.ServiceAccount{ObjectMeta: meta("e2e-monitoring")},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "e2e-monitoring-couchbench-metrics"},
 			RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "couchbench-couchbench-metrics-reader"},
 			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: monitoringNamespace, Name: "e2e-monitoring"}}},
-		&corev1.ConfigMap{ObjectMeta: meta(monitoringNamespace, "e2e-monitoring"), Data: map[string]string{
+		&corev1.ConfigMap{ObjectMeta: meta("e2e-monitoring"), Data: map[string]string{
 			"prometheus.yml": promConfig, "couchbench-rules.yaml": string(rules), "alertmanager.yml": amConfig}},
-		&corev1.Service{ObjectMeta: meta(monitoringNamespace, prometheusService), Spec: corev1.ServiceSpec{Selector: labels,
+		&corev1.Service{ObjectMeta: meta(prometheusService), Spec: corev1.ServiceSpec{Selector: labels,
 			Ports: []corev1.ServicePort{{Name: "web", Port: 9090, TargetPort: intstr.FromInt32(9090)}}}},
-		&corev1.Service{ObjectMeta: meta(monitoringNamespace, alertmanagerService), Spec: corev1.ServiceSpec{Selector: labels,
+		&corev1.Service{ObjectMeta: meta(alertmanagerService), Spec: corev1.ServiceSpec{Selector: labels,
 			Ports: []corev1.ServicePort{{Name: "web", Port: 9093, TargetPort: intstr.FromInt32(9093)}}}},
 		monitoringDeployment(labels),
 	}
