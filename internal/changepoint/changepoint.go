@@ -328,8 +328,8 @@ func (s *series) replay(past pastLooks) replayed {
 // dipEnd is the end of the shift t, found in the level previous, when it was a dip of at most
 // MinAfter runs: the runs from there to n, at least MinAfter of them, all lie back past halfway
 // from the dip's runs to the previous level's mean, and their mean within a quarter of the way
-// (a small shift whose first runs happened to lie low has its later runs halfway, not back). A look that took two slow runs and a third
-// low one for a new level cannot find its end by a test (the young level has too few runs to
+// (a small shift whose first runs happened to lie low has its later runs halfway, not back).
+// A look that took two slow runs and a third low one for a new level cannot find its end by a test (the young level has too few runs to
 // tell it), but the runs after it show there was none to last: no shift is claimed, the one
 // told is ended (ChangePoint.Returns), at the test's p-value of the runs after against the dip.
 func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {

@@ -133,9 +133,11 @@ func shifts(cps []ChangePoint) int {
 }
 
 // With nothing changed, a series replayed run by run finds at most FalseAlarmsPerRun false
-// shifts per run, on every noise model, with three standard errors to spare.
+// shifts per run, on every noise model, with three standard errors to spare. Slow runs in
+// bursts come near the budget (about 0.8 per 1,000), where 150,000 runs cannot tell it within
+// three standard errors: 300,000 can.
 func TestFalseShiftsWithinTheBudget(t *testing.T) {
-	const series, runs = 150, 1000
+	const series, runs = 300, 1000
 	for i, nz := range noiseModels {
 		rng := rand.New(rand.NewPCG(uint64(i)+1, 25))
 		found := 0
