@@ -19,6 +19,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
@@ -31,6 +32,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -68,8 +70,13 @@ func editorIn(t *testing.T, ns string) client.Client {
 	// (and aggregates the editor role into it): bind what edit aggregates, the bootstrap
 	// roles system:aggregate-to-edit and -view, and the editor role.
 	c := userIn(t, ns, "editor-of-"+ns, "system:aggregate-to-edit", "system:aggregate-to-view", "couchbenchmark-editor-role")
-	if !mayCreate(t, c, ns, "bench.couchbench.io", "couchbenchmarks") {
-		t.Fatal("the editor may not create CouchBenchmarks")
+	// The API server's RBAC authorizer learns of new bindings from its informers, a moment
+	// after they are made (longer on a loaded machine): wait until it grants what they grant.
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return mayCreate(t, c, ns, "bench.couchbench.io", "couchbenchmarks"), nil
+	})
+	if err != nil {
+		t.Fatal("the editor may not create CouchBenchmarks a minute after the bindings were made")
 	}
 	return c
 }

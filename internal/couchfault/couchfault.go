@@ -97,8 +97,8 @@ func New(t testing.TB, target string) *Proxy {
 		FlushInterval: -1,
 		Transport:     &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
 		ModifyResponse: func(resp *http.Response) error {
-			f, _ := resp.Request.Context().Value(faultKey{}).(Fault)
-			if f.DelayAnswer > 0 && !p.hold(resp.Request.Context(), f.DelayAnswer) {
+			f, _ := resp.Request.Context().Value(faultKey{}).(answerFault)
+			if f.DelayAnswer > 0 && !p.hold(f.client, f.DelayAnswer) {
 				return errors.New("couchfault: the client left while its answer was held")
 			}
 			if f.DropRows > 0 && resp.StatusCode == http.StatusOK {
@@ -153,8 +153,15 @@ func (p *Proxy) take(r *http.Request) (Fault, bool) {
 	return Fault{}, false
 }
 
-// faultKey carries a fault that acts on the answer to ModifyResponse.
+// faultKey carries an answerFault to ModifyResponse.
 type faultKey struct{}
+
+// answerFault is a fault that acts on CouchDB's answer, and the context of the client that
+// waits for it.
+type answerFault struct {
+	Fault
+	client context.Context
+}
 
 func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	f, ok := p.take(r)
@@ -191,7 +198,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		hangUp(w)
 	case f.DropRows > 0 || f.DelayAnswer > 0:
-		p.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), faultKey{}, f)))
+		// CouchDB finishes a request it took even when the client gives up meanwhile, as over
+		// a network: the request goes on without the client's cancellation, only the held
+		// answer waits on the client.
+		out := context.WithValue(context.WithoutCancel(r.Context()), faultKey{}, answerFault{Fault: f, client: r.Context()})
+		p.proxy.ServeHTTP(w, r.WithContext(out))
 	default:
 		p.proxy.ServeHTTP(w, r)
 	}

@@ -67,9 +67,18 @@ func TestBuildTimesAgreeWithTheServerLogOnRealCouchDB(t *testing.T) {
 // checkAgainstLog compares one build with the server's log and returns a table row.
 func checkAgainstLog(t *testing.T, srv *couchdbtest.Server, run measured.IndexBuild, language string, reducer benchv1.Reducer) string {
 	t.Helper()
-	span := couchlog.BuildSpan(srv.IndexUpdates(t), func(ddocID string) bool { return isOfBuild(ddocID, run.DesignDoc) })
 	label := fmt.Sprintf("%s/%s (%s)", language, reducer, run.DesignDoc)
 	copies := 2 * srv.Replicas()
+	// CouchDB's logger writes its lines after the fact: on a loaded machine a copy's answer can
+	// come before its "finished" line is in the file (its timestamp is the update's own). Read
+	// the log until it shows every copy finished, for a minute.
+	var span couchlog.Span
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Second) {
+		span = couchlog.BuildSpan(srv.IndexUpdates(t), func(ddocID string) bool { return isOfBuild(ddocID, run.DesignDoc) })
+		if span.Finished >= copies || time.Now().After(deadline) {
+			break
+		}
+	}
 	if span.Copies != copies || span.Finished != copies || len(run.Copies) != copies {
 		t.Fatalf("%s: the log shows %d copies started and %d finished, the runner %d copies; want %d (q=2 x n=%d)",
 			label, span.Copies, span.Finished, len(run.Copies), copies, srv.Replicas())
