@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -251,6 +252,7 @@ func (r *CouchBenchmarkReconciler) addToHistory(ctx context.Context, bench *benc
 	if err != nil {
 		return "", err
 	}
+	run.Change = templateChange(bench.Annotations)
 	changed := h.Add(run, better)
 	data, dropped, err := fitHistory(&h, builders.MaxHistoryBytes)
 	if err != nil {
@@ -289,6 +291,33 @@ func (r *CouchBenchmarkReconciler) addToHistory(ctx context.Context, bench *benc
 		return "", historyRequestError(reasonHistoryNotWritten, "writing", bench.Namespace, name, err)
 	}
 	return recorded, nil
+}
+
+// templateChange is what changed in the schedule's template before a run, as the schedule
+// annotated the run (history.Run.Change): the schedule's generation, the changed fields as
+// paths in the schedule's spec, and the revision where the run carries one, e.g.
+// "generation 7: template.spec.couchdb.provision.image (revision main@sha1:abc1234)"; empty
+// when nothing changed.
+func templateChange(annotations map[string]string) string {
+	changes := annotations[benchv1.AnnotationTemplateChanges]
+	if changes == "" {
+		return ""
+	}
+	fields := strings.Split(changes, ", ")
+	for i, f := range fields {
+		// The annotation's paths are the run's spec, which is the schedule's template.spec.
+		if strings.HasPrefix(f, "spec.") {
+			fields[i] = "template." + f
+		}
+	}
+	change := strings.Join(fields, ", ")
+	if generation := annotations[benchv1.AnnotationScheduleGeneration]; generation != "" {
+		change = "generation " + generation + ": " + change
+	}
+	if revision := annotations[benchv1.AnnotationRevision]; revision != "" {
+		change += " (revision " + revision + ")"
+	}
+	return change
 }
 
 // fitHistory is h as JSON within budget bytes, its oldest runs dropped until it fits, and how

@@ -26,7 +26,9 @@ const (
 	reasonNoShift    = "NoShift"
 	reasonShift      = "ShiftDetected"
 	reasonShiftEnded = "ShiftEnded"
-	recentRuns       = 10
+	// reasonShiftAccepted: spec.acceptedShifts newly names a run of the history.
+	reasonShiftAccepted = "ShiftAccepted"
+	recentRuns          = 10
 	// maxShifts bounds the shifts status lists, maxDetections its judged metrics'
 	// detectable shifts.
 	maxShifts     = 20
@@ -84,7 +86,7 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 	recent := recentShifts(h, found)
 	if len(recent) == 0 {
 		setCondition(&st.Conditions, s.Generation, now, conditionShifted, metav1.ConditionFalse, reasonNoShift,
-			fmt.Sprintf("no metric shifted within the last %d runs of %d in the history", recentRuns, len(h.Runs)))
+			fmt.Sprintf("no metric shifted within the last %d runs of %d in the history", recentRuns, len(h.Runs))+acceptedNote(h, s.Spec.AcceptedShifts))
 		return nil
 	}
 	reason := benchv1.VerdictImproved
@@ -95,8 +97,36 @@ func (r *CouchBenchmarkScheduleReconciler) observeShifts(ctx context.Context, s 
 		}
 		lines = append(lines, f.String())
 	}
-	setCondition(&st.Conditions, s.Generation, now, conditionShifted, metav1.ConditionTrue, string(reason), firstLines(lines, 3))
+	setCondition(&st.Conditions, s.Generation, now, conditionShifted, metav1.ConditionTrue, string(reason),
+		firstLines(lines, 3)+acceptedNote(h, s.Spec.AcceptedShifts))
 	return nil
+}
+
+// acceptedNote says which runs spec.acceptedShifts accepts as a new level, and which of its
+// names the history does not hold (mistyped, or older than its oldest run), which accept
+// nothing; empty when it names none.
+func acceptedNote(h history.History, accepted []string) string {
+	held, missing := heldRuns(h, accepted)
+	var note string
+	if len(held) > 0 {
+		note += "; levels accepted from runs " + strings.Join(held, ", ") + " (spec.acceptedShifts)"
+	}
+	if len(missing) > 0 {
+		note += "; spec.acceptedShifts names runs the history does not hold, which accept nothing: " + strings.Join(missing, ", ")
+	}
+	return note
+}
+
+// heldRuns splits names into the runs the history holds and those it does not, in order.
+func heldRuns(h history.History, names []string) (held, missing []string) {
+	for _, name := range names {
+		if slices.ContainsFunc(h.Runs, func(r history.Run) bool { return r.Name == name }) {
+			held = append(held, name)
+		} else {
+			missing = append(missing, name)
+		}
+	}
+	return held, missing
 }
 
 // historyUnusable sets Shifted to Unknown with what is wrong with the history and what to
@@ -111,9 +141,9 @@ func (r *CouchBenchmarkScheduleReconciler) historyUnusable(s *benchv1.CouchBench
 
 // announceShifts takes the schedule's look at the runs its history's earlier looks did not
 // see (history.Judge), records what it found in the history, and then sends one event for each
-// judged shift found now, or dip that ended: a reconcile that fails to record it sends
-// nothing, and the next one looks again. No accepted changes yet: the schedule's spec names
-// none (history.Judge's accepted are the hook for one).
+// judged shift found now, or dip that ended, and one for each run that spec.acceptedShifts
+// newly accepts: a reconcile that fails to record it sends nothing, and the next one looks
+// again.
 func (r *CouchBenchmarkScheduleReconciler) announceShifts(ctx context.Context, s *benchv1.CouchBenchmarkSchedule,
 	h *history.History, cm *corev1.ConfigMap) error {
 	if cm == nil {
@@ -123,7 +153,11 @@ func (r *CouchBenchmarkScheduleReconciler) announceShifts(ctx context.Context, s
 	if err != nil {
 		return err
 	}
-	fresh := history.Judged(h.Judge(nil))
+	var acceptedBefore []string
+	if h.Looks != nil {
+		acceptedBefore = h.Looks.Accepted
+	}
+	fresh := history.Judged(h.Judge(s.Spec.AcceptedShifts))
 	data, err := json.Marshal(h)
 	if err != nil || bytes.Equal(before, data) {
 		return err
@@ -141,6 +175,13 @@ func (r *CouchBenchmarkScheduleReconciler) announceShifts(ctx context.Context, s
 			kind, reason = corev1.EventTypeNormal, reasonShiftEnded
 		}
 		r.Recorder.Eventf(s, nil, kind, reason, "History", "%s: %s", f.Verdict(), f)
+	}
+	held, _ := heldRuns(*h, s.Spec.AcceptedShifts)
+	for _, name := range held {
+		if !slices.Contains(acceptedBefore, name) {
+			r.Recorder.Eventf(s, nil, corev1.EventTypeNormal, reasonShiftAccepted, "History",
+				"spec.acceptedShifts accepts the level from run %s: every metric is judged against the runs from it on", name)
+		}
 	}
 	return nil
 }

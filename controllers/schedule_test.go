@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -74,6 +75,19 @@ func (h *scheduleHarness) createHistory(hist history.History) {
 		h.t.Fatal(err)
 	}
 	create(h.t, builders.HistoryConfigMap(h.schedule.Namespace, h.schedule.Name, data, nil))
+}
+
+// writeHistory stores hist in the history ConfigMap cm, as the schedule's runs would have.
+func writeHistory(t *testing.T, cm *corev1.ConfigMap, hist history.History) {
+	t.Helper()
+	data, err := json.Marshal(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm.Data[builders.HistoryKey] = string(data)
+	if err := env.Client.Update(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // at reconciles with the clock at the creation's minute plus d, and returns the schedule.
@@ -475,14 +489,7 @@ func TestShiftsInTheHistoryAreShownOnce(t *testing.T) {
 	for i := 12; i < 15; i++ {
 		recorded.Add(runOf(i), nil)
 	}
-	data, err := json.Marshal(recorded)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cm.Data[builders.HistoryKey] = string(data)
-	if err := env.Client.Update(context.Background(), cm); err != nil {
-		t.Fatal(err)
-	}
+	writeHistory(t, cm, recorded)
 	if _, got := h.at(30 * time.Second); len(got.Status.Shifts) != 1 || got.Status.Shifts[0].Runs != 7 {
 		t.Errorf("shifts %+v, want the one shift, 7 runs now", got.Status.Shifts)
 	}

@@ -72,6 +72,20 @@ type CouchBenchmarkScheduleSpec struct {
 	// +kubebuilder:default={}
 	HistoryRetentionPolicy HistoryRetentionPolicy `json:"historyRetentionPolicy"`
 
+	// AcceptedShifts accepts shifts as the new level, by the run where each began (as
+	// status.shifts[].run names it): a change the team made on purpose (a new CouchDB image,
+	// an ini setting), committed to Git once the shift is reported. Every metric's level
+	// starts anew at each run named, so a shift found there, or within 2 runs after it, is no
+	// longer reported, and later runs are judged against the new level. A name the history does
+	// not hold accepts nothing (the Shifted condition says so). Remove a name to judge across
+	// it again.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=50
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:MaxLength=253
+	AcceptedShifts []string `json:"acceptedShifts,omitempty"`
+
 	// Template is the CouchBenchmark each run is made from. Its spec is validated as a
 	// CouchBenchmark's; a run's baseline comes from the schedule.
 	// +required
@@ -291,7 +305,9 @@ type Shift struct {
 	// Verdict is Regressed when the new level is worse, Improved when better.
 	Verdict Verdict `json:"verdict"`
 	// Follows is the change of the schedule's template at its first run or up to 2 runs
-	// before it, as the history recorded it, e.g. "generation 7: template.spec.couchdb".
+	// before it, as the history recorded it from the run's annotations, e.g. "generation 7:
+	// template.spec.couchdb.provision.image (revision main@sha1:0c6fe0d)". A change the team
+	// meant is accepted by committing Run to spec.acceptedShifts.
 	// +optional
 	Follows string `json:"follows,omitempty"`
 }

@@ -274,6 +274,11 @@ func (in *CouchBenchmarkScheduleSpec) DeepCopyInto(out *CouchBenchmarkScheduleSp
 	}
 	in.Baseline.DeepCopyInto(&out.Baseline)
 	out.HistoryRetentionPolicy = in.HistoryRetentionPolicy
+	if in.AcceptedShifts != nil {
+		in, out := &in.AcceptedShifts, &out.AcceptedShifts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	in.Template.DeepCopyInto(&out.Template)
 }
 

@@ -111,8 +111,9 @@ type Run struct {
 	// of the arms' medians, not of measurements taken back to back.
 	OncePerArm []string `json:"oncePerArm,omitempty"`
 	// Change is what changed in the schedule's template since the run before, as the schedule
-	// records it (its generation and the fields, e.g. "generation 7: template.spec.couchdb");
-	// empty when nothing did. A shift that begins at this run, or up to
+	// annotated the run (its generation, the fields and the revision, e.g. "generation 7:
+	// template.spec.couchdb.provision.image (revision main@sha1:0c6fe0d)"); empty when nothing
+	// did. A shift that begins at this run, or up to
 	// changepoint.RefineReach runs after it, names it (Shift.Follows).
 	Change string `json:"change,omitempty"`
 }
@@ -176,7 +177,7 @@ func finite(v float64) bool { return v > 0 && !math.IsInf(v, 0) && !math.IsNaN(v
 func (h *History) Add(run Run, better map[string]string) bool {
 	i := slices.IndexFunc(h.Runs, func(r Run) bool { return r.Name == run.Name })
 	if i >= 0 && h.Runs[i].ScheduledAt.Equal(run.ScheduledAt) && mapsEqual(h.Runs[i].Values, run.Values) &&
-		slices.Equal(h.Runs[i].OncePerArm, run.OncePerArm) {
+		slices.Equal(h.Runs[i].OncePerArm, run.OncePerArm) && h.Runs[i].Change == run.Change {
 		return false
 	}
 	if i >= 0 {
