@@ -116,13 +116,22 @@ func TestLeaderElectionIsOptional(t *testing.T) {
 func TestWatchNamespacesGrantPerNamespace(t *testing.T) {
 	docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a", "bench-b"}, "image": map[string]any{"tag": "dev"}, "logLevel": "debug"})
 	// Per namespace: the manager's rules; cluster-wide only reading nodes, for the provenance
-	// and to see a node that holds a benchmark's pods stop answering.
-	if len(docs["ClusterRole"]) != 3 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
-		t.Fatalf("ClusterRoles %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
-			len(docs["ClusterRole"]), len(docs["Role"]), len(docs["RoleBinding"]))
+	// and to see a node that holds a benchmark's pods stop answering, and the secure metrics'
+	// reviews of who scrapes them (the installer's and the metrics reader's roles bind no one).
+	if len(docs["ClusterRole"]) != 4 || len(docs["ClusterRoleBinding"]) != 2 || len(docs["Role"]) != 3 || len(docs["RoleBinding"]) != 3 {
+		t.Fatalf("ClusterRoles %d, ClusterRoleBindings %d, Roles %d, RoleBindings %d; want the manager's rules in each watched namespace",
+			len(docs["ClusterRole"]), len(docs["ClusterRoleBinding"]), len(docs["Role"]), len(docs["RoleBinding"]))
 	}
 	if rules, _ := yaml.Marshal(docs["ClusterRole"][0]["rules"]); string(rules) != "- apiGroups:\n  - \"\"\n  resources:\n  - nodes\n  verbs:\n  - get\n  - list\n  - watch\n" {
 		t.Errorf("the cluster-wide role grants more than reading nodes:\n%s", rules)
+	}
+	review := "- apiGroups:\n  - authentication.k8s.io\n  resources:\n  - tokenreviews\n  verbs:\n  - create\n" +
+		"- apiGroups:\n  - authorization.k8s.io\n  resources:\n  - subjectaccessreviews\n  verbs:\n  - create\n"
+	if rules, _ := yaml.Marshal(docs["ClusterRole"][1]["rules"]); string(rules) != review {
+		t.Errorf("the metrics' cluster-wide role grants other than the reviews:\n%s", rules)
+	}
+	if docs := render(t, map[string]any{"watchNamespaces": []any{"bench-a"}, "metrics": map[string]any{"secure": false}}); len(docs["ClusterRoleBinding"]) != 1 {
+		t.Errorf("plain metrics bind %d ClusterRoles; want only reading nodes", len(docs["ClusterRoleBinding"]))
 	}
 	dep, _ := yaml.Marshal(docs["Deployment"][0])
 	if !strings.Contains(string(dep), "--watch-namespaces=bench-a,bench-b") || !strings.Contains(string(dep), "couchbench/manager:dev") ||
