@@ -395,10 +395,17 @@ func (a *armRun) waitSeeded(ctx context.Context, db string) error {
 	looks, gaveUp, err := retry.Every(time.Second, seededWait).Until(ctx, func(ctx context.Context) (bool, error) {
 		var err error
 		info, err = c.DBInfo(ctx, db)
-		if couch.StatusOf(err) == 404 {
+		switch {
+		case couch.StatusOf(err) == 404:
 			return false, fmt.Errorf("database %s does not exist: run the seed step first", db)
-		}
-		if err != nil {
+		case couch.Transient(err):
+			// A node going away or coming back: until Kubernetes calls it lost, its Service
+			// still sends it requests, which end without an answer. Look again, within the
+			// wait's limit; the step's own requests ride out the node as they can, and the
+			// operator says when it is lost.
+			quiet, synced = 0, false
+			return false, nil
+		case err != nil:
 			return false, err
 		}
 		// Design documents count in doc_count.

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/couchfault"
@@ -139,4 +140,32 @@ func TestInterruptDuringABuildIsReportedAsOneOnRealCouchDB(t *testing.T) {
 		t.Errorf("compaction settings %v after the interrupt, %v before: the runner must restore them", after, before)
 	}
 	t.Logf("%v\n%s", err, log)
+}
+
+// The index step's wait for the dataset rides out requests that end without an answer, as
+// those sent to a node that stopped do until Kubernetes calls it lost (its Service still
+// routes to it): the wait looks again, and the step goes on once CouchDB answers.
+func TestDatasetWaitRidesOutUnansweredRequestsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	p, c := srv.Proxied(t, couch.Options{MaxConns: 4})
+	runID := "wait" + couchdbtest.RandomID()
+	if _, log, err := realRun(t, srv, interruptBench, Config{Client: c, RunID: runID, Steps: []benchv1.Step{benchv1.StepSeed}}); err != nil {
+		t.Fatalf("seed step: %v\n%s", err, log)
+	}
+	db := "/" + names.Database("interrupt", runID, "js", "small")
+	// Go's transport asks a GET again once when a reused connection drops it: six drops leave
+	// the wait at least three looks without an answer.
+	p.Fail(couchfault.Fault{Method: http.MethodGet, PathPrefix: db, Times: 6, Drop: true})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a hang ends the test, it is not timed
+	defer cancel()
+	doc, log, err := realRunUntil(ctx, t, srv, interruptBench, Config{Client: c, RunID: runID, Steps: []benchv1.Step{benchv1.StepIndex}})
+	if err != nil {
+		t.Fatalf("index step after unanswered looks at the dataset: %v\n%s", err, log)
+	}
+	if p.Requests(http.MethodGet, db) < 7 {
+		t.Errorf("%d requests to the database; want the six dropped and those after", p.Requests(http.MethodGet, db))
+	}
+	if len(doc.Arms) != 1 || len(doc.Arms[0].Profiles) != 1 || len(doc.Arms[0].Profiles[0].Indexing) == 0 {
+		t.Errorf("arms %+v: want the index step's results", doc.Arms)
+	}
 }
