@@ -183,6 +183,9 @@ func historyRuns(t *testing.T, schedule string) ([]string, string) {
 	return names, string(cm.UID)
 }
 
+// emptyKustomization lists no resources: a folder kept in Git with nothing for Flux to apply.
+const emptyKustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
+
 // A schedule removed from Git is pruned with its runs and keeps its history; put back under the
 // same name, it continues that history.
 func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
@@ -199,7 +202,9 @@ func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	}
 	kept, uid := historyRuns(t, name)
 
-	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": ""})
+	// The folder stays, without the schedule: Flux fails a Kustomization whose path is gone
+	// from the repository, and prunes nothing then.
+	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": "", name + "/kustomization.yaml": emptyKustomization})
 	reconcileNow(t, k)
 	gone(t, "runs of "+name, &benchv1.CouchBenchmarkList{}, map[string]string{benchv1.LabelSchedule: name})
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &benchv1.CouchBenchmarkSchedule{}); err == nil {
@@ -210,7 +215,7 @@ func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	}
 
 	again := time.Now()
-	gitCommit(t, "the schedule again", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	gitCommit(t, "the schedule again", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s"), name + "/kustomization.yaml": ""})
 	reconcileNow(t, k)
 	if run := waitForRun(t, name, 1, again); run.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", run)
