@@ -19,6 +19,7 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/schedule"
 )
 
@@ -242,7 +243,9 @@ func (r *CouchBenchmarkScheduleReconciler) startRun(ctx context.Context, s *benc
 	return runs, nil, nil
 }
 
-// baselineFor is the baseline of a new run: the latest successful run, the pinned one, or none.
+// baselineFor is the baseline of a new run: the pinned one; none; or the latest successful run
+// of the template's dataset and workloads. A commit that changes those starts a new series: a
+// run of the old ones could give no verdict, and the new run would wait for it (NotComparable).
 func (r *CouchBenchmarkScheduleReconciler) baselineFor(s *benchv1.CouchBenchmarkSchedule, runs scheduledRuns) string {
 	switch s.Spec.Baseline.Policy {
 	case benchv1.BaselinePinned:
@@ -250,8 +253,10 @@ func (r *CouchBenchmarkScheduleReconciler) baselineFor(s *benchv1.CouchBenchmark
 	case benchv1.BaselineNone:
 		return ""
 	}
-	if len(runs.succeeded) > 0 {
-		return runs.succeeded[0].Name
+	for _, run := range runs.succeeded {
+		if refused, err := compare.Refusals(run.Spec, s.Spec.Template.Spec); err == nil && len(refused) == 0 {
+			return run.Name
+		}
 	}
 	return ""
 }

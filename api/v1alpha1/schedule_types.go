@@ -123,7 +123,8 @@ const (
 // ScheduleBaseline is what a schedule's runs are compared with.
 // +kubebuilder:validation:XValidation:rule="(has(self.policy) && self.policy == 'Pinned') == has(self.benchmark)",message="baseline.benchmark names the pinned run: set it with policy Pinned, and only then"
 type ScheduleBaseline struct {
-	// Policy: PreviousSuccessful (each run against the schedule's latest successful run),
+	// Policy: PreviousSuccessful (each run against the schedule's latest successful run of
+	// the template's dataset and workloads; after a change to those, none until one succeeds),
 	// Pinned (every run against baseline.benchmark), or None.
 	// +optional
 	// +kubebuilder:default=PreviousSuccessful
