@@ -731,24 +731,12 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
 	lo, hi := level.noiseRuns(split)
 	sigma, phi, df = s.noise(lo, hi)
-	if level.noiseHi == 0 && hi-lo < shortLevel {
-		// A short first level's autocorrelation is known poorly: the sample's standard error
-		// is about 1/sqrt(runs), and taken at its estimate the first looks of AR(1) noise
-		// found false shifts above the budget (docs/measurement.md). It is taken one
-		// standard error higher.
-		phi = min(phi+1/math.Sqrt(float64(hi-lo)), maxPhi)
-		sigma, df = s.spread(lo, hi, phi)
-	}
 	if lo != level.start {
 		own, _, _ := s.noise(level.start, split)
 		sigma = max(sigma, own)
 	}
 	return max(sigma, s.busy(lo, hi)), phi, df
 }
-
-// shortLevel is how many runs a series' first level has before its autocorrelation is taken
-// at its estimate.
-const shortLevel = 50
 
 // busy is the spread of the busiest block of busyBlock runs of logs[lo:hi] (each around its own
 // mean), when its blocks' spreads differ more than chance allows (the largest block variance
@@ -845,22 +833,13 @@ func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
 func (s *series) noise(lo, hi int) (sigma, phi, df float64) {
 	k := float64(hi - lo)
 	mu := (s.sum[hi] - s.sum[lo]) / k
-	phi = autocorrelation(s, lo, hi, mu, max(s.sq[hi]-s.sq[lo]-k*mu*mu, 0))
-	sigma, df = s.spread(lo, hi, phi)
-	return sigma, phi, df
-}
-
-// spread is the standard deviation of one run of logs[lo:hi] under AR(1) noise of
-// autocorrelation phi, and its degrees of freedom.
-func (s *series) spread(lo, hi int, phi float64) (sigma, df float64) {
-	k := float64(hi - lo)
-	mu := (s.sum[hi] - s.sum[lo]) / k
 	ss := max(s.sq[hi]-s.sq[lo]-k*mu*mu, 0)
+	phi = autocorrelation(s, lo, hi, mu, ss)
 	// E[ss] = sigma² (k - 1'R1/k) under AR(1).
 	sigma = math.Sqrt(ss / (k - blockSum(hi-lo, phi)/k))
 	// The spread of an AR(1) series varies more than that of independent runs (Bartlett):
 	// its degrees of freedom shrink by (1 - phi²) / (1 + phi²).
-	return sigma, max(1, (k-1)*(1-phi*phi)/(1+phi*phi))
+	return sigma, phi, max(1, (k-1)*(1-phi*phi)/(1+phi*phi))
 }
 
 // autocorrelation is the lag-1 autocorrelation of logs[lo:hi], whose mean is mu and sum of

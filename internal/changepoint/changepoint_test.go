@@ -152,15 +152,15 @@ func TestFalseShiftsWithinTheBudget(t *testing.T) {
 }
 
 // A new schedule's first 50 looks hold the budget too, on the models whose noise a short first
-// level can show: its autocorrelation is taken one standard error above its estimate (without
-// that, AR(1) noise with phi 0.5 gave about 1.8 false shifts per 1,000 in the first 30 runs).
-// Not yet held there, and so not asserted here: spread in regimes, slow runs in pairs and in
-// bursts, which a first level of a few tens of runs has not shown yet (docs/measurement.md
-// gives their figures).
+// level shows well enough: independent (normal and t), stalls, slow first runs. Not held there
+// yet, and so not asserted here: AR(1) noise (a short level's autocorrelation is known poorly;
+// taken one standard error higher it held, but a 10x drop after 10 runs at 30% spread was then
+// missed in a third of histories), spread in regimes, slow runs in pairs and in bursts, which a
+// first level of a few tens of runs has not shown yet. docs/measurement.md gives their figures.
 func TestFirstLooksWithinTheBudget(t *testing.T) {
 	const series, runs = 3000, 50
 	for i, nz := range noiseModels {
-		if nz.regimes || nz.burst != nil {
+		if nz.phi > 0 || nz.regimes || nz.burst != nil {
 			continue
 		}
 		rng := rand.New(rand.NewPCG(uint64(i)+100, 50))
