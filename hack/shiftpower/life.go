@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -42,12 +43,13 @@ func (s *schedule) shifts(n int, v float64) int {
 	return found
 }
 
-// life is the false shifts per 1,000 runs a schedule announces in each of lifeStages, on
-// histories of 2 * history.MaxRuns unchanged runs looked at after every run: the shifts its
-// history's looks tell (dips once, their ends not again).
-func life(m noiseModel, seed uint64, histories int) []float64 {
+// life is the false shifts per 1,000 runs a schedule announces in each of lifeStages that
+// its first runs cover, on histories of that many unchanged runs looked at after every run:
+// the shifts its history's looks tell (dips once, their ends not again). A stage past runs is
+// NaN. Histories of the first stage's runs only measure that stage on many more histories in
+// the same time: its looks are few.
+func life(m noiseModel, seed uint64, histories, runs int) []float64 {
 	rng := rand.New(rand.NewPCG(seed, 4))
-	runs := lifeStages[len(lifeStages)-1].to
 	counts := make([]int, len(lifeStages))
 	for range histories {
 		x := m.draw(rng, runs)
@@ -63,7 +65,10 @@ func life(m noiseModel, seed uint64, histories int) []float64 {
 	}
 	out := make([]float64, len(lifeStages))
 	for i, s := range lifeStages {
-		out[i] = 1000 * float64(counts[i]) / float64(histories*(s.to-s.from+1))
+		out[i] = math.NaN()
+		if s.to <= runs {
+			out[i] = 1000 * float64(counts[i]) / float64(histories*(s.to-s.from+1))
+		}
 	}
 	return out
 }

@@ -235,6 +235,7 @@ func main() {
 	onlyDetectors := flag.String("detectors", "", "only the detectors whose name contains one of these (a comma-separated list)")
 	workers := flag.Int("workers", 2, "models measured at once")
 	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
+	earlyHistories := flag.Int("early", 0, "histories of 50 runs per model for the life table's first 50 looks (0: those of -life)")
 	lateHistories := flag.Int("late", 0, "histories per figure of the table of small steps found late and of dips (0: no table)")
 	share := flag.Float64("share", 1, "the online detector's series' share of the schedule's budget "+
 		"(0.5: one of two judged metrics; not in the life table, which judges one)")
@@ -296,7 +297,10 @@ func main() {
 				seed := m.seed()
 				for _, d := range detectors {
 					if *lifeHistories > 0 && d.name == onlineName {
-						stages := life(m, seed, *lifeHistories)
+						stages := life(m, seed, *lifeHistories, lifeStages[len(lifeStages)-1].to)
+						if *earlyHistories > 0 {
+							stages[0] = life(m, seed+1, *earlyHistories, lifeStages[0].to)[0]
+						}
 						lifeRows[i] = append(lifeRows[i], fmt.Sprintf("| %s | %s | %.2f | %.2f | %.2f |", m.name, d.name, stages[0], stages[1], stages[2]))
 					}
 					if *lateHistories > 0 {
@@ -348,7 +352,11 @@ func main() {
 	printRows(calibrationRows)
 	if *lifeHistories > 0 {
 		fmt.Printf("\nA schedule's life: %d histories of %d unchanged runs per model, looked at after every run as the operator does "+
-			"(the newest %d runs at each look), false shifts announced per 1,000 runs.\n\n", *lifeHistories, 2*history.MaxRuns, history.MaxRuns)
+			"(the newest %d runs at each look), false shifts announced per 1,000 runs.\n", *lifeHistories, 2*history.MaxRuns, history.MaxRuns)
+		if *earlyHistories > 0 {
+			fmt.Printf("The first 50 looks are measured on %d histories of their own of 50 runs.\n", *earlyHistories)
+		}
+		fmt.Println()
 		fmt.Println("| noise | detector | " + lifeStages[0].name + " | " + lifeStages[1].name + " | " + lifeStages[2].name + " |")
 		fmt.Println("|---|---|---|---|---|")
 		printRows(lifeRows)

@@ -570,8 +570,10 @@ func (s *series) look(level segment, n int) (test, bool) {
 // lateWindows are the newest runs a look also sets against the level's runs before them, when
 // the level has at least as many: a step too small to show in the few newest runs, or a slow
 // drift, shows there once enough runs have come. Each window's test gets an equal part of
-// lateShare of the look's level.
-var lateWindows = []int{10, 20, 40}
+// lateShare of the look's level. No window is shorter than 20: the sign test (mostly) of 10
+// runs, all 10 beyond, is at 1/1024, which no share of the budget reaches, and such a window
+// never fired.
+var lateWindows = []int{20, 40}
 
 // lateShare is the part of a look's level that the late look gets.
 const lateShare = 0.1

@@ -151,6 +151,30 @@ func TestFalseShiftsWithinTheBudget(t *testing.T) {
 	}
 }
 
+// A new schedule's first 50 looks hold the budget too, on the models whose noise a short first
+// level shows well enough: independent (normal and t), stalls, slow first runs. Not held there
+// yet, and so not asserted here: AR(1) noise (a short level's autocorrelation is known poorly;
+// taken one standard error higher it held, but a 10x drop after 10 runs at 30% spread was then
+// missed in a third of histories), spread in regimes, slow runs in pairs and in bursts, which a
+// first level of a few tens of runs has not shown yet. docs/measurement.md gives their figures.
+func TestFirstLooksWithinTheBudget(t *testing.T) {
+	const series, runs = 3000, 50
+	for i, nz := range noiseModels {
+		if nz.phi > 0 || nz.regimes || nz.burst != nil {
+			continue
+		}
+		rng := rand.New(rand.NewPCG(uint64(i)+100, 50))
+		found := 0
+		for range series {
+			found += shifts(Detect(nz.draw(rng, runs), Options{}))
+		}
+		if !withinBudget(found, series*runs, 0.001) {
+			t.Errorf("%s: %d false shifts in the first %d runs of %d series (%.2f per 1,000), want the budget of 1 per 1,000 with 3 standard errors to spare",
+				nz.name, found, runs, series, 1000*float64(found)/(series*runs))
+		}
+	}
+}
+
 // A smaller share of the budget is held too: a schedule with ten judged series gives each a
 // tenth.
 func TestFalseShiftsWithinASmallerShare(t *testing.T) {
