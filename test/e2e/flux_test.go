@@ -224,6 +224,7 @@ func TestFluxTemplateChangeIsNamedAndAcceptedFromGit(t *testing.T) {
 
 	moved := steady
 	moved.couchDB = smallerRelease
+	generation := getSchedule(t, name).Generation + 1
 	slowing := moved.commit(t, "the benchmark moves to a smaller CouchDB")
 	reconcileNow(t, k)
 	var found benchv1.Shift
@@ -250,8 +251,9 @@ func TestFluxTemplateChangeIsNamedAndAcceptedFromGit(t *testing.T) {
 		t.Errorf("the shift of %s is named by run %s, one of the runs before the commit: %v", found.Metric, found.Run, succeeded)
 	}
 	_, revision, _ := strings.Cut(found.Follows, "(revision ")
-	if !strings.HasPrefix(found.Follows, "generation 2: template.spec.couchdb.existing.url (revision ") || !fromCommit(t, strings.TrimSuffix(revision, ")"), slowing) {
-		t.Errorf("the shift follows %q; want generation 2, the CouchDB's URL and revision %s or one after it", found.Follows, slowing)
+	if !strings.HasPrefix(found.Follows, fmt.Sprintf("generation %d: template.spec.couchdb.existing.url (revision ", generation)) ||
+		!fromCommit(t, strings.TrimSuffix(revision, ")"), slowing) {
+		t.Errorf("the shift follows %q; want generation %d, the CouchDB's URL and revision %s or one after it", found.Follows, generation, slowing)
 	}
 	alert := waitForAlert(t, "CouchbenchShiftRegressed", map[string]string{"namespace": namespace, "schedule": name,
 		"metric": found.Metric, "run": found.Run}, 3*time.Minute)
