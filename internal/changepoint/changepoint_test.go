@@ -137,17 +137,23 @@ func shifts(cps []ChangePoint) int {
 // bursts come near the budget (about 0.8 per 1,000), where 150,000 runs cannot tell it within
 // three standard errors: 300,000 can.
 func TestFalseShiftsWithinTheBudget(t *testing.T) {
-	const series, runs = 300, 1000
 	for i, nz := range noiseModels {
-		rng := rand.New(rand.NewPCG(uint64(i)+1, 25))
-		found := 0
-		for range series {
-			found += shifts(Detect(nz.draw(rng, runs), Options{}))
-		}
-		if !withinBudget(found, series*runs, 0.001) {
-			t.Errorf("%s: %d false shifts in %d runs (%.2f per 1,000), want the budget of 1 per 1,000 with 3 standard errors to spare",
-				nz.name, found, series*runs, 1000*float64(found)/(series*runs))
-		}
+		holdsTheBudget(t, nz, rand.New(rand.NewPCG(uint64(i)+1, 25)), 300, 1000)
+	}
+}
+
+// holdsTheBudget replays series unchanged series of runs runs of nz and fails the test unless
+// their false shifts are within the budget of 1 per 1,000 runs with three standard errors to
+// spare.
+func holdsTheBudget(t *testing.T, nz noise, rng *rand.Rand, series, runs int) {
+	t.Helper()
+	found := 0
+	for range series {
+		found += shifts(Detect(nz.draw(rng, runs), Options{}))
+	}
+	if !withinBudget(found, series*runs, 0.001) {
+		t.Errorf("%s: %d false shifts in %d series of %d runs (%.2f per 1,000), want the budget of 1 per 1,000 with 3 standard errors to spare",
+			nz.name, found, series, runs, 1000*float64(found)/float64(series*runs))
 	}
 }
 
@@ -158,19 +164,9 @@ func TestFalseShiftsWithinTheBudget(t *testing.T) {
 // missed in a third of histories), spread in regimes, slow runs in pairs and in bursts, which a
 // first level of a few tens of runs has not shown yet. docs/measurement.md gives their figures.
 func TestFirstLooksWithinTheBudget(t *testing.T) {
-	const series, runs = 3000, 50
 	for i, nz := range noiseModels {
-		if nz.phi > 0 || nz.regimes || nz.burst != nil {
-			continue
-		}
-		rng := rand.New(rand.NewPCG(uint64(i)+100, 50))
-		found := 0
-		for range series {
-			found += shifts(Detect(nz.draw(rng, runs), Options{}))
-		}
-		if !withinBudget(found, series*runs, 0.001) {
-			t.Errorf("%s: %d false shifts in the first %d runs of %d series (%.2f per 1,000), want the budget of 1 per 1,000 with 3 standard errors to spare",
-				nz.name, found, runs, series, 1000*float64(found)/(series*runs))
+		if nz.phi == 0 && !nz.regimes && nz.burst == nil {
+			holdsTheBudget(t, nz, rand.New(rand.NewPCG(uint64(i)+100, 50)), 3000, 50)
 		}
 	}
 }
