@@ -119,7 +119,7 @@ test-alerts: $(PROMTOOL) ## Check the alert rules (config/prometheus) and run th
 	$(PROMTOOL) test rules config/prometheus/tests/*.yaml
 
 .PHONY: bench
-bench: $(SETUP_ENVTEST) ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover, the metrics' series per benchmark and schedule); see docs/benchmarks.md.
+bench: $(SETUP_ENVTEST) ## Run the Go benchmarks (seeding vs the seed's naive loader on real Apache CouchDB, rate computation, the shift detector's false shifts over 2,000,000 runs per noise model, k6 vs wrk, 100 benchmarks on one manager, a standby manager's takeover, the metrics' series per benchmark and schedule); see docs/benchmarks.md.
 	@command -v wrk >/dev/null 2>&1 || { apt-get update && apt-get install -y wrk; }
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test $$(go list ./internal/... | grep -v -e /seeding -e /loadtest) -run='^$$' -bench=. -count=1
 	COUCHDB_KIT="$(COUCHDB_KIT)" hack/with-couchdb.sh --no-cluster go test ./internal/seeding -run='^$$' -bench=. -benchtime=3x -count=3

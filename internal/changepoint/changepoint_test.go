@@ -142,15 +142,21 @@ func TestFalseShiftsWithinTheBudget(t *testing.T) {
 	}
 }
 
+// falseShifts is how many shifts Detect finds in series unchanged series of runs runs of nz.
+func falseShifts(nz noise, rng *rand.Rand, series, runs int) int {
+	found := 0
+	for range series {
+		found += shifts(Detect(nz.draw(rng, runs), Options{}))
+	}
+	return found
+}
+
 // holdsTheBudget replays series unchanged series of runs runs of nz and fails the test unless
 // their false shifts are within the budget of 1 per 1,000 runs with three standard errors to
 // spare.
 func holdsTheBudget(t *testing.T, nz noise, rng *rand.Rand, series, runs int) {
 	t.Helper()
-	found := 0
-	for range series {
-		found += shifts(Detect(nz.draw(rng, runs), Options{}))
-	}
+	found := falseShifts(nz, rng, series, runs)
 	if !withinBudget(found, series*runs, 0.001) {
 		t.Errorf("%s: %d false shifts in %d series of %d runs (%.2f per 1,000), want the budget of 1 per 1,000 with 3 standard errors to spare",
 			nz.name, found, series, runs, 1000*float64(found)/float64(series*runs))
