@@ -204,7 +204,9 @@ func installExistingCouchDB(ctx context.Context) error {
 }
 
 // installCouchDB installs a one-node CouchDB 3.4.3 with the built-in chart as release, with the
-// server uuid and the admin of existingSecret; limits, when given, are its container's.
+// server uuid and the admin of existingSecret; limits, when given, are its container's, and it
+// has no liveness probe then: held to a small CPU limit on a loaded machine, it may answer the
+// chart's probe (1 s) late, and the kubelet would restart it.
 func installCouchDB(ctx context.Context, release, uuid string, limits map[string]any) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: existingSecret},
@@ -228,6 +230,9 @@ func installCouchDB(ctx context.Context, release, uuid string, limits map[string
 		"resources":        resources,
 		"couchdbConfig": map[string]any{"couchdb": map[string]any{"uuid": uuid, "single_node": true},
 			"native_query_servers": map[string]any{"enable_erlang_query_server": true}},
+	}
+	if limits != nil {
+		values["livenessProbe"] = map[string]any{"enabled": false}
 	}
 	if st, err := releases.Install(ctx, namespace, release, helmrelease.ChartRef{}, values, nil); err != nil {
 		return fmt.Errorf("installing the CouchDB %s: %w (status %+v)", release, err, st)
