@@ -354,7 +354,7 @@ func main() {
 		fmt.Printf("\nA schedule's life: %d histories of %d unchanged runs per model, looked at after every run as the operator does "+
 			"(the newest %d runs at each look), false shifts announced per 1,000 runs.\n", *lifeHistories, 2*history.MaxRuns, history.MaxRuns)
 		if *earlyHistories > 0 {
-			fmt.Printf("The first 50 looks are measured on %d histories of their own of 50 runs.\n", *earlyHistories)
+			fmt.Printf("The %s are measured on %d histories of their own of %d runs.\n", lifeStages[0].name, *earlyHistories, lifeStages[0].to)
 		}
 		fmt.Println()
 		fmt.Println("| noise | detector | " + lifeStages[0].name + " | " + lifeStages[1].name + " | " + lifeStages[2].name + " |")
