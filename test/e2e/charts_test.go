@@ -200,6 +200,14 @@ printf 'HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n'
 // installExistingCouchDB installs a one-node CouchDB 3.4.3 with the built-in chart, as a user's
 // running CouchDB, with its admin in a Secret the benchmarks name.
 func installExistingCouchDB(ctx context.Context) error {
+	return installCouchDB(ctx, existingRelease, "0e2e0e2e0e2e0e2e0e2e0e2e0e2e0e2e", nil)
+}
+
+// installCouchDB installs a one-node CouchDB 3.4.3 with the built-in chart as release, with the
+// server uuid and the admin of existingSecret; limits, when given, are its container's, and it
+// has no liveness probe then: held to a small CPU limit on a loaded machine, it may answer the
+// chart's probe (1 s) late, and the kubelet would restart it.
+func installCouchDB(ctx context.Context, release, uuid string, limits map[string]any) error {
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: existingSecret},
 		StringData: map[string]string{"adminUsername": "admin", "adminPassword": existingPass,
@@ -208,33 +216,43 @@ func installExistingCouchDB(ctx context.Context) error {
 	if err := c.Create(ctx, secret); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	// A small request: the CouchDB shares its node with the tests' runs, and takes what CPU is
+	// free up to its limits.
+	resources := map[string]any{"requests": map[string]any{"cpu": "100m"}}
+	if limits != nil {
+		resources["limits"] = limits
+	}
 	values := map[string]any{
 		"clusterSize": 1, "createAdminSecret": false, "extraSecretName": existingSecret,
 		"image":            map[string]any{"repository": "couchdb", "tag": "3.4.3", "pullPolicy": "IfNotPresent"},
 		"initImage":        map[string]any{"repository": "couchdb", "tag": "3.4.3", "pullPolicy": "IfNotPresent"},
 		"persistentVolume": map[string]any{"enabled": false},
-		// A request below the limit (Burstable) lets a test cut the limit in place
-		// (resizeExistingCouchDB) without changing the pod's QoS class, which a resize may not.
-		"resources": map[string]any{"requests": map[string]any{"cpu": "100m"}, "limits": map[string]any{"cpu": existingCPULimit}},
-		"couchdbConfig": map[string]any{"couchdb": map[string]any{"uuid": "0e2e0e2e0e2e0e2e0e2e0e2e0e2e0e2e", "single_node": true},
+		"resources":        resources,
+		"couchdbConfig": map[string]any{"couchdb": map[string]any{"uuid": uuid, "single_node": true},
 			"native_query_servers": map[string]any{"enable_erlang_query_server": true}},
 	}
-	if st, err := releases.Install(ctx, namespace, existingRelease, helmrelease.ChartRef{}, values, nil); err != nil {
-		return fmt.Errorf("installing the existing CouchDB: %w (status %+v)", err, st)
+	if limits != nil {
+		values["livenessProbe"] = map[string]any{"enabled": false}
+	}
+	if st, err := releases.Install(ctx, namespace, release, helmrelease.ChartRef{}, values, nil); err != nil {
+		return fmt.Errorf("installing the CouchDB %s: %w (status %+v)", release, err, st)
 	}
 	return poll(ctx, 5*time.Minute, func() (bool, string) {
 		var sts appsv1.StatefulSet
-		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: existingRelease + "-couchdb"}, &sts); err != nil {
+		if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: release + "-couchdb"}, &sts); err != nil {
 			return false, err.Error()
 		}
-		return sts.Status.ReadyReplicas == 1, fmt.Sprintf("existing CouchDB: %d ready", sts.Status.ReadyReplicas)
+		return sts.Status.ReadyReplicas == 1, fmt.Sprintf("CouchDB %s: %d ready", release, sts.Status.ReadyReplicas)
 	})
 }
 
 // existingTarget is the existing CouchDB as a benchmark names it.
-func existingTarget() benchv1.CouchDBTarget {
+func existingTarget() benchv1.CouchDBTarget { return couchDBTarget(existingRelease) }
+
+// couchDBTarget is the CouchDB of release (installCouchDB) as a benchmark names it.
+func couchDBTarget(release string) benchv1.CouchDBTarget {
 	return benchv1.CouchDBTarget{Existing: &benchv1.ExistingCouchDB{
-		URL:               fmt.Sprintf("http://%s-svc-couchdb.%s.svc:5984", existingRelease, namespace),
+		URL:               fmt.Sprintf("http://%s-svc-couchdb.%s.svc:5984", release, namespace),
 		CredentialsSecret: benchv1.SecretKeys{Name: existingSecret, UsernameKey: "adminUsername", PasswordKey: "adminPassword"},
 	}}
 }

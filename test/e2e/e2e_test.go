@@ -476,9 +476,14 @@ func deletePods(t *testing.T, ns string, labels map[string]string) int {
 // namesake of an earlier run).
 func eventsOf(t *testing.T, b *benchv1.CouchBenchmark, reason string) []string {
 	t.Helper()
-	uid := get(t, b).UID
+	return eventNotes(t, b.Namespace, get(t, b).UID, reason)
+}
+
+// eventNotes are the notes of the events with reason about the object of uid.
+func eventNotes(t *testing.T, namespace string, uid types.UID, reason string) []string {
+	t.Helper()
 	var list eventsv1.EventList
-	if err := c.List(context.Background(), &list, client.InNamespace(b.Namespace)); err != nil {
+	if err := c.List(context.Background(), &list, client.InNamespace(namespace)); err != nil {
 		t.Fatal(err)
 	}
 	var notes []string

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +27,32 @@ import (
 	"github.com/couchbench/couchbench/internal/history"
 )
 
-// scheduleYAML is an every-minute schedule of a small writes-only benchmark of the tiny
-// profile against the suite's existing CouchDB, as a team would commit it; timeout and
-// duration are the run's spec.timeout and its write mode's duration.
-func scheduleYAML(name, timeout, duration string) string {
-	target := existingTarget().Existing
+// scheduleInGit is an every-minute schedule of a small writes-only benchmark of the tiny
+// profile against the suite's existing CouchDB, as a team would commit it.
+type scheduleInGit struct {
+	name string
+	// timeout and duration are the run's spec.timeout and its write mode's duration.
+	timeout, duration string
+	// historyLimit is spec.successfulRunsHistoryLimit.
+	historyLimit int
+	// couchDB is the release of the CouchDB the runs write to (installCouchDB).
+	couchDB string
+	// accepted is spec.acceptedShifts.
+	accepted []string
+}
+
+// writesSchedule is the schedule name of runs on the existing CouchDB that fit in their time,
+// keeping 2 runs in status.
+func writesSchedule(name string) scheduleInGit {
+	return scheduleInGit{name: name, timeout: "20m", duration: "3s", historyLimit: 2, couchDB: existingRelease}
+}
+
+func (s scheduleInGit) yaml() string {
+	target := couchDBTarget(s.couchDB).Existing
+	accepted := ""
+	if len(s.accepted) > 0 {
+		accepted = fmt.Sprintf("  acceptedShifts: [%s]\n", strings.Join(s.accepted, ", "))
+	}
 	return fmt.Sprintf(`apiVersion: bench.couchbench.io/v1alpha1
 kind: CouchBenchmarkSchedule
 metadata:
@@ -38,8 +60,8 @@ metadata:
   namespace: %s
 spec:
   schedule: "* * * * *"
-  successfulRunsHistoryLimit: 2
-  template:
+  successfulRunsHistoryLimit: %d
+%s  template:
     spec:
       couchdb:
         existing:
@@ -50,22 +72,28 @@ spec:
       workloads:
         writes: {duration: %s, bulkBatchSizes: [100]}
       timeout: %s
-`, name, namespace, target.URL, target.CredentialsSecret.Name, target.CredentialsSecret.UsernameKey, target.CredentialsSecret.PasswordKey,
-		duration, timeout)
+`, s.name, namespace, s.historyLimit, accepted, target.URL, target.CredentialsSecret.Name, target.CredentialsSecret.UsernameKey,
+		target.CredentialsSecret.PasswordKey, s.duration, s.timeout)
 }
 
-// committedSchedule commits scheduleYAML(name) into the folder name, makes the Kustomization of
-// that folder, and removes both when the test ends; it returns the Kustomization and when the
+// commit commits the schedule into the folder of its name.
+func (s scheduleInGit) commit(t *testing.T, message string) string {
+	t.Helper()
+	return gitCommit(t, message, map[string]string{s.name + "/schedule.yaml": s.yaml()})
+}
+
+// committedSchedule commits s into the folder of its name, makes the Kustomization of that
+// folder, and removes both when the test ends; it returns the Kustomization and when the
 // schedule was committed.
-func committedSchedule(t *testing.T, name string) (*unstructured.Unstructured, time.Time) {
+func committedSchedule(t *testing.T, s scheduleInGit) (*unstructured.Unstructured, time.Time) {
 	t.Helper()
 	useFlux(t)
-	k := kustomization(name, name, false)
+	k := kustomization(s.name, s.name, false)
 	start := time.Now()
-	gitCommit(t, "a schedule of writes", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	s.commit(t, "a schedule of writes")
 	createKustomization(t, k)
 	t.Cleanup(func() {
-		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}})
+		removeSchedule(&benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: s.name}})
 	})
 	return k, start
 }
@@ -111,7 +139,7 @@ func waitForRun(t *testing.T, name string, generation int64, since time.Time) be
 func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 	t.Parallel()
 	const name = "flux-health"
-	k, start := committedSchedule(t, name)
+	k, start := committedSchedule(t, writesSchedule(name))
 	if run := waitForRun(t, name, 1, start); run.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", run)
 	}
@@ -120,7 +148,9 @@ func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 	}
 
 	// A commit that makes the runs fail: each write mode takes longer than the run may.
-	failing := gitCommit(t, "runs that time out", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "1m", "90s")})
+	timingOut := writesSchedule(name)
+	timingOut.timeout, timingOut.duration = "1m", "90s"
+	failing := timingOut.commit(t, "runs that time out")
 	reconcileNow(t, k)
 	run := waitForRun(t, name, 2, start)
 	if run.Phase != benchv1.PhaseFailed || run.TemplateChanges != "spec.timeout, spec.workloads.writes.duration" ||
@@ -138,7 +168,7 @@ func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 	}
 	t.Logf("Flux says, the latest run failed: %s %s: %s", status, reason, message)
 
-	fixed := gitCommit(t, "runs that fit again", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s")})
+	fixed := writesSchedule(name).commit(t, "runs that fit again")
 	reconcileNow(t, k)
 	if run := waitForRun(t, name, 3, start); run.Phase != benchv1.PhaseSucceeded || !fromCommit(t, run.Revision, fixed) {
 		t.Fatalf("run %+v; want it to succeed, from revision %s or one after it", run, fixed)
@@ -163,6 +193,113 @@ func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 			t.Errorf("field manager %s (%s) writes the schedule's metadata or spec, which Flux applies", f.Manager, f.Operation)
 		}
 	}
+}
+
+// A commit that slows a schedule's runs for good (it moves them from the existing CouchDB to a
+// CouchDB 3.4.3 limited to 150m of CPU, as a team might move its benchmark to a smaller server)
+// is used from the next run on; the shift that follows is found, names that commit (the
+// schedule's generation, the field, the revision Flux applied), reaches the Alertmanager, and
+// makes the Kustomization unhealthy. The team's next commit accepts it, as docs/gitops.md says:
+// the shift and its alert go, and the Kustomization is healthy again. Removed from Git, the
+// schedule's series go with it.
+//
+// It does not call t.Parallel: the level before the commit is measured while nothing else runs.
+// Beside the suite's other tests, 12 runs on the unlimited existing CouchDB rose from 1.9k to
+// 4.2k documents/s and a 7.5-fold drop after them went unfound (docs/measurement.md).
+func TestFluxTemplateChangeIsNamedAlertedAndAcceptedFromGit(t *testing.T) {
+	const name, smaller = "flux-slowed", "limited-150m"
+	installed := make(chan error, 1)
+	t.Cleanup(func() { _ = releases.Uninstall(context.Background(), namespace, smaller) })
+	go func() {
+		installed <- installCouchDB(context.Background(), smaller, "5e2e5e2e5e2e5e2e5e2e5e2e5e2e5e20", map[string]any{"cpu": "150m"})
+	}()
+	// Cleanups run last first: the history goes after the schedule.
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
+	})
+	steady := writesSchedule(name)
+	// Every run stays in status.history, which the test counts them in.
+	steady.historyLimit = 24
+	k, _ := committedSchedule(t, steady)
+	s := &benchv1.CouchBenchmarkSchedule{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+	// The level before: 10 runs. With 6, a slowdown went unfound after 8 slowed runs in CI on
+	// 2026-11-29, the 6 spread by 30%: a level of 6 runs gives its test 5 degrees of freedom,
+	// too few at the levels the detector holds later runs to.
+	const before, slowed = 10, 8
+	succeeded := waitForRuns(t, s, before, nil)
+	if err := <-installed; err != nil {
+		t.Fatal(err)
+	}
+
+	moved := steady
+	moved.couchDB = smaller
+	generation := getSchedule(t, name).Generation + 1
+	slowing := moved.commit(t, "the benchmark moves to a smaller CouchDB")
+	reconcileNow(t, k)
+	var found benchv1.Shift
+	var last *benchv1.CouchBenchmarkSchedule
+	waitForRuns(t, s, 0, func(got *benchv1.CouchBenchmarkSchedule) bool {
+		last = got
+		for _, sh := range got.Status.Shifts {
+			if sh.Verdict == "Regressed" {
+				found = sh
+				return true
+			}
+		}
+		return countSucceeded(got) >= len(succeeded)+slowed
+	})
+	if found.Run == "" {
+		for _, h := range last.Status.History {
+			t.Logf("history: %s %s generation %d", h.Name, h.Phase, h.ScheduleGeneration)
+		}
+		t.Fatalf("no Regressed shift after %d runs on the smaller CouchDB (the runs before: %v); shifts %+v, detection %+v",
+			slowed, succeeded, last.Status.Shifts, last.Status.Detection)
+	}
+	t.Logf("shift: %+v", found)
+	if slices.Contains(succeeded, found.Run) {
+		t.Errorf("the shift of %s is named by run %s, one of the runs before the commit: %v", found.Metric, found.Run, succeeded)
+	}
+	_, revision, _ := strings.Cut(found.Follows, "(revision ")
+	if !strings.HasPrefix(found.Follows, fmt.Sprintf("generation %d: template.spec.couchdb.existing.url (revision ", generation)) ||
+		!fromCommit(t, strings.TrimSuffix(revision, ")"), slowing) {
+		t.Errorf("the shift follows %q; want generation %d, the CouchDB's URL and revision %s or one after it", found.Follows, generation, slowing)
+	}
+	alert := waitForAlert(t, "CouchbenchShiftRegressed", map[string]string{"namespace": namespace, "schedule": name,
+		"metric": found.Metric, "run": found.Run}, 3*time.Minute)
+	contains(t, "the alert's summary", alert.Annotations["summary"], name, found.Metric, "from run "+found.Run)
+	if !strings.HasSuffix(alert.Annotations["runbook_url"], "docs/alerts.md#couchbenchshiftregressed") {
+		t.Errorf("runbook_url %q", alert.Annotations["runbook_url"])
+	}
+	status, reason, message := reconcileNow(t, k)
+	if status != "False" || reason != "HealthCheckFailed" {
+		t.Errorf("Kustomization Ready %s %s: %s; want False while the shift stands", status, reason, message)
+	}
+	t.Logf("Flux says, a shift: %s %s: %s", status, reason, message)
+
+	accepted := moved
+	accepted.accepted = []string{found.Run}
+	accepted.commit(t, "the smaller CouchDB is the new normal")
+	reconcileNow(t, k)
+	if err := poll(context.Background(), 3*time.Minute, func() (bool, string) {
+		got := getSchedule(t, name)
+		shifted := meta.FindStatusCondition(got.Status.Conditions, "Shifted")
+		return len(got.Status.Shifts) == 0 && shifted != nil && shifted.Status == metav1.ConditionFalse &&
+				strings.Contains(shifted.Message, "levels accepted from runs "+found.Run),
+			fmt.Sprintf("shifts %+v, Shifted %+v", got.Status.Shifts, shifted)
+	}); err != nil {
+		t.Fatalf("after the commit that accepts %s: %v", found.Run, err)
+	}
+	if notes := eventNotes(t, namespace, getSchedule(t, name).UID, "ShiftAccepted"); len(notes) != 1 || !strings.Contains(notes[0], found.Run) {
+		t.Errorf("ShiftAccepted events %q; want one naming %s", notes, found.Run)
+	}
+	waitForResolved(t, "CouchbenchShiftRegressed", map[string]string{"namespace": namespace, "schedule": name}, 5*time.Minute)
+	if status, reason, message := reconcileNow(t, k); status != "True" {
+		t.Errorf("Kustomization Ready %s %s: %s; want True once the shift is accepted", status, reason, message)
+	}
+
+	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": "", name + "/kustomization.yaml": emptyKustomization})
+	reconcileNow(t, k)
+	waitForNoSeries(t, fmt.Sprintf(`{namespace=%q, schedule=%q}`, namespace, name), 2*time.Minute)
 }
 
 // fromCommit says whether revision, as Flux names what it applied ("main@sha1:<sha>"), is
@@ -208,7 +345,7 @@ func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	t.Cleanup(func() {
 		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
 	})
-	k, start := committedSchedule(t, name)
+	k, start := committedSchedule(t, writesSchedule(name))
 	first := waitForRun(t, name, 1, start)
 	if first.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", first)
@@ -228,7 +365,7 @@ func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	}
 
 	again := time.Now()
-	gitCommit(t, "the schedule again", map[string]string{name + "/schedule.yaml": scheduleYAML(name, "20m", "3s"), name + "/kustomization.yaml": ""})
+	gitCommit(t, "the schedule again", map[string]string{name + "/schedule.yaml": writesSchedule(name).yaml(), name + "/kustomization.yaml": ""})
 	reconcileNow(t, k)
 	if run := waitForRun(t, name, 1, again); run.Phase != benchv1.PhaseSucceeded {
 		t.Fatalf("run %+v; want it to succeed", run)
