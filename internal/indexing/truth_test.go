@@ -23,10 +23,6 @@ import (
 	"github.com/couchbench/couchbench/internal/measured"
 )
 
-// logSlack is how far apart the log's clock and the runner's can read for one moment on one
-// machine: the log's microseconds are taken when the line is formatted.
-const logSlack = time.Millisecond
-
 func TestBuildTimesAgreeWithTheServerLogOnRealCouchDB(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -84,11 +80,15 @@ func checkAgainstLog(t *testing.T, srv *couchdbtest.Server, run measured.IndexBu
 			label, span.Copies, span.Finished, len(run.Copies), copies, srv.Replicas())
 	}
 	diff := run.Built - span.Duration()
-	if tolerance := run.BuiltUncertainty + span.Duration()/100; diff.Abs() > tolerance {
+	tolerance := run.BuiltUncertainty + span.Duration()/100
+	if diff.Abs() > tolerance {
 		t.Errorf("%s: built %v ±%v, the log's span %v: %v apart, more than the uncertainty + 1%% (%v)",
 			label, run.Built, run.BuiltUncertainty, span.Duration(), diff, tolerance)
 	}
-	// Every copy answered after the log says its index was written.
+	// Every copy answered when the log says its index was written, within the build's own
+	// tolerance on either side. Not strictly after: CouchDB answers a waiting view request from
+	// the state its updater's last batch wrote (couch_index's new_state), and logs "Index update
+	// finished" only once that updater has exited, later on a loaded machine (docs/measurement.md).
 	for _, cp := range run.Copies {
 		var finished time.Time
 		for copyOf, at := range span.Finishes {
@@ -96,9 +96,9 @@ func checkAgainstLog(t *testing.T, srv *couchdbtest.Server, run measured.IndexBu
 				finished = at
 			}
 		}
-		if answered := run.StartedAt.Add(cp.Written); answered.Before(finished.Add(-logSlack)) {
-			t.Errorf("%s: copy %s on %s answered at %s, before the log's finish at %s", label, cp.Range, cp.Node,
-				answered.Format(time.RFC3339Nano), finished.Format(time.RFC3339Nano))
+		if answered := run.StartedAt.Add(cp.Written); answered.Sub(finished).Abs() > tolerance {
+			t.Errorf("%s: copy %s on %s answered at %s, the log's finish at %s: more than %v apart", label, cp.Range, cp.Node,
+				answered.Format(time.RFC3339Nano), finished.Format(time.RFC3339Nano), tolerance)
 		}
 	}
 	return fmt.Sprintf("%-18s %-7s %9.3f %9.1f %9.3f %+8.1f %+7.2f%%", language, reducer, run.Built.Seconds(),
