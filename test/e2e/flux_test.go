@@ -213,10 +213,7 @@ func TestFluxTemplateChangeIsNamedAlertedAndAcceptedFromGit(t *testing.T) {
 	go func() {
 		installed <- installCouchDB(context.Background(), smaller, "5e2e5e2e5e2e5e2e5e2e5e2e5e2e5e20", map[string]any{"cpu": "150m"})
 	}()
-	// Cleanups run last first: the history goes after the schedule.
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
-	})
+	deleteHistoryAtEnd(t, name)
 	steady := writesSchedule(name)
 	// Every run stays in status.history, which the test counts them in.
 	steady.historyLimit = 24
@@ -297,7 +294,7 @@ func TestFluxTemplateChangeIsNamedAlertedAndAcceptedFromGit(t *testing.T) {
 		t.Errorf("Kustomization Ready %s %s: %s; want True once the shift is accepted", status, reason, message)
 	}
 
-	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": "", name + "/kustomization.yaml": emptyKustomization})
+	removeFromGit(t, name)
 	reconcileNow(t, k)
 	waitForNoSeries(t, fmt.Sprintf(`{namespace=%q, schedule=%q}`, namespace, name), 2*time.Minute)
 }
@@ -336,15 +333,28 @@ func historyRuns(t *testing.T, schedule string) ([]string, string) {
 // emptyKustomization lists no resources: a folder kept in Git with nothing for Flux to apply.
 const emptyKustomization = "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: []\n"
 
+// deleteHistoryAtEnd deletes the history of schedule name when the test ends: a schedule's
+// history outlives it (Retain), and cleanups run last first, so this one, registered before
+// the schedule's, runs after it.
+func deleteHistoryAtEnd(t *testing.T, name string) {
+	t.Cleanup(func() {
+		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
+	})
+}
+
+// removeFromGit commits the folder of schedule name without the schedule. The folder stays:
+// Flux fails a Kustomization whose path is gone from the repository, and prunes nothing then.
+func removeFromGit(t *testing.T, name string) {
+	t.Helper()
+	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": "", name + "/kustomization.yaml": emptyKustomization})
+}
+
 // A schedule removed from Git is pruned with its runs and keeps its history; put back under the
 // same name, it continues that history.
 func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	t.Parallel()
 	const name = "flux-history"
-	// Cleanups run last first: the history goes after the schedule.
-	t.Cleanup(func() {
-		_ = c.Delete(context.Background(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: builders.HistoryConfigMapName(name)}})
-	})
+	deleteHistoryAtEnd(t, name)
 	k, start := committedSchedule(t, writesSchedule(name))
 	first := waitForRun(t, name, 1, start)
 	if first.Phase != benchv1.PhaseSucceeded {
@@ -352,9 +362,7 @@ func TestFluxRemovedScheduleKeepsItsHistory(t *testing.T) {
 	}
 	kept, uid := historyRuns(t, name)
 
-	// The folder stays, without the schedule: Flux fails a Kustomization whose path is gone
-	// from the repository, and prunes nothing then.
-	gitCommit(t, "no schedule", map[string]string{name + "/schedule.yaml": "", name + "/kustomization.yaml": emptyKustomization})
+	removeFromGit(t, name)
 	reconcileNow(t, k)
 	gone(t, "runs of "+name, &benchv1.CouchBenchmarkList{}, map[string]string{benchv1.LabelSchedule: name})
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, &benchv1.CouchBenchmarkSchedule{}); err == nil {
