@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -157,19 +158,24 @@ func flakyRepository(t *testing.T, unavailable int) *benchv1.ChartSource {
 	script := fmt.Sprintf(`#!/bin/sh
 n=$(( $(cat /tmp/requests 2>/dev/null || echo 0) + 1 ))
 echo "$n" > /tmp/requests
-if [ "$n" -le %d ]; then
-	printf 'HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n\r\ntry again later\n'
+# answer STATUS [FILE]: the answer, and a line in the pod's log (httpd's stderr) that
+# whoAnswered reads when the test fails.
+answer() {
+	echo "request $n $PATH_INFO: $1" >&2
+	if [ -n "$2" ]; then
+		printf 'HTTP/1.1 %%s\r\nContent-Type: application/octet-stream\r\n\r\n' "$1"
+		exec cat "$2"
+	fi
+	printf 'HTTP/1.1 %%s\r\nContent-Type: text/plain\r\n\r\n%%s\n' "$1" "$1"
 	exit 0
-fi
+}
+[ "$n" -gt %d ] || answer '503 Service Unavailable'
 case "$PATH_INFO" in
 /index.yaml | /couchdb-*.tgz)
-	if [ -f "/charts$PATH_INFO" ]; then
-		printf 'HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\n\r\n'
-		exec cat "/charts$PATH_INFO"
-	fi
+	[ ! -f "/charts$PATH_INFO" ] || answer '200 OK' "/charts$PATH_INFO"
 	;;
 esac
-printf 'HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n'
+answer '404 Not Found'
 `, unavailable)
 	objects := append([]client.Object{&corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
@@ -195,6 +201,48 @@ printf 'HTTP/1.1 404 Not Found\r\nContent-Type: text/plain\r\n\r\nnot found\n'
 		t.Fatal(err)
 	}
 	return &benchv1.ChartSource{Repository: fmt.Sprintf("http://%s.%s.svc:8080/cgi-bin/repo", name, namespace), Name: "couchdb", Version: chartVersion}
+}
+
+// whoAnswered says, for a failed test of the flaky repository, who answered the operator's
+// requests: the repository's own log (a line per answer), the lines of the suite's other
+// busybox httpd servers (the chart repository, the git server) that name the flaky
+// repository's path, which they would only see if the cluster's network sent its requests
+// there, and the pods that have the repository pod's IP.
+func whoAnswered(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	var out strings.Builder
+	var flaky corev1.PodList
+	if err := c.List(ctx, &flaky, client.InNamespace(namespace), client.MatchingLabels{"app": flakyChartRepository}); err != nil {
+		return err.Error()
+	}
+	var all corev1.PodList
+	if err := c.List(ctx, &all); err != nil {
+		return err.Error()
+	}
+	for _, pod := range flaky.Items {
+		fmt.Fprintf(&out, "flaky repository pod %s on %s, IP %s; its log:\n%s\n", pod.Name, pod.Spec.NodeName, pod.Status.PodIP,
+			podLog(t, namespace, pod.Name, "httpd"))
+		for _, other := range all.Items {
+			if other.UID != pod.UID && other.Status.PodIP == pod.Status.PodIP && !other.Spec.HostNetwork {
+				fmt.Fprintf(&out, "pod %s/%s on %s has the same IP (phase %s)\n", other.Namespace, other.Name, other.Spec.NodeName, other.Status.Phase)
+			}
+		}
+	}
+	for _, server := range []struct{ namespace, app, container string }{{namespace, chartRepository, "httpd"}, {fluxNamespace, gitServer, gitServer}} {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(server.namespace), client.MatchingLabels{"app": server.app}); err != nil {
+			return err.Error()
+		}
+		for _, pod := range pods.Items {
+			for line := range strings.Lines(podLog(t, server.namespace, pod.Name, server.container)) {
+				if strings.Contains(line, "/cgi-bin/repo") {
+					fmt.Fprintf(&out, "%s/%s (IP %s) was asked: %s", server.namespace, pod.Name, pod.Status.PodIP, line)
+				}
+			}
+		}
+	}
+	return out.String()
 }
 
 // installExistingCouchDB installs a one-node CouchDB 3.4.3 with the built-in chart, as a user's

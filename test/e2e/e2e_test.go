@@ -23,6 +23,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -262,6 +263,30 @@ func waitAvailable(ctx context.Context, ns, name string) error {
 		}
 		return d.Status.AvailableReplicas >= 1, fmt.Sprintf("deployment %s/%s: %d available", ns, name, d.Status.AvailableReplicas)
 	})
+}
+
+// podLog is the log of a container of a pod.
+func podLog(t *testing.T, ns, pod, container string) string {
+	t.Helper()
+	ctx := context.Background()
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	if err != nil {
+		t.Fatalf("the log of %s in pod %s/%s: %v", container, ns, pod, err)
+	}
+	defer func() { _ = stream.Close() }()
+	data, err := io.ReadAll(stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }
 
 // poll calls check every 2 s until it is true or the limit is reached. A limit only stops a

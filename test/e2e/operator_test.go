@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -150,17 +148,8 @@ func noRefusals(t *testing.T) {
 // managerLogs are the logs of the manager pods that run, by pod.
 func managerLogs(t *testing.T) map[string]string {
 	t.Helper()
-	ctx := context.Background()
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var pods corev1.PodList
-	if err := c.List(ctx, &pods, client.InNamespace(operatorNamespace), operatorPods); err != nil {
+	if err := c.List(context.Background(), &pods, client.InNamespace(operatorNamespace), operatorPods); err != nil {
 		t.Fatal(err)
 	}
 	logs := map[string]string{}
@@ -168,16 +157,7 @@ func managerLogs(t *testing.T) map[string]string {
 		if pod.Status.Phase != corev1.PodRunning || pod.DeletionTimestamp != nil {
 			continue
 		}
-		stream, err := cs.CoreV1().Pods(operatorNamespace).GetLogs(pod.Name, &corev1.PodLogOptions{Container: "manager"}).Stream(ctx)
-		if err != nil {
-			t.Fatalf("the log of manager pod %s: %v", pod.Name, err)
-		}
-		data, err := io.ReadAll(stream)
-		_ = stream.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs[pod.Name] = string(data)
+		logs[pod.Name] = podLog(t, operatorNamespace, pod.Name, "manager")
 	}
 	return logs
 }

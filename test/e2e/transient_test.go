@@ -18,7 +18,9 @@ func TestChartRepositoryUnavailableTwiceIsRetried(t *testing.T) {
 	b.Spec.Dataset = benchv1.Dataset{Documents: 500, Seed: 1, BatchSize: 500, Concurrency: 2, Shards: 2}
 	b.Spec.Workloads = benchv1.Workloads{Indexing: &benchv1.IndexingWorkload{Reducers: []benchv1.Reducer{benchv1.ReducerBuiltin}, Repetitions: 1}}
 	start(t, b)
-	mustSucceed(t, b, 20*time.Minute)
+	if got := waitPhase(t, b, 20*time.Minute); got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s: %+v\n%s", got.Status.Phase, got.Status.Conditions, whoAnswered(t))
+	}
 	retries := eventsOf(t, b, "Retrying")
 	contains(t, "the Retrying events", strings.Join(retries, "\n"), "503 Service Unavailable", "step provision")
 	t.Logf("retried: %q", retries)
