@@ -2,27 +2,24 @@
 # Makes the base images this project's Dockerfiles and the kind node image name present in
 # the local Docker engine, under the names the Dockerfiles use:
 #   debian:bookworm-slim                          images/k6, the kind node image, the offline images
-#   golang:1.26.8-bookworm                        images/manager, images/k6 (build stages)
-#   gcr.io/distroless/static-debian12:nonroot     images/manager
+#   gcr.io/distroless/static-debian12:nonroot     images/manager, hack/flux's images
 # An image already present is kept. A missing one is pulled; where no registry answers (an
 # air-gapped machine, or this project's machines) it is built from local parts instead:
-# Debian's packages (debootstrap) and the Go toolchain (the host's, or the one the Go module
-# proxy serves). They trust what the machine trusts: the certificates it added under
-# /usr/local/share/ca-certificates (a TLS-intercepting proxy's, on this project's machines)
-# go into them, so that apt, go and pip in a build reach the registries the machine reaches.
+# Debian's packages (debootstrap) and the machine's CA bundle. They trust what the machine
+# trusts: the certificates it added under /usr/local/share/ca-certificates (a TLS-intercepting
+# proxy's, on this project's machines) go into them, so that apt and pip in a build reach the
+# registries the machine reaches.
 # The locally built images are labelled couchbench.offline=true, so
 # `docker images -f label=couchbench.offline=true` lists them.
 #
-# Usage: hack/base-images.sh [IMAGE...]   (default: all three)
+# Usage: hack/base-images.sh [IMAGE...]   (default: both)
 # Needs root for debootstrap (only when debian:bookworm-slim has to be built) and a running
 # Docker engine (DOCKER_HOST).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-go_version=1.26.8
 suite=bookworm
 debian=debian:$suite-slim
-golang=golang:$go_version-$suite
 distroless=gcr.io/distroless/static-debian12:nonroot
 
 log() { echo "base-images: $*" >&2; }
@@ -48,26 +45,6 @@ build_debian() {
     "$root"/var/log/*.log "$root"/etc/resolv.conf "$root"/etc/hostname
   tar -C "$root" --numeric-owner --exclude='./proc/*' --exclude='./sys/*' --exclude='./dev/*' -cf - . |
     docker import --change 'CMD ["bash"]' --change 'LABEL couchbench.offline=true' - "$debian" >/dev/null
-}
-
-# The Go toolchain of the golang image: the host's when it is this version, else the one the
-# Go module proxy serves (GOTOOLCHAIN downloads it as a module).
-build_golang() {
-  local goroot
-  goroot=$(GOTOOLCHAIN=go$go_version go env GOROOT) || die "no Go $go_version toolchain (GOTOOLCHAIN=go$go_version)"
-  [ "$(GOTOOLCHAIN=local "$goroot/bin/go" env GOVERSION)" = "go$go_version" ] || die "$goroot is not Go $go_version"
-  mkdir -p "$work/golang"
-  cp -a "$goroot" "$work/golang/go"
-  cat >"$work/golang/Dockerfile" <<EOF
-FROM $debian
-RUN apt-get update -q && apt-get install -y -q --no-install-recommends ca-certificates git \\
- && rm -rf /var/lib/apt/lists/*
-COPY go /usr/local/go
-ENV GOLANG_VERSION=$go_version GOTOOLCHAIN=local GOPATH=/go PATH=/go/bin:/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
-WORKDIR /go
-LABEL couchbench.offline=true
-EOF
-  hack/docker-build.sh -q -t "$golang" "$work/golang" >/dev/null
 }
 
 # What an image FROM distroless/static:nonroot relies on: the nonroot user (65532), a CA
@@ -103,7 +80,6 @@ provide() {
   log "$image cannot be pulled: building it from local parts"
   case $image in
   "$debian") build_debian ;;
-  "$golang") present "$debian" || provide "$debian"; build_golang ;;
   "$distroless") build_distroless ;;
   *) die "no local recipe for $image" ;;
   esac
@@ -113,5 +89,5 @@ provide() {
 docker info >/dev/null 2>&1 || die "no Docker engine answers (DOCKER_HOST=${DOCKER_HOST:-unset}); start one, e.g. export DOCKER_HOST=\$(../shared/docker/up.sh)"
 work=$(mktemp -d)
 trap 'rm -rf --one-file-system "$work"' EXIT
-[ $# -gt 0 ] || set -- "$debian" "$golang" "$distroless"
+[ $# -gt 0 ] || set -- "$debian" "$distroless"
 for image in "$@"; do provide "$image"; done
