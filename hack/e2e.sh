@@ -38,6 +38,11 @@ fi
 mkdir -p bin
 "$kind" get kubeconfig --name "$name" >bin/kind-e2e.kubeconfig
 export KUBECONFIG=$PWD/bin/kind-e2e.kubeconfig
+# What the suite runs goes to the workers: the control plane keeps its NoSchedule taint, and
+# only Prometheus and Alertmanager tolerate it (test/e2e/alerts_test.go); an image loaded into
+# a node that never runs it is minutes of copying for nothing.
+workers=$("$kind" get nodes --name "$name" | grep -v -- '-control-plane$' | paste -sd, -)
+export KIND_NODES=$workers
 KIND=$kind hack/images.sh kind "$tag" "$name"
 KIND=$kind hack/flux/images.sh "$tag" "$name"
 
@@ -55,7 +60,8 @@ docker image inspect "$monitoring" >/dev/null 2>&1 || hack/docker-build.sh -q -t
 FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends prometheus prometheus-alertmanager && rm -rf /var/lib/apt/lists/*
 EOF
-"$kind" load docker-image --name "$name" "$httpd" "$monitoring" >&2
+"$kind" load docker-image --name "$name" --nodes "$workers" "$httpd" >&2
+"$kind" load docker-image --name "$name" --nodes "$name-control-plane" "$monitoring" >&2
 export E2E_HTTPD_IMAGE=$httpd E2E_MONITORING_IMAGE=$monitoring
 kind_api_ready "$name"
 if [ "${1:-}" = cluster ]; then

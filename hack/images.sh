@@ -11,8 +11,9 @@
 # is the one `make test` fills: a new commit relinks, an unchanged module builds nothing.
 #   kind   docker build (images/*/Dockerfile: the Go images from the binaries, the Python
 #          presets on the base images hack/base-images.sh provides) and
-#          `$KIND load docker-image` into every node (KIND: the kind binary, default kind
-#          on PATH); the nodes pull nothing
+#          `$KIND load docker-image` into every node, or the nodes KIND_NODES names
+#          (comma-separated; KIND: the kind binary, default kind on PATH); the nodes pull
+#          nothing
 #   local  no Docker: the binaries are packed onto the Debian base of ../shared/local-cluster
 #          with its image-from-dir.sh and imported into its containerd (nothing is pulled);
 #          the CouchDB images are built from the kit's release tarballs by
@@ -88,7 +89,7 @@ kind)
   done
   docker image prune -f --filter label=couchbench.build >/dev/null
   # One call: kind saves the images once and imports them into every node.
-  hack/heartbeat.sh images "loading into kind cluster $cluster" "$kind" load docker-image --name "$cluster" \
+  hack/heartbeat.sh images "loading into kind cluster $cluster" "$kind" load docker-image --name "$cluster" ${KIND_NODES:+--nodes "$KIND_NODES"} \
     "couchbench/manager:$tag" "couchbench/k6:$tag" couchdb:3.4.3 couchdb:3.5.1 \
     couchbench/couchdb-python:3.4.3 couchbench/couchdb-pypy:3.4.3 >&2
   ;;

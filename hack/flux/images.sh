@@ -8,7 +8,8 @@
 # (couchbench/e2e-git:bookworm: Debian's git and busybox, git http-backend as busybox httpd's
 # CGI). Prints how long each build took.
 #
-# Usage: hack/flux/images.sh TAG KIND_CLUSTER   (KIND: the kind binary, default kind on PATH)
+# Usage: hack/flux/images.sh TAG KIND_CLUSTER   (KIND: the kind binary, default kind on PATH;
+#        KIND_NODES: the nodes to load into, comma-separated, default every node)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 
@@ -41,4 +42,4 @@ FROM debian:bookworm-slim
 RUN apt-get update -q && apt-get install -y -q --no-install-recommends git busybox && rm -rf /var/lib/apt/lists/*
 DOCKERFILE
 docker image prune -f --filter label=couchbench.build >/dev/null
-hack/heartbeat.sh flux-images "loading into kind cluster $cluster" "$kind" load docker-image --name "$cluster" "${images[@]}" "$git" >&2
+hack/heartbeat.sh flux-images "loading into kind cluster $cluster" "$kind" load docker-image --name "$cluster" ${KIND_NODES:+--nodes "$KIND_NODES"} "${images[@]}" "$git" >&2
