@@ -487,6 +487,12 @@ func newSeries(values []float64, opts Options) *series {
 			s.at = append(s.at, i)
 		}
 	}
+	s.index()
+	return s
+}
+
+// index makes the running sums of logs.
+func (s *series) index() {
 	n := len(s.logs)
 	s.sum, s.sq, s.lag = make([]float64, n+1), make([]float64, n+1), make([]float64, n+1)
 	for i, v := range s.logs {
@@ -495,7 +501,6 @@ func newSeries(values []float64, opts Options) *series {
 			s.lag[i+1] += s.logs[i-1] * v
 		}
 	}
-	return s
 }
 
 // level is the two-sided level of one test of the newest m runs: the per-run budget less the
@@ -659,13 +664,73 @@ func (s *series) returns(level segment, split, n int) bool {
 
 // difference is the mean of the level's runs before split, that of logs[split:n], the
 // standard error of their difference under the level's noise, and that noise's degrees of
-// freedom.
+// freedom; for a level that drifts, what drift says instead.
 func (s *series) difference(level segment, split, n int) (before, after, se, df float64) {
 	k, m := split-level.start, n-split
 	sigma, phi, df := s.levelNoise(level, split)
+	if lo, _ := level.noiseRuns(split); lo == level.start && k >= driftRuns && phi >= driftPhi {
+		return s.drift(level.start, split, n)
+	}
 	before = (s.sum[split] - s.sum[level.start]) / float64(k)
 	after = (s.sum[n] - s.sum[split]) / float64(m)
 	return before, after, sigma * math.Sqrt(differenceVariance(k, m, phi)), df
+}
+
+// A level whose own runs' lag-1 autocorrelation comes out at driftPhi or more, over at least
+// driftRuns runs, drifts: its runs rise or fall with the machine (a neighbour's load coming or
+// going), which the AR(1) correction takes for noise so correlated that a level of 10 runs
+// keeps about one degree of freedom, and no drop after it, however large, is ever found
+// (docs/measurement.md). Such a level is judged by drift.
+const (
+	driftPhi  = 0.7
+	driftRuns = 8
+	// driftRecent is how many of a drifting level's newest runs drift sets the new ones against.
+	driftRecent = 5
+)
+
+// drift sets logs[split:n] against a drifting level's runs from start, in two ways, with the
+// noise of those runs around their straight line (its lag-1 autocorrelation, corrected as
+// noise's, and the line's two degrees of freedom taken off): against the mean of the level's
+// newest runs, and against the line carried on to the new runs. A drift that goes on is beyond
+// the first and not the second; one that stops, beyond the second and not the first; a
+// shift, beyond both. It returns the less clear of the two (its reference as before), or no
+// difference when they point apart.
+func (s *series) drift(start, split, n int) (before, after, se, df float64) {
+	k, m := split-start, n-split
+	fk := float64(k)
+	var sx, sy, sxx, sxy float64
+	for i := start; i < split; i++ {
+		x, y := float64(i-start), s.logs[i]
+		sx, sy, sxx, sxy = sx+x, sy+y, sxx+x*x, sxy+x*y
+	}
+	xMean, yMean := sx/fk, sy/fk
+	sXX := sxx - fk*xMean*xMean
+	slope := (sxy - fk*xMean*yMean) / sXX
+	residuals := &series{opts: s.opts, logs: make([]float64, k)}
+	for i := start; i < split; i++ {
+		residuals.logs[i-start] = s.logs[i] - yMean - slope*(float64(i-start)-xMean)
+	}
+	residuals.index()
+	sigma, phi, _ := residuals.noise(0, k)
+	df = max(1, (fk-3)*(1-phi*phi)/(1+phi*phi))
+	after = (s.sum[n] - s.sum[split]) / float64(m)
+
+	recent := min(driftRecent, k/2)
+	recentMean := (s.sum[split] - s.sum[split-recent]) / float64(recent)
+	recentSE := sigma * math.Sqrt(differenceVariance(recent, m, phi))
+
+	xNew := float64(split-start) + float64(m-1)/2
+	line := yMean + slope*(xNew-xMean)
+	lineSE := sigma * math.Sqrt(blockSum(m, phi)/float64(m*m)+1/fk+(xNew-xMean)*(xNew-xMean)/sXX)
+
+	tRecent, tLine := tOf(recentMean, after, recentSE), tOf(line, after, lineSE)
+	switch {
+	case tRecent*tLine <= 0:
+		return after, after, recentSE, df
+	case math.Abs(tRecent) < math.Abs(tLine):
+		return recentMean, after, recentSE, df
+	}
+	return line, after, lineSE, df
 }
 
 // statistic is the test's t of logs[split:n] against the level's runs before split.
