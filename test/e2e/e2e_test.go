@@ -44,6 +44,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -265,10 +266,10 @@ func waitAvailable(ctx context.Context, ns, name string) error {
 	})
 }
 
-// podLog is the log of a container of a pod.
-func podLog(t *testing.T, ns, pod, container string) string {
+// clientset is a client-go clientset of the suite's cluster, with its config, for what the
+// controller-runtime client does not do (a pod's log, exec).
+func clientset(t *testing.T) (*rest.Config, *kubernetes.Clientset) {
 	t.Helper()
-	ctx := context.Background()
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		t.Fatal(err)
@@ -277,7 +278,14 @@ func podLog(t *testing.T, ns, pod, container string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	return cfg, cs
+}
+
+// podLog is the log of a container of a pod.
+func podLog(t *testing.T, ns, pod, container string) string {
+	t.Helper()
+	_, cs := clientset(t)
+	stream, err := cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(context.Background())
 	if err != nil {
 		t.Fatalf("the log of %s in pod %s/%s: %v", container, ns, pod, err)
 	}

@@ -30,11 +30,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -258,14 +256,7 @@ func execInGitServer(t *testing.T, script string) string {
 	if err := c.List(ctx, &pods, client.InNamespace(fluxNamespace), client.MatchingLabels{"app": gitServer}); err != nil || len(pods.Items) == 0 {
 		t.Fatalf("the git server's pod: %d (%v)", len(pods.Items), err)
 	}
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, cs := clientset(t)
 	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(fluxNamespace).Name(pods.Items[0].Name).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: gitServer, Command: []string{"sh", "-c", script}, Stdout: true, Stderr: true},
 			clientgoscheme.ParameterCodec)
