@@ -3,10 +3,9 @@
 #   couchbench/flux-source-controller:TAG, couchbench/flux-kustomize-controller:TAG
 # from the Go modules hack/flux/go.mod pins (fluxcd/source-controller and
 # fluxcd/kustomize-controller v1.9.6), compiled on the host as hack/images.sh compiles the
-# project's binaries (Go's build cache makes an unchanged hack/flux a link), each put on the
-# distroless base hack/base-images.sh provides. And the git server the suite's Flux reads
-# (couchbench/e2e-git:bookworm: Debian's git and busybox, git http-backend as busybox httpd's
-# CGI). Prints how long each build took.
+# project's binaries, each put on the distroless base hack/base-images.sh provides. And the
+# git server the suite's Flux reads (couchbench/e2e-git:bookworm: Debian's git and busybox, git
+# http-backend as busybox httpd's CGI).
 #
 # Usage: hack/flux/images.sh TAG KIND_CLUSTER   (KIND: the kind binary, default kind on PATH;
 #        KIND_NODES: the nodes to load into, comma-separated, default every node)
@@ -20,18 +19,18 @@ kind=${KIND:-kind}
 hack/base-images.sh gcr.io/distroless/static-debian12:nonroot debian:bookworm-slim
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-# go build downloads the modules the two controllers need, not every module go.mod lists
-# (some of their tests' are not served by the module proxy this project reaches).
-start=$SECONDS
-hack/heartbeat.sh flux-images "go build source-controller kustomize-controller" \
-  env GOFLAGS=-mod=readonly GOWORK=off CGO_ENABLED=0 go build -C hack/flux -trimpath -buildvcs=false -ldflags "-s -w" \
-  -o "$work/" github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller
-echo "flux-images: compiled both controllers in $((SECONDS - start)) s" >&2
+# Built once per set of inputs, as the node image's and envtest's commands are
+# (hack/lib/gobuild.sh: bin/go-binaries). go build downloads the modules the two controllers
+# need, not every module go.mod lists (some of their tests' are not served by the module proxy
+# this project reaches).
+# shellcheck source=hack/lib/gobuild.sh
+source hack/lib/gobuild.sh
+go_binaries hack/flux "-s -w" github.com/fluxcd/source-controller github.com/fluxcd/kustomize-controller
 images=()
 for controller in source-controller kustomize-controller; do
   image=couchbench/flux-$controller:$tag
   mkdir "$work/$controller-image"
-  mv "$work/$controller" "$work/$controller-image/manager"
+  cp "$gobin/$controller" "$work/$controller-image/manager"
   hack/heartbeat.sh flux-images "docker build $image" \
     hack/docker-build.sh -q --label couchbench.build=image -t "$image" -f hack/flux/Dockerfile "$work/$controller-image" >/dev/null
   images+=("$image")
