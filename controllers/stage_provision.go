@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -115,6 +117,9 @@ func (r *CouchBenchmarkReconciler) ensureInstaller(ctx context.Context, namespac
 	}
 	want := builders.InstallerRoleBinding(namespace, r.InstallerClusterRole)
 	err := r.Create(ctx, want)
+	if err == nil {
+		return r.installerBound(ctx, namespace)
+	}
 	if !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -130,8 +135,42 @@ func (r *CouchBenchmarkReconciler) ensureInstaller(ctx context.Context, namespac
 	if err := r.Delete(ctx, &have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
 		return err
 	}
-	return r.Create(ctx, want)
+	if err := r.Create(ctx, want); err != nil {
+		return err
+	}
+	return r.installerBound(ctx, namespace)
 }
+
+// installerBound waits, briefly, until the API server's authorizer lets the installer do what
+// a chart does (create a StatefulSet in the namespace). A RoleBinding just made takes a moment
+// to reach the authorizer, and Helm's install, acting as the installer at once, was refused
+// meanwhile: the run failed ChartRefused for rights the installer had. After
+// installerBindingWait it gives up and lets the install say what it is refused.
+func (r *CouchBenchmarkReconciler) installerBound(ctx context.Context, namespace string) error {
+	deadline := time.Now().Add(installerBindingWait)
+	for {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:   serviceaccount.MakeUsername(namespace, builders.InstallerName),
+			Groups: serviceaccount.MakeGroupNames(namespace),
+			ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: namespace, Verb: "create", Group: "apps", Resource: "statefulsets"},
+		}}
+		if err := r.Create(ctx, review); err != nil {
+			return fmt.Errorf("asking whether the installer may create StatefulSets in %s: %w", namespace, err)
+		}
+		if review.Status.Allowed || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// installerBindingWait is how long installerBound waits for a new binding to take effect.
+const installerBindingWait = 5 * time.Second
 
 // checkChartSource refuses a chart from a source the operator's installer did not allow,
 // before anything is read or fetched, saying which value of the operator's chart allows it.
