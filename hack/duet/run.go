@@ -93,9 +93,11 @@ type config struct {
 	target, alpha   float64
 	tunedFor        int
 	limit           time.Duration
-	out             *os.File
-	gen             *dataset.Generator
-	ref, cand       *arm
+	// stopOn is what a run with a target waits for: both ratios decided, or the CPU cost's.
+	stopOn    string
+	out       *os.File
+	gen       *dataset.Generator
+	ref, cand *arm
 }
 
 func runCommand(ctx context.Context, args []string) (err error) {
@@ -117,6 +119,8 @@ func runCommand(ctx context.Context, args []string) (err error) {
 		"the family-wise alpha of the two ratios' sequences")
 	fs.IntVar(&cfg.tunedFor, "tuned-for", 20, "the rounds the sequences are tightest at")
 	fs.DurationVar(&cfg.limit, "limit", 15*time.Minute, "with -target: a run's time limit, seeding included")
+	fs.StringVar(&cfg.stopOn, "stop-on", "both", "with -target: stop once both ratios are decided (both), or once "+
+		"the CPU cost's is (cpu; the wall time's sequence still takes its half of -alpha)")
 	out := fs.String("out", "", "the JSON lines file to append to")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -126,6 +130,9 @@ func runCommand(ctx context.Context, args []string) (err error) {
 	}
 	if cfg.order != orderTurns && cfg.order != orderDuet && cfg.order != "alternate" && cfg.order != orderMixed {
 		return fmt.Errorf("-order %q: turns, duet, alternate or mixed", cfg.order)
+	}
+	if cfg.stopOn != "both" && cfg.stopOn != metricCPU {
+		return fmt.Errorf("-stop-on %q: both or cpu", cfg.stopOn)
 	}
 	cfg.out, err = os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -240,6 +247,10 @@ func (cfg *config) run(ctx context.Context, order string) (err error) {
 			fam.Add(metricWall, cand.Built/ref.Built)
 			if fam.Done() {
 				stopped = "both decided"
+				break
+			}
+			if cfg.stopOn == metricCPU && fam.Decision(metricCPU).Outcome != sequential.Undecided {
+				stopped = "cpu decided"
 				break
 			}
 			if time.Since(began) >= cfg.limit {
