@@ -13,6 +13,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="!self.queryServers.exists(q, (has(q.language) && q.language == 'erlang') || (!has(q.language) && has(q.preset) && q.preset == 'erlang')) || (has(self.allowErlangViews) && self.allowErlangViews)",fieldPath=".allowErlangViews",message="a query server with language erlang runs view code inside CouchDB's own Erlang VM, unsandboxed, with access to CouchDB's internals: set allowErlangViews: true to accept that, or remove the erlang query server"
 // +kubebuilder:validation:XValidation:rule="has(self.couchdb.provision) || self.queryServers.all(q, !has(q.image) && !has(q.command) && !has(q.env) && !has(q.config) && !has(q.values))",fieldPath=".queryServers",message="queryServers[].image, command, env, config and values shape a provisioned CouchDB: an existing CouchDB already runs as it is; remove them or provision CouchDB"
 // +kubebuilder:validation:XValidation:rule="!has(self.dataset.profiles) || !self.dataset.profiles.exists(p, p.type == 'tiny') || (!has(self.workloads.indexing) && !has(self.workloads.viewReads) && !has(self.workloads.reads))",fieldPath=".dataset.profiles",message="the tiny profile is seed 003's {\"foo\":\"bar\"} for the writes workload only: it has no fields for views or reads; remove indexing, viewReads and reads, or use the small profile"
+// +kubebuilder:validation:XValidation:rule="!has(self.armOrder) || self.armOrder != 'Duet' || (size(self.queryServers) >= 2 && has(self.couchdb.provision))",fieldPath=".armOrder",message="armOrder Duet runs two or more arms at the same moment, each on a CouchDB of its own: it needs at least two queryServers and couchdb.provision (an existing CouchDB is one server for every arm; by hand, give each arm its own with --arm-url); use Interleaved otherwise"
 // +kubebuilder:validation:XValidation:rule="self.runner.parallelism <= self.dataset.documents",fieldPath=".runner.parallelism",message="runner.parallelism cannot exceed dataset.documents: each seeding runner loads a slice of at least one document"
 // +kubebuilder:validation:XValidation:rule="!has(self.couchdb.provision) || !has(self.dataset.replicas) || self.dataset.replicas <= self.couchdb.provision.clusterSize",fieldPath=".dataset.replicas",message="dataset.replicas cannot exceed couchdb.provision.clusterSize: CouchDB keeps at most one copy of a shard per node"
 type CouchBenchmarkSpec struct {
@@ -66,7 +67,13 @@ type CouchBenchmarkSpec struct {
 	// then every step runs round by round, the arms taking turns in a fresh random order
 	// each round (A B, B A, ...; the order is recorded with the results), and one teardown
 	// ends the run: a drift of the machine over the run reaches every arm alike, and each
-	// round's turns pair up for the arms' ratio. Sequential: each arm's whole run
+	// round's turns pair up for the arms' ratio. Duet: as Interleaved, except that in each
+	// round of the runner's steps (k6's reads still take turns) the arms' units start at
+	// the same moment, each arm on its CouchDB of its own on
+	// the same nodes, so that both meet the same neighbours for the same seconds (duet
+	// benchmarking, Bulej et al., ICPE 2020); it needs two or more arms and a provisioned
+	// CouchDB (by hand: an --arm-url per arm), and the runner's CPU share is then one for
+	// the step, not cut into the arms' turns. Sequential: each arm's whole run
 	// (provision, seed, every workload, teardown) before the next one's, for clusters that
 	// cannot hold every arm's CouchDB at once; arms then meet different conditions, minutes
 	// apart.
@@ -192,13 +199,16 @@ type Baseline struct {
 }
 
 // ArmOrder is how a benchmark's arms share its time.
-// +kubebuilder:validation:Enum=Interleaved;Sequential
+// +kubebuilder:validation:Enum=Interleaved;Duet;Sequential
 type ArmOrder string
 
 const (
 	// ArmsInterleaved runs the arms side by side, taking turns round by round in a random
 	// order.
 	ArmsInterleaved ArmOrder = "Interleaved"
+	// ArmsDuet runs the arms side by side, each round's units of every arm at the same
+	// moment, each arm on a CouchDB of its own.
+	ArmsDuet ArmOrder = "Duet"
 	// ArmsSequential runs each arm's whole run before the next one's.
 	ArmsSequential ArmOrder = "Sequential"
 )

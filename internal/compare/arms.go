@@ -9,7 +9,8 @@ import (
 
 // ArmsComparison sets every arm of one run against its first arm, metric by metric, round by
 // round: an A/B of CouchDB builds, of query servers, of ini settings. Arms that took turns in
-// each round (spec.armOrder Interleaved) met the same conditions within a round, so the ratio
+// each round (spec.armOrder Interleaved), or took each unit at the same moment (Duet), met
+// the same conditions within a round, so the ratio
 // of their two measurements in a round leaves out most of the machine's drift, which moves
 // both alike (duet benchmarking, Bulej et al., ICPE 2020). The change of an arm is the
 // geometric mean of its round ratios, with a paired t interval over them (n - 1 degrees of
@@ -21,8 +22,10 @@ import (
 type ArmsComparison struct {
 	// Reference is the first arm, which the others are set against.
 	Reference string `json:"reference"`
-	// Interleaved is true when the arms took turns round by round.
+	// Interleaved is true when the arms' rounds pair: they took turns round by round, or
+	// (Duet also true) took each unit at the same moment.
 	Interleaved bool `json:"interleaved"`
+	Duet        bool `json:"duet,omitempty"`
 	// ConfidencePercent is the family-wise level of the rows' verdicts, which the Judged rows
 	// hold together.
 	ConfidencePercent float64 `json:"confidencePercent"`
@@ -42,7 +45,7 @@ func Arms(docs []*results.Document, opts Options) (*ArmsComparison, error) {
 	if set == nil {
 		return nil, nil
 	}
-	c := &ArmsComparison{Reference: set.reference, Interleaved: set.interleaved, ConfidencePercent: ConfidencePercent}
+	c := &ArmsComparison{Reference: set.reference, Interleaved: set.interleaved, Duet: set.duet, ConfidencePercent: ConfidencePercent}
 	var f family
 	for _, p := range set.pairs {
 		if c.Interleaved {
@@ -59,6 +62,7 @@ func Arms(docs []*results.Document, opts Options) (*ArmsComparison, error) {
 type armSet struct {
 	reference   string
 	interleaved bool
+	duet        bool
 	pairs       []armPair
 }
 
@@ -76,7 +80,8 @@ func armsOf(docs []*results.Document) *armSet {
 	if len(arms) < 2 {
 		return nil
 	}
-	set := &armSet{reference: arms[0], interleaved: interleaved(docs)}
+	set := &armSet{reference: arms[0]}
+	set.interleaved, set.duet = roundsPair(docs)
 	reference := map[string]results.Metric{}
 	for _, m := range metrics {
 		if m.QueryServer == set.reference {
@@ -131,17 +136,20 @@ func withoutArm(m results.Metric) string {
 	return m.Key()
 }
 
-// interleaved tells whether the arms took turns: every step record of several arms says in
-// which order they did.
-func interleaved(docs []*results.Document) bool {
+// roundsPair tells whether the arms' rounds pair, and whether in duet: every step record of
+// several arms says in which order they took their turns, or that they ran in duet.
+func roundsPair(docs []*results.Document) (interleaved, duet bool) {
 	for _, d := range docs {
 		for _, rec := range d.Steps {
+			if rec.Duet {
+				return true, true
+			}
 			if len(rec.Rounds) > 0 {
-				return true
+				return true, false
 			}
 		}
 	}
-	return false
+	return false, false
 }
 
 // pairedRow sets an arm's metric against the reference's, round by round: the rounds both

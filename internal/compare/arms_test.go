@@ -116,6 +116,25 @@ func TestArmsPairingCancelsTheDrift(t *testing.T) {
 	}
 }
 
+// Arms in duet (spec.armOrder Duet) record no order, only that they ran together: their
+// rounds pair as turns' do, so a 15% slower arm under a drift of 20% is found as in
+// TestArmsPairingCancelsTheDrift, and the table says the arms ran in duet. No server.
+func TestArmsInDuetArePaired(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	docs := interleavedRun(r, 8, 0.85, 0.2, 0.04)
+	docs[0].Steps = []results.StepRecord{{QueryServer: "a", Step: "index", Duet: true}, {QueryServer: "b", Step: "index", Duet: true}}
+	c, err := Arms(docs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Interleaved || !c.Duet || len(c.Rows) != 1 || c.Rows[0].Verdict != Regressed {
+		t.Fatalf("comparison %+v: want one row, paired in duet, Regressed", c)
+	}
+	if title := c.Tables()[0].Title; !strings.Contains(title, "in duet") {
+		t.Errorf("table title %q does not say the arms ran in duet", title)
+	}
+}
+
 // One arm has no comparison; rows of metrics the reference lacks are left out.
 func TestArmsNeedTwoArms(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))

@@ -136,6 +136,12 @@ func (a ArmsComparison) Tables() []results.Table {
 	how := fmt.Sprintf("The arms took turns round by round in a random order, so each round's pair met the same "+
 		"conditions. Change: the geometric mean of the round ratios (arm / %s), with a paired t interval; the medians' "+
 		"change can differ when the rounds are skewed", a.Reference)
+	if a.Duet {
+		title = fmt.Sprintf("Arms against %s, in duet, paired round by round", a.Reference)
+		how = fmt.Sprintf("The arms took each unit at the same moment, each on a CouchDB of its own, so each round's pair "+
+			"met the same neighbours for the same seconds. Change: the geometric mean of the round ratios (arm / %s), "+
+			"with a paired t interval; the medians' change can differ when the rounds are skewed", a.Reference)
+	}
 	if !a.Interleaved {
 		title = fmt.Sprintf("Arms against %s, one after the other", a.Reference)
 		how = fmt.Sprintf("The arms ran one after the other (spec.armOrder Sequential), minutes apart: they are set "+

@@ -69,6 +69,11 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Waits look after the copies' requests; zero fields take DefaultWaits'.
 	Waits Waits
+	// Ready, when set, is called once the build is set up (design documents written, every
+	// copy's index opened), right before its copies are asked; the build waits for it to
+	// return. Arms in duet hold their builds there until every arm's is set up, so that the
+	// timed parts start together whatever the setup took on each server.
+	Ready func()
 }
 
 // Waits are how a build looks after the requests that wait for its copies' indexes, and how
@@ -171,6 +176,9 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		}
 	}
 
+	if opts.Ready != nil {
+		opts.Ready()
+	}
 	ddocIDs := slices.Collect(maps.Values(byRange))
 	before := readNodes(ctx, c, nodes)
 	poller := startPolling(ctx, c, opts.PollInterval)

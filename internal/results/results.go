@@ -75,6 +75,10 @@ type StepRecord struct {
 	// Rounds is the order the arms took their turns in, round by round (the warm-up first,
 	// when there was one), when several arms took turns in the step.
 	Rounds [][]string `json:"rounds,omitempty"`
+	// Duet is true when the arms took each unit of the step at the same moment, each on a
+	// CouchDB of its own (spec.armOrder Duet): their rounds pair as turns' do, and
+	// LoadGenerator is the runner's share over every arm's units together.
+	Duet bool `json:"duet,omitempty"`
 }
 
 // Provenance says which server produced the numbers, as the server itself reports it.

@@ -63,6 +63,7 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 		PollInterval: series.PollInterval, Expected: a.gens[i].Expected(docs),
 		Progress:         func(b indexing.Progress) { logf(a.cfg.Log, "%s: %s", which, built(b)) },
 		ProgressInterval: a.cfg.ProgressInterval,
+		Ready:            a.ready,
 	})
 	if err != nil {
 		return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, round, err)

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -24,6 +23,11 @@ import (
 // turns, back to back, make a pair (or a set) whose ratio the drift largely cancels from. Arms that share
 // a CouchDB take turns on it; arms with CouchDBs of their own take turns too, so that only
 // one of them is busy at a time.
+//
+// In duet (spec.armOrder Duet) the arms, each on a CouchDB of its own, take each unit at the
+// same moment instead: a neighbour that comes for a few seconds then meets both arms' units,
+// where taking turns it lands on one. The runner's own CPU is then spent on every arm at
+// once and cannot be cut into turns: each arm's record carries the step's whole share.
 
 // stepWork is what a runner step does for an arm.
 type stepWork struct {
@@ -104,18 +108,6 @@ func pauseViewCompaction(ctx context.Context, spec *benchv1.CouchBenchmarkSpec, 
 	return indexing.PauseViewCompaction(ctx, srv.client, srv.Nodes, indexing.DefaultWaits)
 }
 
-// turn accounts for one arm's share of a step: when it ran and what it cost the runner.
-type turn struct {
-	arm         *armRun
-	first, last cpuuse.Reading
-	// others are the other arms' turns while this one's step was under way, left out of its
-	// CPU share like waits at barriers.
-	others []cpuuse.Pause
-	err    error
-}
-
-func (t *turn) started() bool { return !t.first.At.IsZero() }
-
 // runStep runs one step for every arm, round by round, and records each arm's step in doc.
 func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun, doc *results.Document) (err error) {
 	work := steps[step]
@@ -143,21 +135,20 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 			watches[srv] = serverload.Watch(ctx, srv.client, srv.Nodes, serverload.Interval)
 		}
 	}
-	taken := make([]*turn, len(arms))
-	byName := map[string]int{}
 	armNames := make([]string, len(arms))
 	for i, a := range arms {
 		a.pauses = nil
-		taken[i] = &turn{arm: a}
-		byName[a.qs.Name], armNames[i] = i, a.qs.Name
+		armNames[i] = a.qs.Name
 	}
+	duet := cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1
+	taking := newTakers(arms, duet)
 	var orders [][]string
 	defer func() {
 		load := map[*server][]measured.NodeLoad{}
 		for srv, w := range watches {
 			load[srv] = w.Stop()
 		}
-		for _, t := range taken {
+		for _, t := range taking.taken {
 			if !t.started() {
 				continue
 			}
@@ -165,49 +156,31 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 				work.end(t.arm)
 			}
 			rec := t.record(step, load[t.arm.server])
-			if len(arms) > 1 {
+			switch {
+			case duet:
+				rec.Duet = true
+			case len(arms) > 1:
 				rec.Rounds = orders
 			}
 			doc.Steps = append(doc.Steps, rec)
 		}
 	}()
 
-	// take gives arm i its turn.
-	take := func(i int, do func(a *armRun) error) error {
-		t := taken[i]
-		from := cpuuse.Read()
-		if !t.started() {
-			t.first = from
-		}
-		t.err = do(t.arm)
-		t.last = cpuuse.Read()
-		for j, other := range taken {
-			if j != i && other.started() {
-				other.others = append(other.others, cpuuse.Pause{From: from, To: t.last})
-			}
-		}
-		if t.err != nil {
-			return fmt.Errorf("query server %s: %w", t.arm.qs.Name, t.err)
-		}
-		return nil
-	}
-	for i := range arms {
-		if work.begin == nil {
-			break
-		}
-		if err := take(i, func(a *armRun) error { return work.begin(a, ctx) }); err != nil {
+	if work.begin != nil {
+		if err := taking.each(armNames, func(a *armRun) error { return work.begin(a, ctx) }); err != nil {
 			return err
 		}
 	}
 	first, last := work.rounds(&cfg.Bench.Spec)
 	for round := first; round <= last; round++ {
-		order := turnsOrder(cfg, doc, step, round, armNames)
-		orders = append(orders, order)
+		order := armNames
+		if !duet {
+			order = turnsOrder(cfg, doc, step, round, armNames)
+			orders = append(orders, order)
+		}
 		for unit := range work.units(arms[0]) {
-			for _, name := range order {
-				if err := take(byName[name], func(a *armRun) error { return work.round(a, ctx, round, unit) }); err != nil {
-					return err
-				}
+			if err := taking.each(order, func(a *armRun) error { return work.round(a, ctx, round, unit) }); err != nil {
+				return err
 			}
 		}
 	}
@@ -218,24 +191,4 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 // without one started.
 func turnsOrder(cfg Config, doc *results.Document, step benchv1.Step, round int, arms []string) []string {
 	return turns.Order(turns.Key(cfg.RunID, doc.StartedAt), string(step), round, arms)
-}
-
-// record is the arm's step: from its first turn to the end of its last, its CPU share over its
-// own turns only.
-func (t *turn) record(step benchv1.Step, load []measured.NodeLoad) results.StepRecord {
-	var pauses []cpuuse.Pause
-	for _, p := range append(t.others, t.arm.pauses...) {
-		if !p.From.At.Before(t.first.At) && !p.To.At.After(t.last.At) {
-			pauses = append(pauses, p)
-		}
-	}
-	use := cpuuse.Between(t.first, t.last, pauses...)
-	rec := results.StepRecord{
-		QueryServer: t.arm.qs.Name, Step: step, StartedAt: t.first.At.UTC(), FinishedAt: t.last.At.UTC(),
-		LoadGenerator: &use, CouchDBLoad: load,
-	}
-	if t.err != nil {
-		rec.Error = t.err.Error()
-	}
-	return rec
 }

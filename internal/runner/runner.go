@@ -14,7 +14,8 @@
 // The arms of a runner take turns within each step, round by round, in a fresh random order
 // every round (rounds.go): arms that share one CouchDB, and arms that each have their own
 // (Config.Servers: an A/B of CouchDB builds, or provisioned arms side by side) alike, so that
-// the machine's drift during a step reaches every arm alike.
+// the machine's drift during a step reaches every arm alike. Arms that each have their own
+// can instead take every unit at the same moment (spec.armOrder Duet).
 package runner
 
 import (
@@ -158,6 +159,11 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 		}
 		arms[i] = newArmRun(cfg, srv, qs)
 	}
+	if cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1 && len(servers) < len(arms) {
+		return fmt.Errorf("spec.armOrder Duet runs the arms at the same moment, each on a CouchDB of its own, and %d arms "+
+			"share %d server(s): give each arm its own CouchDB (couchbench run --arm-url ARM=URL), or use Interleaved",
+			len(arms), len(servers))
+	}
 	// One server is the document's; arms on servers of their own each carry theirs.
 	if len(servers) == 1 {
 		doc.Server = arms[0].server.Provenance
@@ -171,7 +177,7 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 			doc.Arms = append(doc.Arms, a.result)
 		}
 	}()
-	// Arms run side by side take turns in every step; run one after the other (spec.armOrder
+	// Arms run side by side take turns (or run in duet) in every step; run one after the other (spec.armOrder
 	// Sequential), each arm goes through every step before the next one starts.
 	groups := [][]*armRun{arms}
 	if cfg.Bench.Spec.ArmOrder == benchv1.ArmsSequential {
@@ -287,6 +293,9 @@ type armRun struct {
 	gens []*dataset.Generator
 	// pauses are the current step's waits at barriers for the other parts.
 	pauses []cpuuse.Pause
+	// ready, in duet, holds the arm's unit where its measured part begins until every arm's
+	// unit is there (nil: no duet). A build calls it once set up (indexing.Options.Ready).
+	ready func()
 	// nonce tells this run's design documents from another's on the same databases.
 	nonce string
 }

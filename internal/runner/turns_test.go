@@ -10,6 +10,7 @@ import (
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/turns"
@@ -202,6 +203,88 @@ func TestArmsOnTheirOwnServersTakeTurnsOnRealCouchDB(t *testing.T) {
 		if len(armDoc.Server.Nodes) != nodes[a.QueryServer] || armDoc.Arms[0].Server != nil {
 			t.Errorf("%s's own document: server %+v, arm server %v", a.QueryServer, armDoc.Server, armDoc.Arms[0].Server)
 		}
+	}
+}
+
+// duetBench is two JavaScript arms in duet, which a provisioned CouchDB gives each its own
+// server; by hand (and here) Config.Servers names them.
+const duetBench = `
+apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: duet}
+spec:
+  couchdb: {provision: {}}
+  armOrder: Duet
+  queryServers:
+  - {name: one, language: javascript}
+  - {name: three, language: javascript}
+  dataset: {documents: 2000}
+  workloads:
+    indexing: {repetitions: 3, warmUp: true, reducers: [builtin]}
+`
+
+// Two arms in duet — one on the kit's single node, three on its 3-node cluster (both real
+// Apache CouchDB 3.4.3) — take every unit at the same moment: in every round the two arms'
+// builds are under way together, where taking turns one ends before the other starts; the
+// step records say duet instead of an order, and each carries the runner's CPU share.
+func TestArmsInDuetTakeEachUnitTogetherOnRealCouchDB(t *testing.T) {
+	single, cluster := couchdbtest.Single(t), couchdbtest.Cluster(t)
+	runID := "t" + couchdbtest.RandomID()
+	bench, err := benchspec.Parse([]byte(duetBench))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster.DeleteLater(t, names.Database(bench.Name, runID, "three", "small"))
+	doc, log, err := realRun(t, single, duetBench, Config{RunID: runID, Servers: map[string]*couch.Client{
+		"one":   single.Client(t, couch.Options{MaxConns: 8}),
+		"three": cluster.Client(t, couch.Options{MaxConns: 16}),
+	}})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	builds := map[string][]measured.IndexBuild{}
+	for _, a := range doc.Arms {
+		s := a.Profiles[0].Indexing[0]
+		if s.WarmUp == nil || len(s.Runs) != 3 {
+			t.Fatalf("%s: warm-up %v, %d builds; want a warm-up and 3", a.QueryServer, s.WarmUp != nil, len(s.Runs))
+		}
+		builds[a.QueryServer] = append([]measured.IndexBuild{*s.WarmUp}, s.Runs...)
+	}
+	for round := range 4 {
+		one, three := builds["one"][round], builds["three"][round]
+		oneEnd, threeEnd := one.StartedAt.Add(one.Queryable), three.StartedAt.Add(three.Queryable)
+		if !one.StartedAt.Before(threeEnd) || !three.StartedAt.Before(oneEnd) {
+			t.Errorf("round %d: one built %s-%s, three %s-%s; want the builds under way together", round,
+				one.StartedAt.Format(time.StampMilli), oneEnd.Format(time.StampMilli),
+				three.StartedAt.Format(time.StampMilli), threeEnd.Format(time.StampMilli))
+		}
+	}
+	steps := 0
+	for _, rec := range doc.Steps {
+		steps++
+		if !rec.Duet || rec.Rounds != nil {
+			t.Errorf("%s/%s: duet %v, rounds %v; want duet and no order", rec.QueryServer, rec.Step, rec.Duet, rec.Rounds)
+		}
+		if u := rec.LoadGenerator; u == nil || u.CPUSeconds <= 0 {
+			t.Errorf("%s/%s: the runner's CPU share %+v", rec.QueryServer, rec.Step, u)
+		}
+	}
+	if steps != 4 {
+		t.Errorf("%d step records, want the seed and index steps of both arms: %+v", steps, doc.Steps)
+	}
+}
+
+// Arms in duet on one CouchDB would share it, not meet the same neighbours on servers of
+// their own: on the kit's single node (real Apache CouchDB 3.4.3) the run stops before any
+// step and says what to give each arm.
+func TestArmsInDuetNeedServersOfTheirOwnOnRealCouchDB(t *testing.T) {
+	single := couchdbtest.Single(t)
+	doc, log, err := realRun(t, single, duetBench, Config{})
+	if err == nil || !strings.Contains(err.Error(), "each on a CouchDB of its own") || !strings.Contains(err.Error(), "--arm-url") {
+		t.Fatalf("run on one server: %v; want the duet's refusal\n%s", err, log)
+	}
+	if len(doc.Steps) != 0 {
+		t.Errorf("step records %+v; want none", doc.Steps)
 	}
 }
 
