@@ -9,7 +9,7 @@
 //
 //	duet run -a URL -a-dir DIR -b URL -b-dir DIR [-order turns|duet|alternate] [-runs N]
 //	         [-rounds R | -target 0.05 -limit 15m [-stop-on cpu]] [-docs 20000] [-label L] -out FILE
-//	duet replay [-alpha 0.01] [-target 0.05] [-simulated 1000] FILE...
+//	duet replay [-alpha 0.01] [-target 0.05] [-tolerance 0] [-simulated 1000] FILE...
 //
 // The servers are the kit's (../shared/apache-couchdb/couchdb.sh start --dir DIR ...); -a-dir
 // and -b-dir name their directories, whose node1/couchdb.pid is the process tree moved into a

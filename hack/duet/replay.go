@@ -55,6 +55,8 @@ func replayCommand(args []string, w io.Writer) error {
 	fs := flag.NewFlagSet("replay", flag.ExitOnError)
 	alpha := fs.Float64("alpha", 0.01, "the family-wise alpha of the two ratios' sequences")
 	target := fs.Float64("target", 0.05, "the target: no change as large as this")
+	tolerance := fs.Float64("tolerance", 0, "a change is one beyond this band (0: any change); "+
+		"an allowance for the offset every run of two servers has")
 	tunedFor := fs.Int("tuned-for", 20, "the rounds the sequences are tightest at")
 	maxRounds := fs.Int("max-rounds", 100, "simulated runs: the most rounds a run may take")
 	simulated := fs.Int("simulated", 1000, "simulated A/A runs per order, resampled from the recorded A/A runs")
@@ -66,7 +68,7 @@ func replayCommand(args []string, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	rule := sequential.Rule{Target: *target}
+	rule := sequential.Rule{Target: *target, Tolerance: *tolerance}
 	spreads(w, runs)
 	agreement(w, runs)
 	replayed(w, runs, *alpha, *tunedFor, rule)
@@ -202,7 +204,8 @@ func agreement(w io.Writer, runs []*recordedRun) {
 
 // replayed prints what the sequences would have said of each recorded run, round by round.
 func replayed(w io.Writer, runs []*recordedRun, alpha float64, tunedFor int, rule sequential.Rule) {
-	fmt.Fprintf(w, "\nEvery recorded run replayed (alpha %.2g family-wise, target ±%.0f%%):\n\n", alpha, 100*rule.Target)
+	fmt.Fprintf(w, "\nEvery recorded run replayed (alpha %.2g family-wise, target ±%.0f%%, tolerance ±%.1f%%):\n\n", alpha,
+		100*rule.Target, 100*rule.Tolerance)
 	fmt.Fprintln(w, "| run | order | load | rounds | cpu: decided at | outcome | interval | wall: decided at | outcome | interval |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|")
 	for _, r := range runs {
