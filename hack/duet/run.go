@@ -134,6 +134,9 @@ func runCommand(ctx context.Context, args []string) (err error) {
 	if cfg.stopOn != "both" && cfg.stopOn != metricCPU {
 		return fmt.Errorf("-stop-on %q: both or cpu", cfg.stopOn)
 	}
+	if cfg.stopOn == metricCPU && cfg.target == 0 {
+		return errors.New("-stop-on cpu needs -target: without one, no sequence decides")
+	}
 	cfg.out, err = os.OpenFile(*out, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err

@@ -23,9 +23,11 @@ type ArmsComparison struct {
 	// Reference is the first arm, which the others are set against.
 	Reference string `json:"reference"`
 	// Interleaved is true when the arms' rounds pair: they took turns round by round, or
-	// (Duet also true) took each unit at the same moment.
+	// took each unit at the same moment.
 	Interleaved bool `json:"interleaved"`
-	Duet        bool `json:"duet,omitempty"`
+	// Duet is true when the arms took each unit of the runner's steps at the same moment
+	// (spec.armOrder Duet); k6's reads still took turns.
+	Duet bool `json:"duet,omitempty"`
 	// ConfidencePercent is the family-wise level of the rows' verdicts, which the Judged rows
 	// hold together.
 	ConfidencePercent float64 `json:"confidencePercent"`

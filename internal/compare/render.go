@@ -139,7 +139,7 @@ func (a ArmsComparison) Tables() []results.Table {
 	if a.Duet {
 		title = fmt.Sprintf("Arms against %s, in duet, paired round by round", a.Reference)
 		how = fmt.Sprintf("The arms took each unit at the same moment, each on a CouchDB of its own, so each round's pair "+
-			"met the same neighbours for the same seconds. Change: the geometric mean of the round ratios (arm / %s), "+
+			"met the same neighbours for the same seconds (k6's reads took turns). Change: the geometric mean of the round ratios (arm / %s), "+
 			"with a paired t interval; the medians' change can differ when the rounds are skewed", a.Reference)
 	}
 	if !a.Interleaved {

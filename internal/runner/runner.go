@@ -51,7 +51,8 @@ type Config struct {
 	// Servers are arms' own CouchDBs, by arm name.
 	Servers map[string]*couch.Client
 	// Arms limits the run to these query servers; empty runs all. Arms take turns within
-	// each step, round by round, in this order (the spec's without names).
+	// each step, round by round, in this order (the spec's without names), or in duet all
+	// at once.
 	Arms []string
 	// Steps to run (runner steps: benchv1.RunnerSteps); they run in that order whatever
 	// order they are given in.
