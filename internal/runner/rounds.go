@@ -140,8 +140,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 		a.pauses = nil
 		armNames[i] = a.qs.Name
 	}
-	duet := cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1
-	taking := newTakers(arms, duet)
+	taking := newTakers(arms, cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1)
 	var orders [][]string
 	defer func() {
 		load := map[*server][]measured.NodeLoad{}
@@ -157,7 +156,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 			}
 			rec := t.record(step, load[t.arm.server])
 			switch {
-			case duet:
+			case taking.duet:
 				rec.Duet = true
 			case len(arms) > 1:
 				rec.Rounds = orders
@@ -174,7 +173,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 	first, last := work.rounds(&cfg.Bench.Spec)
 	for round := first; round <= last; round++ {
 		order := armNames
-		if !duet {
+		if !taking.duet {
 			order = turnsOrder(cfg, doc, step, round, armNames)
 			orders = append(orders, order)
 		}

@@ -23,6 +23,14 @@ type turn struct {
 
 func (t *turn) started() bool { return !t.first.At.IsZero() }
 
+// failed is the turn's error, naming its arm; nil when it succeeded.
+func (t *turn) failed() error {
+	if t.err == nil {
+		return nil
+	}
+	return fmt.Errorf("query server %s: %w", t.arm.qs.Name, t.err)
+}
+
 // takers give a step's arms their turns, one after the other in a round's order or, in
 // duet, all at once, and keep each arm's turn.
 type takers struct {
@@ -67,10 +75,7 @@ func (k *takers) take(i int, do func(a *armRun) error) error {
 			other.others = append(other.others, cpuuse.Pause{From: from, To: t.last})
 		}
 	}
-	if t.err != nil {
-		return fmt.Errorf("query server %s: %w", t.arm.qs.Name, t.err)
-	}
-	return nil
+	return t.failed()
 }
 
 // together gives every arm its turn at once (duet), released by one signal so that their
@@ -98,12 +103,10 @@ func (k *takers) together(do func(a *armRun) error) error {
 	}
 	close(start)
 	wg.Wait()
-	var errs []error
+	errs := make([]error, 0, len(k.taken))
 	for _, t := range k.taken {
 		t.arm.ready = nil
-		if t.err != nil {
-			errs = append(errs, fmt.Errorf("query server %s: %w", t.arm.qs.Name, t.err))
-		}
+		errs = append(errs, t.failed())
 	}
 	return errors.Join(errs...)
 }
