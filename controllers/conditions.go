@@ -26,6 +26,9 @@ const (
 	// conditionRuntimeAsAsked says whether every arm's views ran on what its preset, engine or
 	// command asks for.
 	conditionRuntimeAsAsked = "RuntimeAsAsked"
+	// conditionDecided says whether the steps that added rounds until decided
+	// (spec.sequential) decided every arm's ratio before they stopped.
+	conditionDecided = "Decided"
 	// conditionNodesReady says whether every node that holds a pod of the running benchmark is
 	// ready (nodes.go); it appears when one is first lost, and keeps what the run saw last once
 	// it has ended.
@@ -78,6 +81,9 @@ const (
 	reasonReplaced              = "Replaced"
 	reasonAsAsked               = "AsAsked"
 	reasonRuntimeMismatch       = "RuntimeMismatch"
+	reasonDecided               = "Decided"
+	reasonUndecided             = "Undecided"
+	reasonCPUCostNotMeasured    = "CPUCostNotMeasured"
 	reasonDatabasesDeleted      = "DatabasesDeleted"
 	reasonNodeLost              = "NodeLost"
 	reasonNodesReady            = "NodesReady"

@@ -243,6 +243,32 @@ func TestTimeoutEndsTheRunAndStopsItsJob(t *testing.T) {
 	}
 }
 
+// A benchmark that would stop its steps on a CPU cost the operator does not read never
+// starts: it is Stalled, saying why and what to create instead, and no Job runs.
+func TestPreflightRefusesStoppingOnCPUCost(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	bench := existingBenchmark(ns)
+	bench.Spec.Sequential = &benchv1.SequentialRounds{TargetPercent: 5, TolerancePercent: 2, TimeLimit: "15m", MaxRounds: 100,
+		TunedForRounds: 20, StopOn: []benchv1.SequentialMetric{benchv1.SequentialCPUCost}}
+	create(t, bench)
+	create(t, credentials(ns))
+
+	h.reconcile(bench)
+	_, got := h.reconcile(bench)
+	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
+	if stalled == nil || stalled.Reason != reasonCPUCostNotMeasured || !strings.Contains(stalled.Message, "--arm-pid") ||
+		!strings.Contains(stalled.Message, "create the benchmark again") {
+		t.Fatalf("Stalled %+v; want CPUCostNotMeasured, saying what to do", stalled)
+	}
+	if got.Status.StartTime != nil || len(jobsOf(t, got)) != 0 {
+		t.Errorf("start %v jobs %v; want the run not started", got.Status.StartTime, jobsOf(t, got))
+	}
+	if !strings.Contains(drainEvents(h), "Warning CPUCostNotMeasured") {
+		t.Error("no Warning event says why the run does not start")
+	}
+}
+
 func TestPreflightWaitsForCredentials(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,9 @@ const preflightRetry = 30 * time.Second
 func (r *CouchBenchmarkReconciler) preflight(ctx context.Context, bench *benchv1.CouchBenchmark) (*stepFailure, error) {
 	if found, err := r.checkBaseline(ctx, bench); found != nil || err != nil {
 		return found, err
+	}
+	if refused := cpuCostNotMeasured(&bench.Spec); refused != nil {
+		return refused, nil
 	}
 	if existing := bench.Spec.CouchDB.Existing; existing != nil {
 		return r.checkCredentials(ctx, bench.Namespace, existing.CredentialsSecret)
@@ -65,4 +69,17 @@ func (r *CouchBenchmarkReconciler) checkCredentials(ctx context.Context, namespa
 		}
 	}
 	return nil, nil
+}
+
+// cpuCostNotMeasured refuses a run that would stop on a CPU cost the operator does not read
+// (only couchbench run --arm-pid does): its steps could only end at their limits. The spec
+// cannot change, so the message says to create the benchmark again.
+func cpuCostNotMeasured(spec *benchv1.CouchBenchmarkSpec) *stepFailure {
+	if seq := spec.Sequential; seq == nil || !slices.Contains(seq.StopOn, benchv1.SequentialCPUCost) {
+		return nil
+	}
+	return &stepFailure{reason: reasonCPUCostNotMeasured, message: fmt.Sprintf("spec.sequential.stopOn names %s, which the operator "+
+		"does not measure yet (reading a CouchDB pod's cgroup needs rights its runners do not have; by hand, couchbench run "+
+		"--arm-pid does): its steps could never stop on it; create the benchmark again with stopOn [changes_per_second] or without stopOn",
+		benchv1.SequentialCPUCost)}
 }

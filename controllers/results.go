@@ -115,6 +115,7 @@ func (r *CouchBenchmarkReconciler) summarize(ctx context.Context, bench *benchv1
 		return err
 	}
 	st.Arms = armsSummary(arms)
+	r.recordDecided(bench, arms)
 	r.recordThresholds(bench, s.Thresholds)
 	r.recordIsolation(bench, s.Isolation)
 	r.recordSameNodes(bench, s.SameNodes)
@@ -212,6 +213,28 @@ func (r *CouchBenchmarkReconciler) recordRuntimes(bench *benchv1.CouchBenchmark,
 			"every arm's views ran on what its preset, engine or command asks for (where it names one)",
 			reasonRuntimeMismatch, "Probe", strings.Join(v.Mismatched, "; "))
 	}
+}
+
+// recordDecided sets Decided for a run whose steps added rounds until their ratios were
+// decided: False names the ratios the time limit or maxRounds left undecided, and how wide
+// their intervals still were.
+func (r *CouchBenchmarkReconciler) recordDecided(bench *benchv1.CouchBenchmark, arms *compare.ArmsComparison) {
+	if arms == nil || len(arms.Sequential) == 0 {
+		return
+	}
+	steps := compare.DescribeAll(arms.Sequential)
+	var undecided []string
+	for _, row := range arms.Undecided() {
+		line := strings.Join([]string{row.QueryServer, row.Profile, row.Workload, row.Variant, row.Metric}, "/")
+		if iv := row.Interval; iv != nil {
+			line += fmt.Sprintf(" [%+.1f%%, %+.1f%%]", iv.LowPercent, iv.HighPercent)
+		}
+		undecided = append(undecided, line)
+	}
+	r.recordResultCondition(bench, conditionDecided, len(undecided) == 0, reasonDecided,
+		"every arm's ratio the steps had to decide (spec.sequential.stopOn) was decided ("+steps+")",
+		reasonUndecided, "Decide", fmt.Sprintf("%s; undecided: %s; raise sequential.timeLimit or maxRounds, or run on a quieter node",
+			steps, strings.Join(undecided, ", ")))
 }
 
 // recordResultCondition sets a condition the results decide: True with okReason and

@@ -14,6 +14,7 @@ import (
 // +kubebuilder:validation:XValidation:rule="has(self.couchdb.provision) || self.queryServers.all(q, !has(q.image) && !has(q.command) && !has(q.env) && !has(q.config) && !has(q.values))",fieldPath=".queryServers",message="queryServers[].image, command, env, config and values shape a provisioned CouchDB: an existing CouchDB already runs as it is; remove them or provision CouchDB"
 // +kubebuilder:validation:XValidation:rule="!has(self.dataset.profiles) || !self.dataset.profiles.exists(p, p.type == 'tiny') || (!has(self.workloads.indexing) && !has(self.workloads.viewReads) && !has(self.workloads.reads))",fieldPath=".dataset.profiles",message="the tiny profile is seed 003's {\"foo\":\"bar\"} for the writes workload only: it has no fields for views or reads; remove indexing, viewReads and reads, or use the small profile"
 // +kubebuilder:validation:XValidation:rule="!has(self.armOrder) || self.armOrder != 'Duet' || (size(self.queryServers) >= 2 && has(self.couchdb.provision))",fieldPath=".armOrder",message="armOrder Duet runs two or more arms at the same moment, each on a CouchDB of its own: it needs at least two queryServers and couchdb.provision (an existing CouchDB is one server for every arm; by hand, write couchdb: {provision: {}} and give each arm its own server with --arm-url ARM=URL); use Interleaved otherwise"
+// +kubebuilder:validation:XValidation:rule="!has(self.sequential) || (size(self.queryServers) >= 2 && (!has(self.armOrder) || self.armOrder != 'Sequential'))",fieldPath=".sequential",message="sequential adds rounds until every arm's ratio to the first arm is decided: it needs at least two queryServers whose rounds pair (armOrder Interleaved or Duet, not Sequential)"
 // +kubebuilder:validation:XValidation:rule="self.runner.parallelism <= self.dataset.documents",fieldPath=".runner.parallelism",message="runner.parallelism cannot exceed dataset.documents: each seeding runner loads a slice of at least one document"
 // +kubebuilder:validation:XValidation:rule="!has(self.couchdb.provision) || !has(self.dataset.replicas) || self.dataset.replicas <= self.couchdb.provision.clusterSize",fieldPath=".dataset.replicas",message="dataset.replicas cannot exceed couchdb.provision.clusterSize: CouchDB keeps at most one copy of a shard per node"
 type CouchBenchmarkSpec struct {
@@ -80,6 +81,13 @@ type CouchBenchmarkSpec struct {
 	// +optional
 	// +kubebuilder:default=Interleaved
 	ArmOrder ArmOrder `json:"armOrder,omitempty"`
+
+	// Sequential runs the index and views steps until every arm's ratio to the first arm is
+	// decided (see SequentialRounds), with the workloads' repetitions as the least number of
+	// rounds; unset, each step runs its repetitions. It needs two or more arms whose rounds
+	// pair (armOrder Interleaved or Duet). The other steps run their repetitions.
+	// +optional
+	Sequential *SequentialRounds `json:"sequential,omitempty"`
 
 	// Isolation keeps the load generators (runner and k6 pods) off the nodes of the CouchDB
 	// they measure: Preferred (default) asks the scheduler to, and runs anyway where it

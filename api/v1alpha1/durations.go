@@ -30,3 +30,6 @@ func (r *ReadsWorkload) RunDuration() time.Duration { return parseDuration(r.Dur
 
 // PauseDuration is the pause between read repetitions.
 func (r *ReadsWorkload) PauseDuration() time.Duration { return parseDuration(r.Pause) }
+
+// TimeLimitDuration is how long a step may add rounds.
+func (s *SequentialRounds) TimeLimitDuration() time.Duration { return parseDuration(s.TimeLimit) }

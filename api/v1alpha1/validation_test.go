@@ -8,6 +8,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,6 +160,42 @@ func TestPythonPresetsOnAnExistingCouchDBAreAccepted(t *testing.T) {
 	}
 	if len(stored.Spec.QueryServers) != 3 || stored.Spec.QueryServers[2].Preset != benchv1.PresetPyPy {
 		t.Errorf("stored query servers %+v; want the three presets as written", stored.Spec.QueryServers)
+	}
+}
+
+// Arms in duet on provisioned CouchDBs, adding rounds until the CPU cost is decided: the API
+// server (envtest's real kube-apiserver) and the runner's loader both accept it and fill in
+// the same defaults for what the spec leaves out.
+func TestDuetUntilDecidedIsAccepted(t *testing.T) {
+	ns := env.Namespace(t)
+	u := benchmark(t, ns, "duet-until-decided", `
+couchdb: {provision: {}}
+armOrder: Duet
+queryServers: [{name: reference, language: javascript}, {name: candidate, language: javascript}]
+sequential: {stopOn: [cpu_seconds_per_1000_docs]}
+workloads: {indexing: {reducers: [builtin]}}
+`)
+	data, err := yaml.Marshal(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := benchspec.Parse(data)
+	if err != nil {
+		t.Fatalf("the runner's loader refused a duet until decided: %v", err)
+	}
+	if err := env.Client.Create(ctxT(t), u); err != nil {
+		t.Fatalf("the API server refused a duet until decided: %v", err)
+	}
+	var stored benchv1.CouchBenchmark
+	if err := env.Client.Get(ctxT(t), client.ObjectKeyFromObject(u), &stored); err != nil {
+		t.Fatal(err)
+	}
+	want := benchv1.SequentialRounds{TargetPercent: 5, TolerancePercent: 2, TimeLimit: "15m", MaxRounds: 100, TunedForRounds: 20,
+		StopOn: []benchv1.SequentialMetric{"cpu_seconds_per_1000_docs"}}
+	for who, got := range map[string]*benchv1.SequentialRounds{"API server": stored.Spec.Sequential, "loader": loaded.Spec.Sequential} {
+		if got == nil || !reflect.DeepEqual(*got, want) {
+			t.Errorf("%s: sequential %+v; want %+v", who, got, want)
+		}
 	}
 }
 

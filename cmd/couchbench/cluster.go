@@ -22,7 +22,7 @@ import (
 func newClusterCommand() *cobra.Command {
 	var url, credentialsDir string
 	var nodes int
-	urls := armURLs{}
+	urls := armValues{}
 	cmd := &cobra.Command{
 		Use:   "cluster --nodes N (--url URL | --arm-url ARM=URL...) [--credentials-dir DIR]",
 		Short: "set up CouchDB clusters (finish_cluster) and wait until every node has joined",

@@ -32,10 +32,11 @@ func explain(err error, o stepOptions, creds couch.Credentials) error {
 		err, creds.Username, how)
 }
 
-// armURLs are --arm-url's: arms' own CouchDBs, by arm name.
-type armURLs map[string]string
+// armValues are a flag's ARM=VALUE's by arm name: --arm-url's (arms' own CouchDBs) or
+// --arm-pid's (their servers' processes).
+type armValues map[string]string
 
-func (a armURLs) String() string {
+func (a armValues) String() string {
 	out := make([]string, 0, len(a))
 	for _, arm := range slices.Sorted(maps.Keys(a)) {
 		out = append(out, arm+"="+a[arm])
@@ -43,14 +44,14 @@ func (a armURLs) String() string {
 	return strings.Join(out, ",")
 }
 
-func (a armURLs) Type() string { return "ARM=URL" }
+func (a armValues) Type() string { return "ARM=VALUE" }
 
-func (a armURLs) Set(v string) error {
-	arm, url, ok := strings.Cut(v, "=")
-	if !ok || arm == "" || url == "" {
-		return fmt.Errorf("%q is not ARM=URL", v)
+func (a armValues) Set(v string) error {
+	arm, value, ok := strings.Cut(v, "=")
+	if !ok || arm == "" || value == "" {
+		return fmt.Errorf("%q is not ARM=VALUE", v)
 	}
-	a[arm] = url
+	a[arm] = value
 	return nil
 }
 

@@ -507,7 +507,7 @@ func TestArmURLs(t *testing.T) {
 		writeFile(t, own, "username", "admin\n")
 		writeFile(t, own, "password", "same")
 	}
-	o := stepOptions{credentialsDir: dir, armURLs: armURLs{"js": "http://a:5984", "py": "http://a:5984"}}
+	o := stepOptions{credentialsDir: dir, armURLs: armValues{"js": "http://a:5984", "py": "http://a:5984"}}
 	got, err := clients(o, spec, nil)
 	if err != nil || got.client != nil || len(got.servers) != 2 || got.servers["js"] != got.servers["py"] {
 		t.Errorf("two arms on one CouchDB with one user: %+v, %v; want one shared client", got, err)
@@ -527,19 +527,19 @@ func TestArmURLs(t *testing.T) {
 	if got, err := clients(o, existing, []string{"js", "py"}); err != nil || got.client != nil || got.servers["js"] != got.servers["py"] {
 		t.Errorf("arms of an existing CouchDB, each named with it: %+v, %v; want one shared client, no other", got, err)
 	}
-	o.armURLs = armURLs{"js": "http://a:5984", "py": "http://b:5984"}
+	o.armURLs = armValues{"js": "http://a:5984", "py": "http://b:5984"}
 	if got, err = clients(o, spec, nil); err != nil || got.servers["js"] == got.servers["py"] {
 		t.Errorf("two CouchDBs: %+v, %v; want a client each", got, err)
 	}
-	o.armURLs = armURLs{"js": "http://a:5984"}
+	o.armURLs = armValues{"js": "http://a:5984"}
 	if _, err = clients(o, spec, nil); err == nil || !strings.Contains(err.Error(), "query server py") {
 		t.Errorf("py without a CouchDB: %v; want an error naming it", err)
 	}
-	o.armURLs = armURLs{"erl": "http://a:5984"}
+	o.armURLs = armValues{"erl": "http://a:5984"}
 	if _, err = clients(o, spec, []string{"js"}); err == nil || !strings.Contains(err.Error(), `no query server "erl"`) {
 		t.Errorf("an --arm-url of no arm: %v", err)
 	}
-	if err := (armURLs{}).Set("js"); err == nil {
+	if err := (armValues{}).Set("js"); err == nil {
 		t.Error(`--arm-url "js" was taken for ARM=URL`)
 	}
 }

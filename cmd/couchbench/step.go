@@ -88,9 +88,12 @@ func (o *stepOptions) serverFlags(fs *pflag.FlagSet) {
 	fs.StringVarP(&o.file, "file", "f", "", "the CouchBenchmark `file` (YAML or JSON), as kubectl would apply it")
 	fs.StringVar(&o.url, "url", "", "CouchDB `URL`, without credentials (default: spec.couchdb.existing.url)")
 	fs.StringVar(&o.credentialsDir, "credentials-dir", "", "`directory` with files \"username\" and \"password\" (a mounted Secret)")
-	o.armURLs = armURLs{}
+	o.armURLs = armValues{}
 	fs.Var(o.armURLs, "arm-url", "an arm's own CouchDB, `ARM=URL` (repeatable), e.g. to compare two CouchDB builds side by side; "+
 		"its credentials from --credentials-dir/ARM when that exists")
+	o.armPIDs = armValues{}
+	fs.Var(o.armPIDs, "arm-pid", "measure an arm's CPU cost: its CouchDB's process `ARM=PID` (repeatable), whose process tree "+
+		"moves into a cgroup of its own for the run and back at its end (needs root; cgroup v1 or v2)")
 	cobra.CheckErr(cobra.MarkFlagFilename(fs, "file", "yaml", "yml", "json"))
 	cobra.CheckErr(cobra.MarkFlagDirname(fs, "credentials-dir"))
 }
@@ -98,7 +101,7 @@ func (o *stepOptions) serverFlags(fs *pflag.FlagSet) {
 type stepOptions struct {
 	file, url, credentialsDir, out, handoff, runID string
 	arms                                           []string
-	armURLs                                        armURLs
+	armURLs, armPIDs                               armValues
 	poll                                           time.Duration
 	part, parts                                    int
 	quiet, keep                                    bool
@@ -130,6 +133,15 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	meters, restore, err := cpuMeters(o.armPIDs, bench)
+	defer func() {
+		if err := restore(); err != nil {
+			fmt.Fprintf(stderr, "couchbench: moving the servers' processes back from their cgroups: %v\n", err)
+		}
+	}()
+	if err != nil {
+		return err
+	}
 
 	// SIGTERM (a Job's pod being stopped) and Ctrl-C end the run; what was measured is
 	// still written out.
@@ -137,7 +149,7 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	defer stop()
 	doc, runErr := runner.Run(ctx, runner.Config{
 		Bench: bench, Client: t.client, Servers: t.servers, Arms: o.arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
-		Part: o.part, Parts: o.parts,
+		Part: o.part, Parts: o.parts, Meters: meters,
 	})
 	// The reads come last, as in the operator's plan; what they measured joins the document.
 	if runErr == nil && k6 != nil {

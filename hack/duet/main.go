@@ -10,11 +10,14 @@
 //	duet run -a URL -a-dir DIR -b URL -b-dir DIR [-order turns|duet|alternate] [-runs N]
 //	         [-rounds R | -target 0.05 -limit 15m [-stop-on cpu]] [-docs 20000] [-label L] -out FILE
 //	duet replay [-alpha 0.01] [-target 0.05] [-tolerance 0] [-simulated 1000] FILE...
+//	duet import -label L [-load FILE] DOC.json... > FILE
 //
 // The servers are the kit's (../shared/apache-couchdb/couchdb.sh start --dir DIR ...); -a-dir
 // and -b-dir name their directories, whose node1/couchdb.pid is the process tree moved into a
 // cgroup of its own for the run (root is needed). Credentials: COUCHDB_USER, COUCHDB_PASSWORD.
-// Arm a is the reference, b the candidate: ratios are b over a.
+// Arm a is the reference, b the candidate: ratios are b over a. `duet import` turns the
+// results documents of the operator's runner (couchbench run --arm-pid) into the same
+// records, so that replay judges the runner's rounds as it does its own.
 package main
 
 import (
@@ -29,7 +32,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: duet run|replay [flags]")
+		fmt.Fprintln(os.Stderr, "usage: duet run|replay|import [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -38,8 +41,10 @@ func main() {
 		err = runCommand(ctx, os.Args[2:])
 	case "replay":
 		err = replayCommand(os.Args[2:], os.Stdout)
+	case "import":
+		err = importCommand(os.Args[2:], os.Stdout)
 	default:
-		err = fmt.Errorf("unknown command %q: run or replay", os.Args[1])
+		err = fmt.Errorf("unknown command %q: run, replay or import", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "duet:", err)

@@ -43,12 +43,24 @@ func (r *recordedRun) ratios(metric string) []float64 {
 // roundSeconds is the median time of the run's counted rounds.
 func (r *recordedRun) roundSeconds() float64 { return median(r.seconds) }
 
+// meanLoad is the mean of the rounds' load averages; -1 when a round's was not recorded.
 func (r *recordedRun) meanLoad() float64 {
 	var s float64
 	for _, l := range r.load {
+		if l < 0 {
+			return -1
+		}
 		s += l
 	}
 	return s / float64(len(r.load))
+}
+
+// loadText is a load average, or – where it was not recorded.
+func loadText(l float64) string {
+	if l < 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f", l)
 }
 
 func replayCommand(args []string, w io.Writer) error {
@@ -133,6 +145,9 @@ func readRuns(files []string) ([]*recordedRun, error) {
 
 // loadBand names a run's band of load average.
 func loadBand(l float64) string {
+	if l < 0 {
+		return "not recorded"
+	}
 	for _, b := range []float64{2, 4, 7, 12} {
 		if l < b {
 			return fmt.Sprintf("< %g", b)
@@ -175,8 +190,8 @@ func spreads(w io.Writer, runs []*recordedRun) {
 				means[m] = append(means[m], math.Exp(mean))
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %d | %.0f | %.1f | %.1f–%.1f | %s | %s | %s | %s | %.3f | %.3f |\n", k.label, k.order, k.band, len(g),
-			median(rounds), median(seconds), slices.Min(loads), slices.Max(loads),
+		fmt.Fprintf(w, "| %s | %s | %s | %d | %.0f | %.1f | %s–%s | %s | %s | %s | %s | %.3f | %.3f |\n", k.label, k.order, k.band, len(g),
+			median(rounds), median(seconds), loadText(slices.Min(loads)), loadText(slices.Max(loads)),
 			pct(median(within[metricWall])), pct(median(within[metricCPU])), runToRun(means[metricWall]), runToRun(means[metricCPU]),
 			geomean(means[metricWall]), geomean(means[metricCPU]))
 	}
@@ -191,12 +206,19 @@ func agreement(w io.Writer, runs []*recordedRun) {
 	for _, r := range runs {
 		for _, rec := range r.rounds {
 			for _, b := range rec.Arms {
+				// Imported runs (duet import) have no process-tree reading.
+				if b.TreeCPU == 0 {
+					continue
+				}
 				d := math.Abs(b.TreeCPU-b.CPU) / b.CPU
 				worst = max(worst, d)
 				sumAbs += d
 				builds++
 			}
 		}
+	}
+	if builds == 0 {
+		return
 	}
 	fmt.Fprintf(w, "\nthe process tree against the cgroup over %d builds: mean |difference| %.3f%%, largest %.3f%%\n", builds,
 		100*sumAbs/float64(builds), 100*worst)
@@ -221,7 +243,7 @@ func replayed(w io.Writer, runs []*recordedRun, alpha float64, tunedFor int, rul
 				}
 			}
 		}
-		row := fmt.Sprintf("| %s | %s | %.1f | %d", r.id, r.order, r.meanLoad(), len(cpu))
+		row := fmt.Sprintf("| %s | %s | %s | %d", r.id, r.order, loadText(r.meanLoad()), len(cpu))
 		for _, m := range f.Metrics() {
 			d := f.Decision(m)
 			when := "–"

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/results"
+	"github.com/couchbench/couchbench/internal/sequential"
 )
 
 // ArmsComparison sets every arm of one run against its first arm, metric by metric, round by
@@ -28,6 +30,10 @@ type ArmsComparison struct {
 	// Duet is true when the arms took each unit of the runner's steps at the same moment
 	// (spec.armOrder Duet); k6's reads still took turns.
 	Duet bool `json:"duet,omitempty"`
+	// Sequential are the steps that added rounds until their ratios were decided
+	// (spec.sequential): their rows are judged by confidence sequences, each step's rows
+	// together at ConfidencePercent, and are not among the Judged.
+	Sequential []SequentialStep `json:"sequential,omitempty"`
 	// ConfidencePercent is the family-wise level of the rows' verdicts, which the Judged rows
 	// hold together.
 	ConfidencePercent float64 `json:"confidencePercent"`
@@ -49,7 +55,20 @@ func Arms(docs []*results.Document, opts Options) (*ArmsComparison, error) {
 	}
 	c := &ArmsComparison{Reference: set.reference, Interleaved: set.interleaved, Duet: set.duet, ConfidencePercent: ConfidencePercent}
 	var f family
+	seq := sequentialSteps(docs)
+	decisions := map[string]*sequential.Family{}
+	for workload, st := range seq {
+		decisions[workload] = Decisions(docs, st.Step)
+	}
 	for _, p := range set.pairs {
+		if st, ok := seq[p.arm.Workload]; ok && c.Interleaved && decisions[p.arm.Workload] != nil {
+			r := sequentialRow(p, decisions[p.arm.Workload].Decision(p.arm.Key()), st)
+			if r.Verdict == Inconclusive && st.mustDecide(r) {
+				st.Undecided++
+			}
+			f.add(r, nil)
+			continue
+		}
 		if c.Interleaved {
 			f.add(pairedRow(p.ref, p.arm, opts.tolerance(p.arm)))
 		} else {
@@ -57,6 +76,11 @@ func Arms(docs []*results.Document, opts Options) (*ArmsComparison, error) {
 		}
 	}
 	c.Rows, c.Judged = f.judge()
+	for _, step := range []benchv1.Step{benchv1.StepIndex, benchv1.StepViews} {
+		if st := seq[sequentialWorkloads[step]]; st != nil {
+			c.Sequential = append(c.Sequential, *st)
+		}
+	}
 	return c, nil
 }
 

@@ -151,7 +151,7 @@ func (a ArmsComparison) Tables() []results.Table {
 	}
 	t := results.Table{
 		Title: title,
-		Note:  how + ". " + verdictRule(a.ConfidencePercent, a.Judged, a.Reference),
+		Note:  how + ". " + verdictRule(a.ConfidencePercent, a.Judged, a.Reference) + sequentialNote(a),
 		Header: header(a.Reference+" median", "Arm median", "Medians' change", changeColumn, "Interval (level)", "Verdict", "MDE",
 			"Rounds"),
 	}
@@ -161,6 +161,19 @@ func (a ArmsComparison) Tables() []results.Table {
 			mde(r.MinDetectablePercent), strconv.Itoa(r.NCurrent)})
 	}
 	return []results.Table{t}
+}
+
+// sequentialNote says how the rows of steps that added rounds until decided were judged.
+func sequentialNote(a ArmsComparison) string {
+	if len(a.Sequential) == 0 {
+		return ""
+	}
+	st := a.Sequential[0]
+	return fmt.Sprintf(" Steps that added rounds until decided (spec.sequential; %s) are judged otherwise, and are not "+
+		"among the judged rows above: each row by a confidence sequence, valid at whatever round the step stopped, a step's "+
+		"rows holding %v%% together (Bonferroni). Regressed or Improved: the interval clears ±%d%%; Unchanged: it lies "+
+		"within ±%d%%; Inconclusive: neither when the step stopped. Interval: the sequence's at its last round; no MDE.",
+		DescribeAll(a.Sequential), a.ConfidencePercent, st.TolerancePercent, st.TargetPercent)
 }
 
 // verdictOf is a row's verdict with the reason for an Inconclusive one.
@@ -210,7 +223,11 @@ func (a ArmsComparison) Verdict() Verdict { return overall(a.Rows) }
 
 // Summary is the arms' comparison in one line, as a comparison's.
 func (a ArmsComparison) Summary() string {
-	return "against " + a.Reference + ": " + rowsSummary(a.Rows, a.Judged)
+	s := "against " + a.Reference + ": " + rowsSummary(a.Rows, a.Judged)
+	if len(a.Sequential) > 0 {
+		s += "; rounds until decided: " + DescribeAll(a.Sequential)
+	}
+	return s
 }
 
 // rowsSummary counts the rows' verdicts and names the first regressions, then improvements,

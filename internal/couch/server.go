@@ -15,7 +15,9 @@ import (
 type ServerInfo struct {
 	Version string `json:"version"`
 	GitSHA  string `json:"git_sha,omitempty"`
-	Vendor  struct {
+	// UUID is the server's [couchdb] uuid, the same on every node of a cluster.
+	UUID   string `json:"uuid,omitempty"`
+	Vendor struct {
 		Name    string `json:"name"`
 		Version string `json:"version,omitempty"`
 	} `json:"vendor"`

@@ -148,6 +148,31 @@ func (s *Server) couchdbSh(ctx context.Context, cmd string, args ...string) (str
 	return out.String(), nil
 }
 
+// PID is the process of node i (1-based): its Erlang VM, whose descendants are its query
+// servers.
+func (s *Server) PID(t testing.TB, i int) int {
+	t.Helper()
+	pid, _, err := s.nodePID(i)
+	if err != nil {
+		t.Fatalf("node %d of %s: %v", i, s.URL(), err)
+	}
+	return pid
+}
+
+// nodePID reads node i's pid file, DIR/nodeI/couchdb.pid.
+func (s *Server) nodePID(i int) (pid int, file string, err error) {
+	file = filepath.Join(s.dir, "node"+strconv.Itoa(i), "couchdb.pid")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return 0, file, err
+	}
+	pid, err = strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return 0, file, fmt.Errorf("%s holds %q, not a pid", file, data)
+	}
+	return pid, file, nil
+}
+
 // StopNode stops node i (1-based) of an own instance as `couchdb.sh stop` does, with TERM
 // to the pid in DIR/nodeI/couchdb.pid, and returns once the process has exited. Requests
 // to that node then fail with "connection refused". Safe to call from any goroutine.
@@ -155,14 +180,9 @@ func (s *Server) StopNode(i int) error {
 	if s.kit == "" {
 		return fmt.Errorf("couchdbtest: %s is a shared instance; only own instances may have nodes stopped", s.URL())
 	}
-	pidFile := filepath.Join(s.dir, "node"+strconv.Itoa(i), "couchdb.pid")
-	data, err := os.ReadFile(pidFile)
+	pid, pidFile, err := s.nodePID(i)
 	if err != nil {
 		return fmt.Errorf("stopping node %d: %w", i, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		return fmt.Errorf("stopping node %d: %s holds %q, not a pid", i, pidFile, data)
 	}
 	// Only this instance's CouchDB, as couchdb.sh checks: it runs in DIR/couchdb. A stale
 	// pid file must not stop another process that got the pid since.

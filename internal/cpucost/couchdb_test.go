@@ -10,8 +10,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -29,7 +27,7 @@ const agreement = 0.01
 
 func TestBuildCostFromTheCgroupAgreesWithTheProcessTreeOnRealCouchDB(t *testing.T) {
 	srv := couchdbtest.Single(t)
-	pid := serverPID(t)
+	pid := srv.PID(t, 1)
 	g, restore, err := Adopt("test-"+couchdbtest.RandomID(), pid)
 	if err != nil {
 		t.Fatalf("giving the kit's node (process %d) a cgroup of its own: %v", pid, err)
@@ -81,20 +79,6 @@ func TestBuildCostFromTheCgroupAgreesWithTheProcessTreeOnRealCouchDB(t *testing.
 			t.Errorf("no %s process in the node's cgroup after its views were built: the cgroup must take the query servers the node starts", name)
 		}
 	}
-}
-
-// serverPID is the process of the kit's single node (couchdb.sh writes its pid file).
-func serverPID(t *testing.T) int {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(os.Getenv(couchdbtest.EnvDir), "node1", "couchdb.pid"))
-	if err != nil {
-		t.Fatalf("the kit's single node's pid file: %v", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pid
 }
 
 func read(t *testing.T, g Cgroup) Usage {

@@ -74,6 +74,10 @@ type Options struct {
 	// return. Arms in duet hold their builds there until every arm's is set up, so that the
 	// timed parts start together whatever the setup took on each server.
 	Ready func()
+	// Answered, when set, is called as soon as the last copy has answered, before the
+	// build's untimed checks (the nodes' statistics, the view's rows): the server's CPU
+	// time between Ready and Answered is the build's own.
+	Answered func()
 }
 
 // Waits are how a build looks after the requests that wait for its copies' indexes, and how
@@ -187,6 +191,9 @@ func Build(ctx context.Context, c *couch.Client, nodes []string, opts Options) (
 		stopProgress = poller.reportEvery(ctx, opts.ProgressInterval, opts.DB, ddocIDs, run.MapDocsExpected, opts.Progress)
 	}
 	b := trigger(ctx, c, copies, byRange, opts.Waits)
+	if opts.Answered != nil {
+		opts.Answered()
+	}
 	stopProgress()
 	run.StartedAt = b.origin.UTC()
 	poller.setOrigin(b.origin)

@@ -38,9 +38,13 @@ type IndexBuild struct {
 	// MapDocs is the growth of couchdb.mrview.map_doc over all nodes during the build, -1
 	// when a node's statistics could not be read; MapDocsExpected is documents x n, what a
 	// build that maps every document once on every copy does.
-	MapDocs         int64        `json:"mapDocs"`
-	MapDocsExpected int64        `json:"mapDocsExpected"`
-	Series          []BuildPoint `json:"series"`
+	MapDocs         int64 `json:"mapDocs"`
+	MapDocsExpected int64 `json:"mapDocsExpected"`
+	// CPUSeconds is the CPU time the arm's CouchDB (its cgroup: Erlang and its query-server
+	// processes) spent from the build's trigger to its end, when the run reads it
+	// (couchbench run --arm-pid); 0: not measured.
+	CPUSeconds float64      `json:"cpuSeconds,omitempty"`
+	Series     []BuildPoint `json:"series"`
 }
 
 // CopyBuild is one shard copy's part of a build.

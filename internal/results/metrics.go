@@ -2,6 +2,8 @@ package results
 
 import (
 	"time"
+
+	"github.com/couchbench/couchbench/internal/measured"
 )
 
 // Direction says which way a metric gets better.
@@ -69,6 +71,7 @@ func Metrics(docs ...*Document) []Metric {
 						m.Samples = append(m.Samples, r.DocsPerSecond)
 					}
 					add(m)
+					add(indexCPU(m, ix.Runs))
 				}
 				for _, vr := range p.ViewReads {
 					m := base
@@ -93,6 +96,21 @@ func Metrics(docs ...*Document) []Metric {
 		}
 	}
 	return out
+}
+
+// indexCPU is the server's CPU cost of the builds, per 1,000 documents, beside their rate
+// (from the same builds): no samples unless every build was metered, so that its rounds pair
+// with the rate's.
+func indexCPU(rate Metric, runs []measured.IndexBuild) Metric {
+	m := rate
+	m.Name, m.Direction, m.Samples = "cpu_seconds_per_1000_docs", LowerIsBetter, nil
+	for _, r := range runs {
+		if !(r.CPUSeconds > 0) || r.Documents <= 0 {
+			return Metric{}
+		}
+		m.Samples = append(m.Samples, 1000*r.CPUSeconds/float64(r.Documents))
+	}
+	return m
 }
 
 // readsMetrics are one arm's k6 numbers, the runners added up as Aggregate adds them:

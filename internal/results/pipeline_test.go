@@ -384,3 +384,31 @@ func TestMetricsCarryEveryRepetition(t *testing.T) {
 		}
 	}
 }
+
+// A build's server CPU cost becomes a metric beside its rate, per 1,000 documents, once
+// every build of the series was metered; a series with one build unmetered has none, so
+// that the CPU cost's rounds always pair with the rate's.
+func TestIndexCPUCostIsAMetricWhenEveryBuildWasMetered(t *testing.T) {
+	d := sampleDocument(1)
+	runs := d.Arms[0].Profiles[0].Indexing[0].Runs
+	for i := range runs {
+		runs[i].CPUSeconds = float64(i + 2)
+	}
+	key := "arm0/small/indexing/builtin/cpu_seconds_per_1000_docs"
+	byKey := func() map[string]Metric {
+		out := map[string]Metric{}
+		for _, m := range Metrics(d) {
+			out[m.Key()] = m
+		}
+		return out
+	}
+	cpu, ok := byKey()[key]
+	want := []float64{1000 * 2 / float64(runs[0].Documents), 1000 * 3 / float64(runs[1].Documents), 1000 * 4 / float64(runs[2].Documents)}
+	if !ok || !reflect.DeepEqual(cpu.Samples, want) || cpu.Direction != LowerIsBetter {
+		t.Errorf("CPU cost metric %+v (present %v); want samples %v, lower is better", cpu, ok, want)
+	}
+	runs[1].CPUSeconds = 0
+	if m, ok := byKey()[key]; ok {
+		t.Errorf("one build unmetered: metric %+v; want none", m)
+	}
+}

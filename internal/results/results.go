@@ -79,7 +79,24 @@ type StepRecord struct {
 	// CouchDB of its own (spec.armOrder Duet): their rounds pair as turns' do, and
 	// LoadGenerator is the runner's share over every arm's units together.
 	Duet bool `json:"duet,omitempty"`
+	// Sequential is how the step ended when it added rounds until its arms' ratios were
+	// decided (spec.sequential).
+	Sequential *SequentialStop `json:"sequential,omitempty"`
 }
+
+// SequentialStop is how many counted rounds a sequential step took and why it stopped.
+type SequentialStop struct {
+	Rounds int `json:"rounds"`
+	// Stopped is StoppedDecided, StoppedTimeLimit or StoppedMaxRounds.
+	Stopped string `json:"stopped"`
+}
+
+// Why a sequential step stopped adding rounds.
+const (
+	StoppedDecided   = "decided"
+	StoppedTimeLimit = "timeLimit"
+	StoppedMaxRounds = "maxRounds"
+)
 
 // Provenance says which server produced the numbers, as the server itself reports it.
 type Provenance struct {

@@ -56,15 +56,21 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 	series := &p.Indexing[unit%reducers]
 	reducer := benchv1.Reducer(series.Reducer)
 	docs := a.cfg.Bench.Spec.Dataset.Documents
-	which := fmt.Sprintf("%s: %s reducer %s", a.label(i), reducer, roundName("run", round, a.cfg.Bench.Spec.Workloads.Indexing.Repetitions))
+	n := a.countedRounds(benchv1.StepIndex, a.cfg.Bench.Spec.Workloads.Indexing.Repetitions)
+	which := fmt.Sprintf("%s: %s reducer %s", a.label(i), reducer, roundName("run", round, n))
+	cpu := a.cpuFrom()
 	run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{
 		DB: p.DB, Documents: docs, Replicas: p.Replicas, Language: a.language, Reducer: reducer,
 		Nonce:        fmt.Sprintf("%s-%s-%s-%d", a.nonce, p.Profile, reducer, round),
 		PollInterval: series.PollInterval, Expected: a.gens[i].Expected(docs),
 		Progress:         func(b indexing.Progress) { logf(a.cfg.Log, "%s: %s", which, built(b)) },
 		ProgressInterval: a.cfg.ProgressInterval,
-		Ready:            a.ready,
+		Ready:            cpu.start,
+		Answered:         cpu.end,
 	})
+	if err == nil {
+		run.CPUSeconds, err = cpu.spent()
+	}
 	if err != nil {
 		return fmt.Errorf("profile %s: indexing (%s reducer, run %d): %w", p.Profile, reducer, round, err)
 	}
@@ -73,9 +79,9 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 	} else {
 		series.Runs = append(series.Runs, run)
 	}
-	logf(a.cfg.Log, "%s: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s",
+	logf(a.cfg.Log, "%s: built in %s (queryable %s): %.0f docs/s, %.0f shard changes/s%s",
 		which, run.Built.Round(time.Millisecond), run.Queryable.Round(time.Millisecond),
-		run.DocsPerSecond, run.ShardChangesPerSecond)
+		run.DocsPerSecond, run.ShardChangesPerSecond, cpu.describe(run.CPUSeconds, docs))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -91,12 +92,25 @@ func repetitions(warmUp bool, n int32) (first, last int) {
 }
 
 // roundName names a round in progress lines: "warm-up" for round 0, else "run 2 of 5" (word
-// "run"), counting the n measured rounds only.
+// "run"), counting the n measured rounds only, or "run 7" when rounds go on until decided
+// (n 0).
 func roundName(word string, round int, n int32) string {
-	if round == 0 {
+	switch {
+	case round == 0:
 		return "warm-up"
+	case n == 0:
+		return fmt.Sprintf("%s %d", word, round)
 	}
-	return fmt.Sprintf("%s %d of %d", word, round, max(n, 1))
+	return fmt.Sprintf("%s %d of %d", word, round, n)
+}
+
+// countedRounds is the n of a step's roundName: its repetitions, or 0 when it adds rounds
+// until decided.
+func (a *armRun) countedRounds(step benchv1.Step, repetitions int32) int32 {
+	if compare.RunsSequentially(&a.cfg.Bench.Spec, step) {
+		return 0
+	}
+	return max(repetitions, 1)
 }
 
 // pauseViewCompaction stops CouchDB from compacting views during the builds, unless the spec
@@ -141,6 +155,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 		armNames[i] = a.qs.Name
 	}
 	taking := newTakers(arms, cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1)
+	stopping := newStopper(&cfg.Bench.Spec, step, arms)
 	var orders [][]string
 	defer func() {
 		load := map[*server][]measured.NodeLoad{}
@@ -161,6 +176,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 			case len(arms) > 1:
 				rec.Rounds = orders
 			}
+			rec.Sequential = stopping.stop
 			doc.Steps = append(doc.Steps, rec)
 		}
 	}()
@@ -171,7 +187,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 		}
 	}
 	first, last := work.rounds(&cfg.Bench.Spec)
-	for round := first; round <= last; round++ {
+	for round := first; ; round++ {
 		order := armNames
 		if !taking.duet {
 			order = turnsOrder(cfg, doc, step, round, armNames)
@@ -182,8 +198,10 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 				return err
 			}
 		}
+		if stopping.done(round, last) {
+			return nil
+		}
 	}
-	return nil
 }
 
 // turnsOrder is the arms' order in a round: drawn from the run id, or from when a run by hand

@@ -33,6 +33,7 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/cpucost"
 	"github.com/couchbench/couchbench/internal/cpuuse"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/ddoc"
@@ -42,6 +43,11 @@ import (
 	"github.com/couchbench/couchbench/internal/retry"
 )
 
+// CPUMeter reads the CPU time a server has used so far (a cpucost.Cgroup).
+type CPUMeter interface {
+	Read() (cpucost.Usage, error)
+}
+
 // Config is one invocation of the runner.
 type Config struct {
 	Bench *benchv1.CouchBenchmark
@@ -50,6 +56,9 @@ type Config struct {
 	Client *couch.Client
 	// Servers are arms' own CouchDBs, by arm name.
 	Servers map[string]*couch.Client
+	// Meters read arms' servers' CPU time, by arm name: each build of a metered arm records
+	// the CPU its server spent on it (measured.IndexBuild.CPUSeconds).
+	Meters map[string]CPUMeter
 	// Arms limits the run to these query servers; empty runs all. Arms take turns within
 	// each step, round by round, in this order (the spec's without names), or in duet all
 	// at once.
@@ -160,10 +169,13 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 		}
 		arms[i] = newArmRun(cfg, srv, qs)
 	}
-	if cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1 && len(servers) < len(arms) {
+	if n := distinctServers(arms); cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1 && n < len(arms) {
 		return fmt.Errorf("spec.armOrder Duet runs the arms at the same moment, each on a CouchDB of its own, and %d arms "+
 			"share %d server(s): give each arm its own CouchDB (couchbench run --arm-url ARM=URL), or use Interleaved",
-			len(arms), len(servers))
+			len(arms), n)
+	}
+	if err := checkMeters(cfg, arms); err != nil {
+		return err
 	}
 	// One server is the document's; arms on servers of their own each carry theirs.
 	if len(servers) == 1 {
@@ -225,7 +237,25 @@ func timedOut(err error) bool {
 // server is one CouchDB the run talks to, as it describes itself.
 type server struct {
 	client *couch.Client
+	// uuid tells one CouchDB from another however it is reached (another URL, node or
+	// user): every node of a cluster answers with its [couchdb] uuid.
+	uuid string
 	results.Provenance
+}
+
+// distinctServers counts the CouchDBs the arms run on, by their uuid: two URLs of one
+// cluster, or one server reached as two users, are one. A server without a uuid counts by
+// its connection.
+func distinctServers(arms []*armRun) int {
+	seen := map[any]bool{}
+	for _, a := range arms {
+		var key any = a.server.client
+		if a.server.uuid != "" {
+			key = a.server.uuid
+		}
+		seen[key] = true
+	}
+	return len(seen)
 }
 
 // describe asks a CouchDB what it is and which nodes it has. A first request that timed out
@@ -245,7 +275,7 @@ func describe(ctx context.Context, c *couch.Client) (*server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster membership of %s: %w", c.URL(), err)
 	}
-	s := &server{client: c, Provenance: results.Provenance{URL: c.URL(), Vendor: info.Vendor.Name, Version: info.Version,
+	s := &server{client: c, uuid: info.UUID, Provenance: results.Provenance{URL: c.URL(), Vendor: info.Vendor.Name, Version: info.Version,
 		GitSHA: info.GitSHA, Features: info.Features, Nodes: members.ClusterNodes}}
 	// CouchDB before 3.3 has no _versions: the provenance then lacks what it would say.
 	if v, err := c.Versions(ctx); err == nil {
@@ -294,6 +324,8 @@ type armRun struct {
 	gens []*dataset.Generator
 	// pauses are the current step's waits at barriers for the other parts.
 	pauses []cpuuse.Pause
+	// meter reads the CPU time of the arm's server; nil: not measured.
+	meter CPUMeter
 	// ready, in duet, holds the arm's unit where its measured part begins until every arm's
 	// unit is there (nil: no duet). A build calls it once set up (indexing.Options.Ready).
 	ready func()
@@ -312,7 +344,7 @@ func newArmRun(cfg Config, srv *server, qs benchv1.QueryServer) *armRun {
 	if ds.Replicas != nil {
 		replicas = int(*ds.Replicas)
 	}
-	a := &armRun{cfg: cfg, server: srv, client: srv.client, nodes: nodes, qs: qs, language: ddoc.Language(qs),
+	a := &armRun{cfg: cfg, server: srv, client: srv.client, nodes: nodes, qs: qs, language: ddoc.Language(qs), meter: cfg.Meters[qs.Name],
 		result: results.Arm{QueryServer: qs.Name, Language: ddoc.Language(qs)}}
 	for _, profile := range ds.Profiles {
 		name := dataset.ProfileName(profile)

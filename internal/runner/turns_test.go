@@ -275,27 +275,35 @@ func TestArmsInDuetTakeEachUnitTogetherOnRealCouchDB(t *testing.T) {
 }
 
 // Arms in duet on one CouchDB would share it, not meet the same neighbours on servers of
-// their own: on the kit's single node (real Apache CouchDB 3.4.3) the run stops before any
-// step and says what to give each arm.
+// their own: on the kit's single node (real Apache CouchDB 3.4.3) through one connection, and
+// on its 3-node cluster through two of its nodes' URLs, the run stops before any step and
+// says what to give each arm.
 func TestArmsInDuetNeedServersOfTheirOwnOnRealCouchDB(t *testing.T) {
-	single := couchdbtest.Single(t)
-	doc, log, err := realRun(t, single, duetBench, Config{})
-	if err == nil || !strings.Contains(err.Error(), "each on a CouchDB of its own") || !strings.Contains(err.Error(), "--arm-url") {
-		t.Fatalf("run on one server: %v; want the duet's refusal\n%s", err, log)
-	}
-	if len(doc.Steps) != 0 {
-		t.Errorf("step records %+v; want none", doc.Steps)
+	single, cluster := couchdbtest.Single(t), couchdbtest.Cluster(t)
+	for name, cfg := range map[string]Config{
+		"one connection": {},
+		"two nodes of one cluster": {Servers: map[string]*couch.Client{
+			"one": cluster.NodeClient(t, 1, couch.Options{MaxConns: 8}), "three": cluster.NodeClient(t, 2, couch.Options{MaxConns: 8}),
+		}},
+	} {
+		doc, log, err := realRun(t, single, duetBench, cfg)
+		if err == nil || !strings.Contains(err.Error(), "each on a CouchDB of its own") || !strings.Contains(err.Error(), "--arm-url") {
+			t.Fatalf("%s: %v; want the duet's refusal\n%s", name, err, log)
+		}
+		if len(doc.Steps) != 0 {
+			t.Errorf("%s: step records %+v; want none", name, doc.Steps)
+		}
 	}
 }
 
-// Progress lines name a round by its place among the measured ones, the warm-up apart. No
-// server.
+// Progress lines name a round by its place among the measured ones, the warm-up apart, and
+// without a count when rounds go on until decided (n 0). No server.
 func TestRoundName(t *testing.T) {
 	for _, c := range []struct {
 		round int
 		n     int32
 		want  string
-	}{{0, 5, "warm-up"}, {1, 5, "run 1 of 5"}, {5, 5, "run 5 of 5"}, {1, 0, "run 1 of 1"}} {
+	}{{0, 5, "warm-up"}, {1, 5, "run 1 of 5"}, {5, 5, "run 5 of 5"}, {1, 0, "run 1"}, {37, 0, "run 37"}} {
 		if got := roundName("run", c.round, c.n); got != c.want {
 			t.Errorf("roundName(run, %d, %d) = %q, want %q", c.round, c.n, got, c.want)
 		}

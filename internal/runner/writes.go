@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/writes"
 )
 
@@ -23,7 +24,7 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	i, mode := unit/len(modes), modes[unit%len(modes)]
 	p := &a.result.Profiles[i]
 	duration := w.ModeDuration()
-	which := fmt.Sprintf("%s: writes %s, %s", a.label(i), mode.Name, roundName("round", round, w.Repetitions))
+	which := fmt.Sprintf("%s: writes %s, %s", a.label(i), mode.Name, roundName("round", round, a.countedRounds(benchv1.StepWrites, w.Repetitions)))
 	opts := writes.Options{
 		ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: duration, Generator: a.gens[i],
 		ProgressInterval: a.cfg.ProgressInterval,
