@@ -30,9 +30,10 @@ type SequentialRounds struct {
 	// +kubebuilder:validation:Maximum=49
 	TolerancePercent int32 `json:"tolerancePercent,omitempty"`
 
-	// TimeLimit bounds each step's rounds: once a step has run this long it finishes its
-	// round and stops, its undecided ratios staying undecided. A Go duration between 1m and
-	// 24h; spec.timeout still bounds the whole run.
+	// TimeLimit bounds each step's rounds past its repetitions (which always run): once a
+	// step's rounds have run this long it finishes its round and stops, its undecided ratios
+	// staying undecided. A Go duration between 1m and 24h; spec.timeout still bounds the
+	// whole run.
 	// +optional
 	// +kubebuilder:default="15m"
 	// +kubebuilder:validation:MaxLength=32
@@ -40,17 +41,20 @@ type SequentialRounds struct {
 	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1m') && duration(self) <= duration('24h')",message="sequential.timeLimit must be between 1m and 24h"
 	TimeLimit string `json:"timeLimit,omitempty"`
 
-	// MaxRounds bounds each step's counted rounds; the workload's repetitions are the least.
+	// MaxRounds bounds each step's counted rounds; the workload's repetitions, which may not
+	// exceed it, are the least.
 	// +optional
 	// +kubebuilder:default=100
 	// +kubebuilder:validation:Minimum=2
 	// +kubebuilder:validation:Maximum=1000
 	MaxRounds int32 `json:"maxRounds,omitempty"`
 
-	// StopOn are the metrics whose ratios must be decided for a step to stop; unset, every
-	// metric the step measures. The others are still judged by their sequences, and share
-	// the level with them. Wall time on a busy node may need far more rounds than CPU cost
-	// (couchbench run --arm-pid): stopOn [cpu_seconds_per_1000_docs] stops on that alone.
+	// StopOn are the metrics whose ratios must be decided for a step to stop; unset, or
+	// naming none of a step's metrics, every metric the step measures. The others are still
+	// judged by their sequences, and share the level with them. Wall time on a busy node may
+	// need far more rounds than CPU cost (couchbench run --arm-pid; the operator does not
+	// read it yet and refuses it here): stopOn [cpu_seconds_per_1000_docs] stops the builds
+	// on that alone.
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=3

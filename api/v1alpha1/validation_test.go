@@ -165,8 +165,10 @@ func TestPythonPresetsOnAnExistingCouchDBAreAccepted(t *testing.T) {
 
 // Arms in duet on provisioned CouchDBs, adding rounds until the CPU cost is decided: the API
 // server (envtest's real kube-apiserver) and the runner's loader both accept it and fill in
-// the same defaults for what the spec leaves out.
-func TestDuetUntilDecidedIsAccepted(t *testing.T) {
+// the same defaults for what the spec leaves out. (The operator's preflight then refuses to
+// run it, as it does not read CPU cost: controllers' TestPreflightRefusesStoppingOnCPUCost;
+// `couchbench run --arm-pid` runs it.)
+func TestDuetUntilDecidedIsAcceptedWithItsDefaults(t *testing.T) {
 	ns := env.Namespace(t)
 	u := benchmark(t, ns, "duet-until-decided", `
 couchdb: {provision: {}}

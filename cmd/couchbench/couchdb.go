@@ -51,6 +51,9 @@ func (a armValues) Set(v string) error {
 	if !ok || arm == "" || value == "" {
 		return fmt.Errorf("%q is not ARM=VALUE", v)
 	}
+	if prev, given := a[arm]; given {
+		return fmt.Errorf("arm %s given twice (%s and %s)", arm, prev, value)
+	}
 	a[arm] = value
 	return nil
 }

@@ -542,6 +542,14 @@ func TestArmURLs(t *testing.T) {
 	if err := (armValues{}).Set("js"); err == nil {
 		t.Error(`--arm-url "js" was taken for ARM=URL`)
 	}
+	// An arm named twice is refused, not overwritten.
+	twice := armValues{}
+	if err := twice.Set("js=http://a:5984"); err != nil {
+		t.Fatal(err)
+	}
+	if err := twice.Set("js=http://b:5984"); err == nil || !strings.Contains(err.Error(), "given twice") || twice["js"] != "http://a:5984" {
+		t.Errorf("an arm given twice: %v, kept %q", err, twice["js"])
+	}
 }
 
 // seededRun is a results document, made here, of a run by hand that seeded 300 documents

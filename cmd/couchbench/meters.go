@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
@@ -24,9 +25,10 @@ func cpuMeters(pids armValues, bench *benchv1.CouchBenchmark) (map[string]runner
 		}
 		return errors.Join(errs...)
 	}
-	meters := map[string]runner.CPUMeter{}
+	// Every flag is checked before any process moves.
 	byPID := map[int]string{}
-	for arm, v := range pids {
+	for _, arm := range slices.Sorted(maps.Keys(pids)) {
+		v := pids[arm]
 		if !slices.ContainsFunc(bench.Spec.QueryServers, func(q benchv1.QueryServer) bool { return q.Name == arm }) {
 			return nil, restore, usageError{fmt.Errorf("--arm-pid %s=%s: the benchmark has no query server %q", arm, v, arm)}
 		}
@@ -39,13 +41,15 @@ func cpuMeters(pids armValues, bench *benchv1.CouchBenchmark) (map[string]runner
 				"one server's CPU cannot be told apart by arm", other, arm, pid)}
 		}
 		byPID[pid] = arm
-		cg, undo, err := cpucost.Adopt("run-"+arm+"-"+v, pid)
-		if undo != nil {
-			restores = append(restores, undo)
-		}
+	}
+	meters := map[string]runner.CPUMeter{}
+	for pid, arm := range byPID {
+		cg, undo, err := cpucost.Adopt("run-"+arm+"-"+strconv.Itoa(pid), pid)
 		if err != nil {
+			// Adopt has put back what it moved.
 			return nil, restore, fmt.Errorf("--arm-pid %s=%d: %w", arm, pid, err)
 		}
+		restores = append(restores, undo)
 		meters[arm] = cg
 	}
 	return meters, restore, nil

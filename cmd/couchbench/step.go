@@ -55,6 +55,9 @@ func stepCommand(name string, steps []benchv1.Step, summary string, example ...s
 	fs := cmd.Flags()
 	o.serverFlags(fs)
 	fs.StringSliceVar(&o.arms, "arm", nil, "query `servers` to run, comma-separated or repeated (default: all)")
+	o.armPIDs = armValues{}
+	fs.Var(o.armPIDs, "arm-pid", "measure an arm's CPU cost: its single-node CouchDB's process `ARM=PID` (repeatable), whose "+
+		"process tree moves into a cgroup of its own for the run and back at its end (needs root; cgroup v1 or v2)")
 	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("arm", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		bench, err := readBench(o.file)
 		if err != nil {
@@ -91,9 +94,6 @@ func (o *stepOptions) serverFlags(fs *pflag.FlagSet) {
 	o.armURLs = armValues{}
 	fs.Var(o.armURLs, "arm-url", "an arm's own CouchDB, `ARM=URL` (repeatable), e.g. to compare two CouchDB builds side by side; "+
 		"its credentials from --credentials-dir/ARM when that exists")
-	o.armPIDs = armValues{}
-	fs.Var(o.armPIDs, "arm-pid", "measure an arm's CPU cost: its CouchDB's process `ARM=PID` (repeatable), whose process tree "+
-		"moves into a cgroup of its own for the run and back at its end (needs root; cgroup v1 or v2)")
 	cobra.CheckErr(cobra.MarkFlagFilename(fs, "file", "yaml", "yml", "json"))
 	cobra.CheckErr(cobra.MarkFlagDirname(fs, "credentials-dir"))
 }
@@ -133,6 +133,11 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+
+	// SIGTERM (a Job's pod being stopped) and Ctrl-C end the run; what was measured is
+	// still written out, and processes moved into cgroups go back.
+	ctx, stop := interruptible(o.handoff != "")
+	defer stop()
 	meters, restore, err := cpuMeters(o.armPIDs, bench)
 	defer func() {
 		if err := restore(); err != nil {
@@ -142,11 +147,6 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-
-	// SIGTERM (a Job's pod being stopped) and Ctrl-C end the run; what was measured is
-	// still written out.
-	ctx, stop := interruptible(o.handoff != "")
-	defer stop()
 	doc, runErr := runner.Run(ctx, runner.Config{
 		Bench: bench, Client: t.client, Servers: t.servers, Arms: o.arms, Steps: steps, RunID: o.runID, Log: logOut, PollInterval: o.poll,
 		Part: o.part, Parts: o.parts, Meters: meters,

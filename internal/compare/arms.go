@@ -55,14 +55,15 @@ func Arms(docs []*results.Document, opts Options) (*ArmsComparison, error) {
 	}
 	c := &ArmsComparison{Reference: set.reference, Interleaved: set.interleaved, Duet: set.duet, ConfidencePercent: ConfidencePercent}
 	var f family
-	seq := sequentialSteps(docs)
+	seq := sequentialSteps(docs, set.pairs)
 	decisions := map[string]*sequential.Family{}
 	for workload, st := range seq {
 		decisions[workload] = Decisions(docs, st.Step)
 	}
 	for _, p := range set.pairs {
 		if st, ok := seq[p.arm.Workload]; ok && c.Interleaved && decisions[p.arm.Workload] != nil {
-			r := sequentialRow(p, decisions[p.arm.Workload].Decision(p.arm.Key()), st)
+			family := decisions[p.arm.Workload]
+			r := sequentialRow(p, family.Decision(p.arm.Key()), st, len(family.Metrics()))
 			if r.Verdict == Inconclusive && st.mustDecide(r) {
 				st.Undecided++
 			}

@@ -52,7 +52,9 @@
 // # Why it does not flap
 //
 // A verdict needs the change to exceed the tolerance and the measured spread at once, and the
-// interval misses at most 100 - ConfidencePercent percent of the time over the whole table.
+// interval misses at most 100 - ConfidencePercent percent of the time over the table's judged
+// rows (rows of steps that added rounds until decided are judged by their own sequences, each
+// such step's at that level too).
 // docs/measurement.md ("Comparing runs") has the false-alarm rates measured on noise.
 //
 // Why a t interval rather than a rank test or a bootstrap of medians: with 3 runs a side, the

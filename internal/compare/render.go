@@ -171,9 +171,11 @@ func sequentialNote(a ArmsComparison) string {
 	st := a.Sequential[0]
 	return fmt.Sprintf(" Steps that added rounds until decided (spec.sequential; %s) are judged otherwise, and are not "+
 		"among the judged rows above: each row by a confidence sequence, valid at whatever round the step stopped, a step's "+
-		"rows holding %v%% together (Bonferroni). Regressed or Improved: the interval clears ±%d%%; Unchanged: it lies "+
-		"within ±%d%%; Inconclusive: neither when the step stopped. Interval: the sequence's at its last round; no MDE.",
-		DescribeAll(a.Sequential), a.ConfidencePercent, st.TolerancePercent, st.TargetPercent)
+		"rows holding %v%% together (Bonferroni: each row's level says its share), apart from the judged rows' %v%%. "+
+		"Regressed or Improved: the interval clears ±%d%%; Unchanged: it lies within ±%d%%; a row's first decision stands, "+
+		"and its interval is the one that decided it (the round it says); Inconclusive: neither when the step stopped, "+
+		"its interval the last. No MDE.",
+		DescribeAll(a.Sequential), a.ConfidencePercent, a.ConfidencePercent, st.TolerancePercent, st.TargetPercent)
 }
 
 // verdictOf is a row's verdict with the reason for an Inconclusive one.

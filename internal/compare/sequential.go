@@ -16,11 +16,23 @@ import (
 // sees every arm's rounds.
 var sequentialWorkloads = map[benchv1.Step]string{benchv1.StepIndex: "indexing", benchv1.StepViews: "viewReads"}
 
-// RunsSequentially says whether a step of spec adds rounds until its ratios are decided.
-func RunsSequentially(spec *benchv1.CouchBenchmarkSpec, step benchv1.Step) bool {
+// RunsSequentially says whether a step of spec, run by that many arms together, adds rounds
+// until its ratios are decided: one arm has no ratio to decide.
+func RunsSequentially(spec *benchv1.CouchBenchmarkSpec, step benchv1.Step, arms int) bool {
 	_, ok := sequentialWorkloads[step]
-	return ok && spec.Sequential != nil && len(spec.QueryServers) > 1 && spec.ArmOrder != benchv1.ArmsSequential
+	return ok && spec.Sequential != nil && arms > 1 && spec.ArmOrder != benchv1.ArmsSequential
 }
+
+// required says which of a step's metrics (by name) it must decide: those stopOn names, or
+// every one when stopOn names none of them (a views step of a run that stops its builds on
+// their CPU cost), so that no step stops having decided nothing.
+func required(stopOn []benchv1.SequentialMetric, names []string) func(name string) bool {
+	named := slices.ContainsFunc(names, func(n string) bool { return slices.Contains(stopOn, benchv1.SequentialMetric(n)) })
+	return func(name string) bool { return !named || slices.Contains(stopOn, benchv1.SequentialMetric(name)) }
+}
+
+// metricName is a metric key's name (results.Metric.Key ends with it).
+func metricName(key string) string { return key[strings.LastIndex(key, "/")+1:] }
 
 // Decisions replays a sequential step's rounds through its confidence sequences: every
 // other arm's metric of the step over the reference's, round by round, one family at the
@@ -64,19 +76,20 @@ func Decisions(docs []*results.Document, step benchv1.Step) *sequential.Family {
 }
 
 // StepDecided says whether a sequential step can stop: every ratio it must decide
-// (spec.sequential.stopOn; unset, all of them) is decided.
+// (required) is decided.
 func StepDecided(docs []*results.Document, step benchv1.Step) bool {
 	family := Decisions(docs, step)
 	if family == nil {
 		return false
 	}
-	stopOn := docs[0].Spec.Sequential.StopOn
-	for _, key := range family.Metrics() {
-		name := key[strings.LastIndex(key, "/")+1:]
-		if len(stopOn) > 0 && !slices.Contains(stopOn, benchv1.SequentialMetric(name)) {
-			continue
-		}
-		if family.Decision(key).Outcome == sequential.Undecided {
+	keys := family.Metrics()
+	names := make([]string, len(keys))
+	for i, k := range keys {
+		names[i] = metricName(k)
+	}
+	must := required(docs[0].Spec.Sequential.StopOn, names)
+	for _, key := range keys {
+		if must(metricName(key)) && family.Decision(key).Outcome == sequential.Undecided {
 			return false
 		}
 	}
@@ -90,21 +103,24 @@ type SequentialStep struct {
 	Stopped          string       `json:"stopped"`
 	TargetPercent    int32        `json:"targetPercent"`
 	TolerancePercent int32        `json:"tolerancePercent"`
-	// StopOn are the metrics the step had to decide (spec.sequential.stopOn); empty: all.
+	// StopOn are the metrics the step had to decide (spec.sequential.stopOn; every metric
+	// of the step when it names none of them).
 	StopOn []benchv1.SequentialMetric `json:"stopOn,omitempty"`
 	// Undecided are the rows of those metrics whose ratio was neither found changed nor
 	// within the target.
 	Undecided int `json:"undecided"`
+	// must is required over the step's metrics.
+	must func(name string) bool
 }
 
 // mustDecide says whether the step had to decide a row's metric.
 func (s SequentialStep) mustDecide(r Row) bool {
-	return r.Workload == sequentialWorkloads[s.Step] && (len(s.StopOn) == 0 || slices.Contains(s.StopOn, benchv1.SequentialMetric(r.Metric)))
+	return r.Workload == sequentialWorkloads[s.Step] && s.must(r.Metric)
 }
 
-// sequentialSteps are the run's steps that stopped when decided, by their metrics' workload,
-// from the first arm's step records.
-func sequentialSteps(docs []*results.Document) map[string]*SequentialStep {
+// sequentialSteps are the run's steps that added rounds until decided, by their metrics'
+// workload, from the first arm's step records, with the names of the step's metrics.
+func sequentialSteps(docs []*results.Document, pairs []armPair) map[string]*SequentialStep {
 	steps := map[string]*SequentialStep{}
 	for _, d := range docs {
 		for _, rec := range d.Steps {
@@ -113,20 +129,28 @@ func sequentialSteps(docs []*results.Document) map[string]*SequentialStep {
 			if rec.Sequential == nil || s == nil || !ok || steps[workload] != nil {
 				continue
 			}
+			var names []string
+			for _, p := range pairs {
+				if p.arm.Workload == workload {
+					names = append(names, p.arm.Name)
+				}
+			}
 			steps[workload] = &SequentialStep{Step: rec.Step, Rounds: rec.Sequential.Rounds, Stopped: rec.Sequential.Stopped,
-				TargetPercent: s.TargetPercent, TolerancePercent: s.TolerancePercent, StopOn: s.StopOn}
+				TargetPercent: s.TargetPercent, TolerancePercent: s.TolerancePercent, StopOn: s.StopOn, must: required(s.StopOn, names)}
 		}
 	}
 	return steps
 }
 
 // sequentialRow is an arm's metric of a sequential step, judged by its sequence's decision:
-// a change when the interval cleared the tolerance, Unchanged when it lay within the target.
-func sequentialRow(p armPair, d sequential.Decision, st *SequentialStep) Row {
+// a change when the interval cleared the tolerance, Unchanged when it lay within the target;
+// its interval is the one that decided it (or the last, undecided), at the level of its
+// sequence in a family of that many.
+func sequentialRow(p armPair, d sequential.Decision, st *SequentialStep, family int) Row {
 	ref, arm := roundsBoth(p.ref, p.arm)
 	r := newRow(ref, arm, float64(st.TolerancePercent))
 	r.NBaseline, r.NCurrent = len(ref.Samples), len(arm.Samples)
-	r.ConfidencePercent = ConfidencePercent
+	r.ConfidencePercent = 100 - (100-ConfidencePercent)/float64(max(family, 1))
 	iv := d.Interval
 	if iv.Rounds > 0 {
 		est := 100 * (iv.Estimate - 1)
@@ -139,6 +163,7 @@ func sequentialRow(p armPair, d sequential.Decision, st *SequentialStep) Row {
 	if arm.Direction == results.LowerIsBetter {
 		better = sequential.Lower
 	}
+	r.Reason = fmt.Sprintf("decided at round %d by its sequence", iv.Rounds)
 	switch d.Outcome {
 	case sequential.Within:
 		r.Verdict = Unchanged
@@ -163,6 +188,8 @@ func (s SequentialStep) why() string {
 		return "time limit reached"
 	case results.StoppedMaxRounds:
 		return "maxRounds reached"
+	case results.StoppedEarly:
+		return "ended early, by an error or an interrupt"
 	}
 	return s.Stopped
 }

@@ -85,6 +85,34 @@ func TestStepDecidedOnTheMetricsItStopsOn(t *testing.T) {
 	if StepDecided(docs, benchv1.StepViews) {
 		t.Error("a step with no rows is never decided")
 	}
+	// stopOn naming none of the step's metrics (a views step's, say) leaves the step to
+	// decide all of its own: it does not stop having decided nothing.
+	other := fivePercent
+	other.StopOn = []benchv1.SequentialMetric{"seconds_per_read"}
+	docs[0].Spec.Sequential = &other
+	if StepDecided(docs, benchv1.StepIndex) {
+		t.Error("stopOn naming none of the index step's metrics, its rate undecided: want the step to go on")
+	}
+}
+
+// A step that an error or an interrupt ended after it had looked at its rounds is still
+// judged by its sequences (a t interval is not valid once rounds were added by looking), and
+// says how it ended; each row's level is its share of the step's.
+func TestAStepEndedEarlyIsJudgedByItsSequences(t *testing.T) {
+	r := rand.New(rand.NewPCG(14, 14))
+	docs := sequentialDocs(r, 40, 1.10, 0.15, fivePercent, results.StoppedEarly)
+	c, err := Arms(docs, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Judged != 0 || len(c.Sequential) != 1 || !strings.Contains(c.Summary(), "index: 40 rounds, ended early") {
+		t.Fatalf("judged %d, summary %q; want the rows judged by their sequences and the early end said", c.Judged, c.Summary())
+	}
+	for _, row := range c.Rows {
+		if row.ConfidencePercent != 99.5 {
+			t.Errorf("%s: level %v%%; want 99.5%%, its share of the step's 99%% over 2 rows", row.Metric, row.ConfidencePercent)
+		}
+	}
 }
 
 // An A/A run with quiet CPU is found within the target, and the sequence's decision stands:

@@ -41,8 +41,8 @@ type IndexBuild struct {
 	MapDocs         int64 `json:"mapDocs"`
 	MapDocsExpected int64 `json:"mapDocsExpected"`
 	// CPUSeconds is the CPU time the arm's CouchDB (its cgroup: Erlang and its query-server
-	// processes) spent from the build's trigger to its end, when the run reads it
-	// (couchbench run --arm-pid); 0: not measured.
+	// processes) spent from just before the copies were asked to the last copy's answer,
+	// when the run reads it (couchbench run --arm-pid); 0: not measured.
 	CPUSeconds float64      `json:"cpuSeconds,omitempty"`
 	Series     []BuildPoint `json:"series"`
 }

@@ -87,7 +87,7 @@ type StepRecord struct {
 // SequentialStop is how many counted rounds a sequential step took and why it stopped.
 type SequentialStop struct {
 	Rounds int `json:"rounds"`
-	// Stopped is StoppedDecided, StoppedTimeLimit or StoppedMaxRounds.
+	// Stopped is StoppedDecided, StoppedTimeLimit, StoppedMaxRounds or StoppedEarly.
 	Stopped string `json:"stopped"`
 }
 
@@ -96,6 +96,9 @@ const (
 	StoppedDecided   = "decided"
 	StoppedTimeLimit = "timeLimit"
 	StoppedMaxRounds = "maxRounds"
+	// StoppedEarly: an error or an interrupt ended the step; its rounds are still judged by
+	// their sequences, as the run looked at them after every round.
+	StoppedEarly = "early"
 )
 
 // Provenance says which server produced the numbers, as the server itself reports it.

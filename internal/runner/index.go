@@ -56,7 +56,7 @@ func (a *armRun) indexRound(ctx context.Context, round, unit int) error {
 	series := &p.Indexing[unit%reducers]
 	reducer := benchv1.Reducer(series.Reducer)
 	docs := a.cfg.Bench.Spec.Dataset.Documents
-	n := a.countedRounds(benchv1.StepIndex, a.cfg.Bench.Spec.Workloads.Indexing.Repetitions)
+	n := a.countedRounds(a.cfg.Bench.Spec.Workloads.Indexing.Repetitions)
 	which := fmt.Sprintf("%s: %s reducer %s", a.label(i), reducer, roundName("run", round, n))
 	cpu := a.cpuFrom()
 	run, err := indexing.Build(ctx, a.client, a.nodes, indexing.Options{

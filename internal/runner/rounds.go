@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
-	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/indexing"
 	"github.com/couchbench/couchbench/internal/measured"
 	"github.com/couchbench/couchbench/internal/results"
@@ -106,8 +105,8 @@ func roundName(word string, round int, n int32) string {
 
 // countedRounds is the n of a step's roundName: its repetitions, or 0 when it adds rounds
 // until decided.
-func (a *armRun) countedRounds(step benchv1.Step, repetitions int32) int32 {
-	if compare.RunsSequentially(&a.cfg.Bench.Spec, step) {
+func (a *armRun) countedRounds(repetitions int32) int32 {
+	if a.untilDecided {
 		return 0
 	}
 	return max(repetitions, 1)
@@ -155,7 +154,7 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 		armNames[i] = a.qs.Name
 	}
 	taking := newTakers(arms, cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1)
-	stopping := newStopper(&cfg.Bench.Spec, step, arms)
+	var stopping *stopper
 	var orders [][]string
 	defer func() {
 		load := map[*server][]measured.NodeLoad{}
@@ -176,7 +175,9 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 			case len(arms) > 1:
 				rec.Rounds = orders
 			}
-			rec.Sequential = stopping.stop
+			if stopping != nil {
+				rec.Sequential = stopping.record()
+			}
 			doc.Steps = append(doc.Steps, rec)
 		}
 	}()
@@ -187,6 +188,10 @@ func runStep(ctx context.Context, cfg Config, step benchv1.Step, arms []*armRun,
 		}
 	}
 	first, last := work.rounds(&cfg.Bench.Spec)
+	stopping = newStopper(&cfg.Bench.Spec, step, arms)
+	for _, a := range arms {
+		a.untilDecided = stopping.sequential
+	}
 	for round := first; ; round++ {
 		order := armNames
 		if !taking.duet {

@@ -171,8 +171,8 @@ func run(ctx context.Context, cfg Config, doc *results.Document) error {
 	}
 	if n := distinctServers(arms); cfg.Bench.Spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1 && n < len(arms) {
 		return fmt.Errorf("spec.armOrder Duet runs the arms at the same moment, each on a CouchDB of its own, and %d arms "+
-			"share %d server(s): give each arm its own CouchDB (couchbench run --arm-url ARM=URL), or use Interleaved",
-			len(arms), n)
+			"share %d server(s) (told apart by the uuid GET / answers): give each arm its own CouchDB (couchbench run "+
+			"--arm-url ARM=URL), or use Interleaved", len(arms), n)
 	}
 	if err := checkMeters(cfg, arms); err != nil {
 		return err
@@ -326,6 +326,9 @@ type armRun struct {
 	pauses []cpuuse.Pause
 	// meter reads the CPU time of the arm's server; nil: not measured.
 	meter CPUMeter
+	// untilDecided: the current step adds rounds until decided (its progress lines count
+	// rounds without a total).
+	untilDecided bool
 	// ready, in duet, holds the arm's unit where its measured part begins until every arm's
 	// unit is there (nil: no duet). A build calls it once set up (indexing.Options.Ready).
 	ready func()

@@ -11,28 +11,34 @@ import (
 )
 
 // stopper says when a step has run enough rounds. Without spec.sequential, or on a step that
-// does not run sequentially, that is its repetitions. With it, rounds go on past them until
-// every arm's ratio to the first arm that it stops on is decided (compare.StepDecided: the
-// same sequences the arms' table reads), the step's time limit is reached, or its maxRounds.
+// does not run sequentially (one arm, or a step other than index and views), that is its
+// repetitions. With it, rounds go on past them until every arm's ratio to the first arm that
+// the step must decide is decided (compare.StepDecided: the same sequences the arms' table
+// reads), the step's time limit is reached, or its maxRounds.
 type stopper struct {
-	spec    *benchv1.CouchBenchmarkSpec
-	step    benchv1.Step
-	arms    []*armRun
-	started time.Time
-	// stop is why the step stopped; nil until it did, and for a step of fixed rounds.
-	stop *results.SequentialStop
+	spec       *benchv1.CouchBenchmarkSpec
+	step       benchv1.Step
+	arms       []*armRun
+	sequential bool
+	started    time.Time
+	// rounds are the counted rounds done; stop is why the step stopped, nil until it did.
+	rounds int
+	stop   *results.SequentialStop
 }
 
+// newStopper starts a step's clock as its first round begins: a step's untimed setup (the
+// views step's build of the views it reads) is not the rounds' time.
 func newStopper(spec *benchv1.CouchBenchmarkSpec, step benchv1.Step, arms []*armRun) *stopper {
-	return &stopper{spec: spec, step: step, arms: arms, started: time.Now()}
+	return &stopper{spec: spec, step: step, arms: arms, sequential: compare.RunsSequentially(spec, step, len(arms)), started: time.Now()}
 }
 
 // done says, after a round, whether the step stops there; last is its least counted round.
 func (s *stopper) done(round, last int) bool {
+	s.rounds = max(round, 0)
 	if round < last {
 		return false
 	}
-	if !compare.RunsSequentially(s.spec, s.step) {
+	if !s.sequential {
 		return true
 	}
 	seq := s.spec.Sequential
@@ -55,9 +61,26 @@ func (s *stopper) done(round, last int) bool {
 	return true
 }
 
-// checkMeters refuses a run whose index step would stop on a CPU cost it cannot read: a
-// step that stops on it alone would otherwise run to its limits every time.
+// record is how the step ended, for its records: also when an error or an interrupt ended it
+// after counted rounds, which were still looked at after every round and so are judged by
+// their sequences; nil for a step of fixed rounds.
+func (s *stopper) record() *results.SequentialStop {
+	if s.stop == nil && s.sequential && s.rounds > 0 {
+		return &results.SequentialStop{Rounds: s.rounds, Stopped: results.StoppedEarly}
+	}
+	return s.stop
+}
+
+// checkMeters refuses meters that would read the wrong CPU, and a run whose index step would
+// stop on a CPU cost it cannot read: a step that stops on it alone would otherwise run to
+// its limits every time.
 func checkMeters(cfg Config, arms []*armRun) error {
+	for _, a := range arms {
+		if a.meter != nil && len(a.nodes) > 1 {
+			return fmt.Errorf("arm %s's CouchDB has %d nodes, and --arm-pid reads one node's processes: its CPU cost would "+
+				"leave the other nodes' work out; measure CPU cost on single-node servers", a.qs.Name, len(a.nodes))
+		}
+	}
 	seq := cfg.Bench.Spec.Sequential
 	if seq == nil || !slices.Contains(seq.StopOn, benchv1.SequentialCPUCost) || !slices.Contains(cfg.Steps, benchv1.StepIndex) {
 		return nil

@@ -174,3 +174,25 @@ func TestStoppingOnCPUCostNeedsEveryArmsMeterOnRealCouchDB(t *testing.T) {
 		t.Errorf("step records %+v; want none", doc.Steps)
 	}
 }
+
+// One arm (here `--arm a`) has no ratio to decide: its index step runs its repetitions and
+// says nothing of stopping, where it would otherwise run to maxRounds. Real Apache CouchDB
+// 3.4.3, the kit's single node.
+func TestOneArmRunsItsRepetitionsOnRealCouchDB(t *testing.T) {
+	single := couchdbtest.Single(t)
+	doc, log, err := realRun(t, single, sequentialBench(5, 2, 40, 20, ""), Config{Arms: []string{"a"}})
+	if err != nil {
+		t.Fatalf("run failed: %v\n%s", err, log)
+	}
+	for _, rec := range doc.Steps {
+		if rec.Sequential != nil {
+			t.Errorf("%s/%s says %+v; want a step of fixed rounds", rec.QueryServer, rec.Step, *rec.Sequential)
+		}
+	}
+	if n := len(doc.Arms[0].Profiles[0].Indexing[0].Runs); n != 2 {
+		t.Errorf("%d builds; want the 2 repetitions", n)
+	}
+	if !strings.Contains(log, "run 2 of 2") {
+		t.Errorf("progress lines should count the repetitions:\n%s", log)
+	}
+}

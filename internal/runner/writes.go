@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/writes"
 )
 
@@ -24,7 +23,7 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	i, mode := unit/len(modes), modes[unit%len(modes)]
 	p := &a.result.Profiles[i]
 	duration := w.ModeDuration()
-	which := fmt.Sprintf("%s: writes %s, %s", a.label(i), mode.Name, roundName("round", round, a.countedRounds(benchv1.StepWrites, w.Repetitions)))
+	which := fmt.Sprintf("%s: writes %s, %s", a.label(i), mode.Name, roundName("round", round, max(w.Repetitions, 1)))
 	opts := writes.Options{
 		ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: duration, Generator: a.gens[i],
 		ProgressInterval: a.cfg.ProgressInterval,
