@@ -32,7 +32,10 @@
 // autocorrelation the level's own runs show (corrected for the sample estimate's known bias
 // towards zero, never below zero), the level's variance corrected for the same correlation,
 // and the t distribution's degrees of freedom shrunk as that correlation makes the variance
-// less certain. With no correlation this is Student's pooled t test.
+// less certain. With no correlation this is Student's pooled t test. That correction takes
+// a short level that wanders for noise too correlated to judge anything by; new runs that lie
+// beyond everything such a level did, by more than it and they spread, did not wander there,
+// and are judged as independent runs (separated).
 //
 // The newest runs must look like one new level, not outliers: each of them beyond the old
 // level's mean, and past halfway between the two means all of MinAfter new runs and all but one
@@ -757,6 +760,9 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 	m := n - split
 	lo, hi := level.noiseRuns(split)
 	before, after, se, df := s.difference(level, split, n)
+	if s.separated(level, split, n) {
+		before, after, se, df = s.independent(level.start, split, n)
+	}
 	out := test{split: split, found: split, n: n, t: tOf(before, after, se), level: s.level(m)}
 	// Student's t quantile is beyond the normal one: a |t| short of that needs no p-value.
 	if math.Abs(out.t) < distuv.UnitNormal.Quantile(1-s.level(m)/2) {
@@ -788,6 +794,48 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 		return out, false
 	}
 	return out, s.fewOutliers(s.logs[lo:hi], s.quantile(m, df)*se, side, m)
+}
+
+// separatedRuns is the fewest runs of its own a level needs before separated can tell its
+// newest runs apart from it: the range of fewer runs is too often a small part of their noise.
+const separatedRuns = 8
+
+// separated says whether logs[split:n] lie apart from the runs of the level before split, on
+// one side, by more than the two groups' ranges together, the level judged by its own runs
+// (at least separatedRuns). The AR(1) correction takes runs that wander together for noise,
+// and on a short level that wanders (a machine's load rising or falling over a few runs) it
+// leaves so few degrees of freedom that no drop is ever found, however large (a tenfold drop
+// on kind, docs/measurement.md). Noise that wanders does not take runs beyond everything the
+// level did by more than it did: such runs are a new level, judged as independent runs
+// (independent).
+func (s *series) separated(level segment, split, n int) bool {
+	if lo, _ := level.noiseRuns(split); lo != level.start || split-level.start < separatedRuns {
+		return false
+	}
+	oldLo, oldHi := slices.Min(s.logs[level.start:split]), slices.Max(s.logs[level.start:split])
+	newLo, newHi := slices.Min(s.logs[split:n]), slices.Max(s.logs[split:n])
+	ranges := oldHi - oldLo + newHi - newLo
+	return oldLo-newHi > ranges || newLo-oldHi > ranges
+}
+
+// independent is the pooled two-sample t test of the level's runs from start to split against
+// logs[split:n], the runs taken as independent: the means, the standard error of their
+// difference and its degrees of freedom.
+func (s *series) independent(start, split, n int) (before, after, se, df float64) {
+	k, m := float64(split-start), float64(n-split)
+	before, after = stat.Mean(s.logs[start:split], nil), stat.Mean(s.logs[split:n], nil)
+	// Summed around each mean rather than from the running sums, whose rounding would give
+	// runs that do not spread a spread.
+	squares := 0.0
+	for i, v := range s.logs[start:n] {
+		mean := before
+		if start+i >= split {
+			mean = after
+		}
+		squares += (v - mean) * (v - mean)
+	}
+	df = k + m - 2
+	return before, after, math.Sqrt(squares / df * (1/k + 1/m)), df
 }
 
 // levelNoise is the noise a test of the level's runs before split against the newest runs

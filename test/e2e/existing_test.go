@@ -39,7 +39,10 @@ func TestExistingCouchDB(t *testing.T) {
 		},
 	}
 	start(t, b)
-	got := mustSucceed(t, b, 20*time.Minute)
+	// A runner pod of 10m takes minutes to start beside the suite's other tests (its container
+	// 72 s from created to started, 7 minutes to its first log line, in CI): the wait is the
+	// run's own timeout but for the time the operator needs to say so.
+	got := mustSucceed(t, b, 28*time.Minute)
 	if len(got.Status.Results) != 2 || !strings.Contains(got.Status.Server, "3.4.3, 1 node(s)") {
 		t.Fatalf("results %+v server %q", got.Status.Results, got.Status.Server)
 	}

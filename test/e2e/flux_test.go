@@ -210,11 +210,12 @@ func TestFluxHealthFollowsTheSchedulesRuns(t *testing.T) {
 // "A level that drifts").
 func TestFluxTemplateChangeIsNamedAlertedAndAcceptedFromGit(t *testing.T) {
 	const name, smaller = "flux-slowed", "limited-150m"
-	installed := make(chan error, 1)
+	// The smaller CouchDB is up before the first run: its start (Erlang's, the chart's
+	// cluster setup) would otherwise load the nodes under the level's first runs.
 	t.Cleanup(func() { _ = releases.Uninstall(context.Background(), namespace, smaller) })
-	go func() {
-		installed <- installCouchDB(context.Background(), smaller, "5e2e5e2e5e2e5e2e5e2e5e2e5e2e5e20", map[string]any{"cpu": "150m"})
-	}()
+	if err := installCouchDB(context.Background(), smaller, "5e2e5e2e5e2e5e2e5e2e5e2e5e2e5e20", map[string]any{"cpu": "150m"}); err != nil {
+		t.Fatal(err)
+	}
 	deleteHistoryAtEnd(t, name)
 	steady := writesSchedule(name)
 	// Every run stays in status.history, which the test counts them in.
@@ -226,9 +227,6 @@ func TestFluxTemplateChangeIsNamedAlertedAndAcceptedFromGit(t *testing.T) {
 	// too few at the levels the detector holds later runs to.
 	const before, slowed = 10, 8
 	succeeded := waitForRuns(t, s, before, nil)
-	if err := <-installed; err != nil {
-		t.Fatal(err)
-	}
 
 	moved := steady
 	moved.couchDB = smaller
@@ -250,6 +248,12 @@ func TestFluxTemplateChangeIsNamedAlertedAndAcceptedFromGit(t *testing.T) {
 	if found.Run == "" {
 		for _, h := range last.Status.History {
 			t.Logf("history: %s %s generation %d", h.Name, h.Phase, h.ScheduleGeneration)
+		}
+		// The values the detector judged, oldest first: what a change to it is tried on.
+		h, _ := scheduleHistory(t, name)
+		for _, key := range h.JudgedKeys() {
+			runs, values := h.Series(key)
+			t.Logf("series %s: runs %v, values %.0f", key, runs, values)
 		}
 		t.Fatalf("no Regressed shift after %d runs on the smaller CouchDB (the runs before: %v); shifts %+v, detection %+v",
 			slowed, succeeded, last.Status.Shifts, last.Status.Detection)
@@ -314,8 +318,8 @@ func fromCommit(t *testing.T, revision, commit string) bool {
 	return strings.TrimSpace(out) == "yes"
 }
 
-// historyRuns are the names of the runs in the schedule's history ConfigMap, and its UID.
-func historyRuns(t *testing.T, schedule string) ([]string, string) {
+// scheduleHistory is the schedule's history ConfigMap, read, and the ConfigMap's UID.
+func scheduleHistory(t *testing.T, schedule string) (history.History, string) {
 	t.Helper()
 	var cm corev1.ConfigMap
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: builders.HistoryConfigMapName(schedule)}, &cm); err != nil {
@@ -325,11 +329,18 @@ func historyRuns(t *testing.T, schedule string) ([]string, string) {
 	if err := json.Unmarshal([]byte(cm.Data[builders.HistoryKey]), &h); err != nil {
 		t.Fatal(err)
 	}
+	return h, string(cm.UID)
+}
+
+// historyRuns are the names of the runs in the schedule's history ConfigMap, and its UID.
+func historyRuns(t *testing.T, schedule string) ([]string, string) {
+	t.Helper()
+	h, uid := scheduleHistory(t, schedule)
 	var names []string
 	for _, r := range h.Runs {
 		names = append(names, r.Name)
 	}
-	return names, string(cm.UID)
+	return names, uid
 }
 
 // emptyKustomization lists no resources: a folder kept in Git with nothing for Flux to apply.
