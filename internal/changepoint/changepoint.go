@@ -32,10 +32,10 @@
 // autocorrelation the level's own runs show (corrected for the sample estimate's known bias
 // towards zero, never below zero), the level's variance corrected for the same correlation,
 // and the t distribution's degrees of freedom shrunk as that correlation makes the variance
-// less certain. With no correlation this is Student's pooled t test. That correction takes
-// a short level that wanders for noise too correlated to judge anything by; new runs that lie
-// beyond everything such a level did, by more than it and they spread, are judged as
-// independent runs (separated).
+// less certain. With no correlation this is a t test on the level's own spread. On a short
+// level that wanders that correction leaves so few degrees of freedom that even a tenfold
+// drop is often missed; new runs that lie beyond everything such a level did, by more than
+// it and they spread, are judged as independent runs instead (separated).
 //
 // The newest runs must look like one new level, not outliers: each of them beyond the old
 // level's mean, and past halfway between the two means all of MinAfter new runs and all but one
@@ -427,8 +427,8 @@ func studentT(df float64) distuv.StudentsT { return distuv.StudentsT{Sigma: 1, N
 // outliers ask for it), at the noise of the series' current level; ok is false with too few
 // runs at that level to say. It takes the test's statistic as normal, with the standard
 // error the test would use, and the new runs as independent around their level. known is what
-// the looks found, as Resume returned it for the values. It is the AR(1) test's: a drop large
-// enough to set its runs apart from the level (separated) is found sooner than it says.
+// the looks found, as Resume returned it for the values. It is the AR(1) test's: a shift that
+// sets its runs apart from the level (separated) may be found below it.
 func Detectable(values []float64, known Known, opts Options) (shift float64, ok bool) {
 	s := newSeries(values, opts)
 	level := s.replay(s.known(known)).level
@@ -811,15 +811,15 @@ func (s *series) test(level segment, split, n int) (test, bool) {
 // separatedRuns is the fewest runs of its own a first level needs before separated can tell
 // its newest runs apart from it (a later level has its own noise from youngLevel runs): the
 // range of fewer runs is too often a small part of their noise. Chosen by hand: the e2e's
-// level has 10 runs, and 6 were too few for any test (docs/measurement.md).
+// level has 10 runs.
 const separatedRuns = 8
 
 // separated says whether logs[split:n] lie apart from the runs of the level before split, on
 // one side, by more than the two groups' ranges together, the level judged by its own runs
 // (at least separatedRuns). The AR(1) correction takes runs that wander together for noise,
 // and on a short level that wanders (a machine's load rising or falling over a few runs) it
-// leaves so few degrees of freedom that no drop is ever found, however large (a tenfold drop
-// on kind, docs/measurement.md). Noise that wanders rarely takes runs beyond everything the
+// leaves so few degrees of freedom that even a tenfold drop is missed in about one history
+// in five, as the e2e's drop on kind was (docs/measurement.md). Noise that wanders rarely takes runs beyond everything the
 // level did by more than it did: such runs are taken for a new level, judged as independent
 // runs (independent). Where it does (a level that was quiet, or whose values are few and
 // whole, then ordinary noise), the old test too was often already over the budget; the false

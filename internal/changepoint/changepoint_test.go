@@ -579,7 +579,8 @@ func TestADropAfterADriftingLevelIsFound(t *testing.T) {
 // with autocorrelation 0.5, a tenfold drop is named (within a run of its first) within 8 runs
 // in at least 90% of histories (93.0% measured; 78.2% before runs set apart from the level by
 // more than both groups' ranges were judged as independent runs). The e2e's template change on
-// kind is such a drop: on 2026-11-30 a 10-run level whose 18 runs spread by 145% was missed.
+// kind was probably such a drop: on 2026-11-30, after a 10-run level, its 18 runs spread by
+// 145.5% and no shift was found.
 func TestADropAfterAWanderingLevelIsFound(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	const histories = 1000
