@@ -819,11 +819,12 @@ const separatedRuns = 8
 // (at least separatedRuns). The AR(1) correction takes runs that wander together for noise,
 // and on a short level that wanders (a machine's load rising or falling over a few runs) it
 // leaves so few degrees of freedom that even a tenfold drop is missed in about one history
-// in five, as the e2e's drop on kind was (docs/measurement.md). Noise that wanders rarely takes runs beyond everything the
-// level did by more than it did: such runs are taken for a new level, judged as independent
-// runs (independent). Where it does (a level that was quiet, or whose values are few and
-// whole, then ordinary noise), the old test too was often already over the budget; the false
-// shifts this adds on the tests' models are a few in thousands (docs/measurement.md).
+// in five, as the e2e's drop on kind was (docs/measurement.md). Noise that wanders rarely
+// takes runs beyond everything the level did by more than it did: such runs are taken for a
+// new level, judged as independent runs (independent). Where it does (a level that was
+// quiet, or whose values are few and whole, then ordinary noise), the old test too was often
+// already over the budget; the false shifts this adds on the tests' models are a few in
+// thousands (docs/measurement.md).
 func (s *series) separated(level segment, split, n int) bool {
 	if lo, _ := level.noiseRuns(split); lo != level.start || split-level.start < separatedRuns {
 		return false
