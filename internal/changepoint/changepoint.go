@@ -840,19 +840,12 @@ func (s *series) separated(level segment, split, n int) bool {
 // difference and its degrees of freedom.
 func (s *series) independent(start, split, n int) (before, after, se, df float64) {
 	k, m := float64(split-start), float64(n-split)
-	before, after = stat.Mean(s.logs[start:split], nil), stat.Mean(s.logs[split:n], nil)
-	// Summed around each mean rather than from the running sums, whose rounding would give
-	// runs that do not spread a spread.
-	squares := 0.0
-	for i, v := range s.logs[start:n] {
-		mean := before
-		if start+i >= split {
-			mean = after
-		}
-		squares += (v - mean) * (v - mean)
-	}
+	// Each side around its own mean (gonum's two passes) rather than from the running sums,
+	// whose rounding would give runs that do not spread a spread.
+	before, vb := stat.MeanVariance(s.logs[start:split], nil)
+	after, va := stat.MeanVariance(s.logs[split:n], nil)
 	df = k + m - 2
-	return before, after, math.Sqrt(squares / df * (1/k + 1/m)), df
+	return before, after, math.Sqrt(((k-1)*vb + (m-1)*va) / df * (1/k + 1/m)), df
 }
 
 // levelNoise is the noise a test of the level's runs before split against the newest runs
