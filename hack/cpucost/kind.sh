@@ -26,8 +26,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+node=$(KIND=$kind hack/kind-node-image.sh)
 flock /tmp/couchbench-docker.lock bash -c "
-  '$kind' create cluster --name '$cluster' --image '$(hack/kind-node-image.sh)' --kubeconfig '$kubeconfig' --wait 180s &&
+  '$kind' create cluster --name '$cluster' --image '$node' --config hack/kind/demo.yaml --kubeconfig '$kubeconfig' --wait 180s &&
   '$kind' load docker-image --name '$cluster' couchdb:3.4.3"
 
 "$kubectl" apply -f - <<YAML

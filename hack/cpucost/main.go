@@ -19,6 +19,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"strings"
@@ -103,6 +104,9 @@ func run() error {
 		diff := inside.CPU - outside.CPU
 		fmt.Printf("%-22s %9.3f %12.4f %12.4f %+9.3f %+7.3f%%\n", name, outside.Wall.Seconds(), inside.CPU.Seconds(), outside.CPU.Seconds(),
 			float64(diff.Microseconds())/1000, 100*diff.Seconds()/outside.CPU.Seconds())
+		if math.Abs(diff.Seconds()) > outside.CPU.Seconds()/100 {
+			return fmt.Errorf("%s: the container's reading is %+.3f%% off the host's, beyond 1%%", name, 100*diff.Seconds()/outside.CPU.Seconds())
+		}
 		return nil
 	}
 	if *url == "" {
