@@ -12,18 +12,24 @@ import (
 type planStep struct {
 	Arms []string
 	Step benchv1.Step
+	// Duet: the arms take each unit at the same moment (spec.armOrder Duet), not in turns.
+	Duet bool
 }
 
 // queryServers is how status names the step's arms: "js", or "js,erlang" when they take turns.
 func (s planStep) queryServers() string { return strings.Join(s.Arms, ",") }
 
 // arms names the step's arms for people: "query server js", or "query servers js, py
-// (taking turns)".
+// (taking turns)", or "(side by side)" in duet.
 func (s planStep) arms() string {
-	if len(s.Arms) == 1 {
+	switch {
+	case len(s.Arms) == 1:
 		return "query server " + s.Arms[0]
+	case s.Duet:
+		return "query servers " + strings.Join(s.Arms, ", ") + " (side by side)"
+	default:
+		return "query servers " + strings.Join(s.Arms, ", ") + " (taking turns)"
 	}
-	return "query servers " + strings.Join(s.Arms, ", ") + " (taking turns)"
 }
 
 // String says what the step does, for conditions and events.
@@ -63,7 +69,8 @@ func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 	}
 	var plan []planStep
 	for _, arms := range groups {
-		add := func(step benchv1.Step) { plan = append(plan, planStep{Arms: arms, Step: step}) }
+		duet := spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1
+		add := func(step benchv1.Step) { plan = append(plan, planStep{Arms: arms, Step: step, Duet: duet}) }
 		if provisioned {
 			add(benchv1.StepProvision)
 			add(benchv1.StepCluster)

@@ -91,6 +91,17 @@ func TestPlanOfArmsTakingTurns(t *testing.T) {
 		"py/provision", "py/cluster", "py/seed", "py/index", "py/teardown"}; !slices.Equal(got, want) {
 		t.Errorf("provisioned, sequential: plan %v, want %v", got, want)
 	}
+
+	// Conditions and events say how the arms meet their units.
+	named := func(spec benchv1.CouchBenchmarkSpec) string { return buildPlan(&spec)[3].String() }
+	spec.ArmOrder = benchv1.ArmsInterleaved
+	if got, want := named(spec), "query servers js, py (taking turns): index"; got != want {
+		t.Errorf("interleaved: the index step is %q, want %q", got, want)
+	}
+	spec.ArmOrder = benchv1.ArmsDuet
+	if got, want := named(spec), "query servers js, py (side by side): index"; got != want {
+		t.Errorf("duet: the index step is %q, want %q", got, want)
+	}
 }
 
 // Two arms on one existing CouchDB: every runner step is one Job for both, and the read load
