@@ -245,7 +245,9 @@ func main() {
 
 	models := []noiseModel{lognormal(0.02), lognormal(0.035), lognormal(0.07), lognormal(0.15),
 		autoregressive(0.035, 0.3), autoregressive(0.035, 0.5), studentT(0.035), stalls(0.035),
-		regimes(0.035), slowRuns(0.035, 1.0/20, []int{2}, true), slowRuns(0.035, 1.0/30, []int{2, 3}, false), slowStart(0.035)}
+		regimes(0.035), slowRuns(lognormal(0.035), 1.0/20, []int{2}, true), slowRuns(lognormal(0.035), 1.0/30, []int{2, 3}, false), slowStart(0.035),
+		autoregressive(0.035, 0.7), wholeUnits(autoregressive(0.01, 0.5), 0.01), slowRuns(autoregressive(0.035, 0.5), 1.0/30, []int{2, 3}, false),
+		slowRuns(lognormal(0.035), 1.0/30, []int{3}, true)}
 	onlineOptions.FalseAlarmsPerRun = history.FalseAlarmsPerRun * *share
 	for _, cv := range strings.Split(*cvs, ",") {
 		if percent, err := strconv.ParseFloat(strings.TrimSpace(cv), 64); err == nil {

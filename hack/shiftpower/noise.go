@@ -113,16 +113,15 @@ func regimes(cv float64) noiseModel {
 	}}
 }
 
-// slowRuns is lognormal noise with slow runs that come together: a burst of runs begins at a
-// run with the given chance (not within another), its length drawn from lengths, and slows its
+// slowRuns is base noise with slow runs that come together: a burst of runs begins at a run
+// with the given chance (not within another), its length drawn from lengths, and slows its
 // runs by 10-30%, all of them alike (one cause: the same slowdown) or each its own.
-func slowRuns(cv, chance float64, lengths []int, alike bool) noiseModel {
-	base := lognormal(cv)
+func slowRuns(base noiseModel, chance float64, lengths []int, alike bool) noiseModel {
 	kind := "each its own"
 	if alike {
 		kind = "alike"
 	}
-	name := fmt.Sprintf("lognormal CV %.3g%%, slow runs (10-30%%, %s) in bursts of %v runs, one burst in %.0f runs", 100*cv, kind, lengths, 1/chance)
+	name := fmt.Sprintf("%s, slow runs (10-30%%, %s) in bursts of %v runs, one burst in %.0f runs", base.name, kind, lengths, 1/chance)
 	return noiseModel{name, func(rng *rand.Rand, n int) []float64 {
 		x := base.draw(rng, n)
 		for i := 0; i < n; i++ {
@@ -138,6 +137,18 @@ func slowRuns(cv, chance float64, lengths []int, alike bool) noiseModel {
 				x[j] *= 1 - slow
 			}
 			i += length - 1
+		}
+		return x
+	}}
+}
+
+// wholeUnits is base noise on a value of about 1/unit units, counted whole (seconds of a
+// short build, documents of a slow step): rounded to multiples of unit, with ties.
+func wholeUnits(base noiseModel, unit float64) noiseModel {
+	return noiseModel{fmt.Sprintf("%s, in whole units of %.3g%%", base.name, 100*unit), func(rng *rand.Rand, n int) []float64 {
+		x := base.draw(rng, n)
+		for i := range x {
+			x[i] = unit * math.Round(x[i]/unit)
 		}
 		return x
 	}}

@@ -329,16 +329,17 @@ func (s *series) replay(past pastLooks) replayed {
 }
 
 // dipEnd is the end of the shift t, found in the level previous, when it was a dip of at most
-// MinAfter runs: the runs from there to n, at least MinAfter of them, all lie back past halfway
-// from the dip's runs to the previous level's mean, and their mean within a quarter of the way
-// (a small shift whose first runs happened to lie low has its later runs halfway, not back).
-// A look that took two slow runs and a third low one for a new level cannot find its end by a test (the young level has too few runs to
-// tell it), but the runs after it show there was none to last: no shift is claimed, the one
-// told is ended (ChangePoint.Returns), at the test's p-value of the runs after against the dip.
+// 2·MinAfter runs (a burst of slow runs, or two back to back): the runs from there to n, at
+// least MinAfter of them, all lie back past halfway from the dip's runs to the previous level's
+// mean, and their mean within a quarter of the way (a small shift whose first runs happened to
+// lie low has its later runs halfway, not back). A look that took slow runs for a new level
+// cannot find its end by a test (the young level has too few runs to tell it), but the runs
+// after it show there was none to last: no shift is claimed, the one told is ended
+// (ChangePoint.Returns), at the test's p-value of the runs after against the dip.
 func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {
 	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
 	back := mean(previous.start, t.split)
-	for end := t.split + 1; end <= t.split+s.opts.MinAfter && n-end >= s.opts.MinAfter; end++ {
+	for end := t.split + 1; end <= t.split+2*s.opts.MinAfter && n-end >= s.opts.MinAfter; end++ {
 		there := mean(t.split, end)
 		halfway, side := (back+there)/2, math.Copysign(1, back-there)
 		if slices.ContainsFunc(s.logs[end:n], func(v float64) bool { return (v-halfway)*side <= 0 }) ||

@@ -14,7 +14,8 @@ import (
 // (scaled to the same standard deviation) when heavy, and one run in ten 30% slow with stalls;
 // with regimes, busy spells of 10-60 runs at 2-5 times the spread taking turns with quiet ones;
 // with burst, slow runs (10-30%) that come together (burst); with slowStart, the first 1-3
-// runs 20-40% slow. These are hack/shiftpower's models (docs/measurement.md).
+// runs 20-40% slow; with unit, values rounded to whole units of it (of 1,000: a counter of
+// whole seconds or documents). These are hack/shiftpower's models (docs/measurement.md).
 type noise struct {
 	name          string
 	sigma, phi    float64
@@ -22,6 +23,7 @@ type noise struct {
 	regimes       bool
 	burst         *burst
 	slowStart     bool
+	unit          float64
 }
 
 // burst is how slow runs come together: a burst begins at a run with this chance, lasts one
@@ -74,6 +76,11 @@ func (nz noise) draw(rng *rand.Rand, n int) []float64 {
 			x[i] *= 1 - (0.2 + 0.2*rng.Float64())
 		}
 	}
+	if nz.unit > 0 {
+		for i := range x {
+			x[i] = nz.unit * math.Round(x[i]/nz.unit)
+		}
+	}
 	return x
 }
 
@@ -111,6 +118,8 @@ var noiseModels = []noise{
 	{name: "slow runs in pairs", sigma: 0.035, burst: &burst{chance: 1.0 / 20, lengths: []int{2}, alike: true}},
 	{name: "slow runs in bursts of 2-3", sigma: 0.035, burst: &burst{chance: 1.0 / 30, lengths: []int{2, 3}}},
 	{name: "slow first runs", sigma: 0.035, slowStart: true},
+	{name: "AR(1) phi 0.7", sigma: 0.035, phi: 0.7},
+	{name: "whole units, AR(1) phi 0.5 at 1%", sigma: 0.01, phi: 0.5, unit: 10},
 }
 
 // withinBudget says whether found false shifts in runs hold a budget per run with a margin of
@@ -596,5 +605,39 @@ func TestADropAfterAWanderingLevelIsFound(t *testing.T) {
 	}
 	if found < histories*90/100 {
 		t.Errorf("a tenfold drop after 10 wandering runs found within 8 runs in %d of %d histories, want 90%%", found, histories)
+	}
+}
+
+// lastingShifts is how many of the shifts cps show are not ended by the change point after
+// them (a dip's end, Returns).
+func lastingShifts(cps []ChangePoint) int {
+	n := 0
+	for i, cp := range cps {
+		if !cp.Returns && (i+1 == len(cps) || !cps[i+1].Returns) {
+			n++
+		}
+	}
+	return n
+}
+
+// Three slow runs alike are, to a look that judges the newest 3 runs, a new level: a burst of
+// them (10-30% slow, one burst in 30 runs, at 3.5% noise) is announced as a shift, far over the
+// budget (9.2 per 1,000 runs measured), and told as a dip by the runs after it that are not
+// slow, also when two bursts come back to back. What is left lasting holds the budget with
+// three standard errors to spare (0.80 per 1,000 measured; 1.01 while a dip could last at most
+// 3 runs).
+func TestBurstsOfThreeSlowRunsAreToldAsDips(t *testing.T) {
+	nz := noise{sigma: 0.035, burst: &burst{chance: 1.0 / 30, lengths: []int{3}, alike: true}}
+	rng := rand.New(rand.NewPCG(11, 11))
+	const series, runs = 300, 1000
+	announced, lasting := 0, 0
+	for range series {
+		cps := Detect(nz.draw(rng, runs), Options{})
+		announced += shifts(cps)
+		lasting += lastingShifts(cps)
+	}
+	if announced <= series*runs/1000 || !withinBudget(lasting, series*runs, 0.001) {
+		t.Errorf("bursts of 3 slow runs: %d shifts announced in %d runs, %d of them lasting; want more than the budget announced "+
+			"(a 3-run burst is a level to a look) and the lasting ones within it with 3 standard errors to spare", announced, series*runs, lasting)
 	}
 }
