@@ -8,11 +8,12 @@ import (
 )
 
 // planStep is one position of a run: a step of one arm, or of every arm of a benchmark whose
-// arms share one CouchDB and take turns within the step.
+// arms go through the steps together, taking turns within the step or, in duet, not.
 type planStep struct {
 	Arms []string
 	Step benchv1.Step
-	// Duet: the arms take each unit at the same moment (spec.armOrder Duet), not in turns.
+	// Duet: the arms take each unit of this step at the same moment (spec.armOrder Duet, a
+	// runner step), not in turns.
 	Duet bool
 }
 
@@ -20,13 +21,13 @@ type planStep struct {
 func (s planStep) queryServers() string { return strings.Join(s.Arms, ",") }
 
 // arms names the step's arms for people: "query server js", or "query servers js, py
-// (taking turns)", or "(side by side)" in duet.
+// (taking turns)", or "(in duet)".
 func (s planStep) arms() string {
 	switch {
 	case len(s.Arms) == 1:
 		return "query server " + s.Arms[0]
 	case s.Duet:
-		return "query servers " + strings.Join(s.Arms, ", ") + " (side by side)"
+		return "query servers " + strings.Join(s.Arms, ", ") + " (in duet)"
 	default:
 		return "query servers " + strings.Join(s.Arms, ", ") + " (taking turns)"
 	}
@@ -69,8 +70,11 @@ func buildPlan(spec *benchv1.CouchBenchmarkSpec) []planStep {
 	}
 	var plan []planStep
 	for _, arms := range groups {
+		// k6's reads take turns in duet too; only the runner's steps run at the same moment.
 		duet := spec.ArmOrder == benchv1.ArmsDuet && len(arms) > 1
-		add := func(step benchv1.Step) { plan = append(plan, planStep{Arms: arms, Step: step, Duet: duet}) }
+		add := func(step benchv1.Step) {
+			plan = append(plan, planStep{Arms: arms, Step: step, Duet: duet && step.IsRunnerStep()})
+		}
 		if provisioned {
 			add(benchv1.StepProvision)
 			add(benchv1.StepCluster)

@@ -90,8 +90,7 @@ func (r *CouchBenchmarkReconciler) clusterJob(ctx context.Context, bench *benchv
 	}
 	if o := jobs[0]; o.phase == jobFailed {
 		return failed(reasonClusterNotReady, "%s: the CouchDB did not become a cluster of %d nodes: Job %s failed (%s): %s",
-			planStep{Arms: names, Duet: bench.Spec.ArmOrder == benchv1.ArmsDuet}.arms(), bench.Spec.CouchDB.Provision.ClusterSize,
-			o.name, o.detail, wholeLines(o.message)), nil
+			planStep{Arms: names}.arms(), bench.Spec.CouchDB.Provision.ClusterSize, o.name, o.detail, wholeLines(o.message)), nil
 	}
 	return stepOutcome{done: true}, nil
 }

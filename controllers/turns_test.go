@@ -99,7 +99,7 @@ func TestPlanOfArmsTakingTurns(t *testing.T) {
 		t.Errorf("interleaved: the index step is %q, want %q", got, want)
 	}
 	spec.ArmOrder = benchv1.ArmsDuet
-	if got, want := named(spec), "query servers js, py (side by side): index"; got != want {
+	if got, want := named(spec), "query servers js, py (in duet): index"; got != want {
 		t.Errorf("duet: the index step is %q, want %q", got, want)
 	}
 }

@@ -126,6 +126,10 @@ type ChangePoint struct {
 	// change point just before it, which began fewer than DipRuns runs earlier: the two are a
 	// dip (or a spike) and its end, not two shifts.
 	Returns bool
+	// DipEnd says that the runs after a dip told its end, where no look's test could (the dip's
+	// level had too few runs): the level it begins is not young, and Resume must be told so to
+	// go on as the replay does.
+	DipEnd bool
 }
 
 // DipRuns is how many runs a change may last and still be a dip when it goes back: as long as
@@ -182,8 +186,8 @@ func Resume(values []float64, known Known, opts Options) Known {
 		at, _ := slices.BinarySearch(bounds, t.split)
 		lo, hi := bounds[at-1], bounds[at+1]
 		out.Found[i] = ChangePoint{Index: s.at[t.split], Found: s.at[t.found], PValue: t.pValue, Level: t.level,
-			FoundAt: s.at[t.n-1] + 1,
-			Ratio:   math.Exp(stat.Mean(s.logs[t.split:hi], nil) - stat.Mean(s.logs[lo:t.split], nil))}
+			FoundAt: s.at[t.n-1] + 1, DipEnd: t.dipEnd,
+			Ratio: math.Exp(stat.Mean(s.logs[t.split:hi], nil) - stat.Mean(s.logs[lo:t.split], nil))}
 		// A dip: the change point before began the level this one ends, fewer than DipRuns
 		// runs ago, and this one goes more than halfway back.
 		if i > 0 && lo == found[i-1].split && t.split-lo < DipRuns {
@@ -227,7 +231,7 @@ func (s *series) known(k Known) pastLooks {
 			continue
 		}
 		past.found = append(past.found, test{split: split, found: max(logIndex(cp.Found), 0), n: logIndex(cp.FoundAt),
-			pValue: cp.PValue, level: cp.Level})
+			pValue: cp.PValue, level: cp.Level, dipEnd: cp.DipEnd})
 	}
 	return past
 }
@@ -302,7 +306,7 @@ func (s *series) replay(past pastLooks) replayed {
 			for len(known) > 0 && known[0].n <= n {
 				if t := known[0]; t.split > level.start {
 					found = append(found, t)
-					previous, level, young, first = level, level.after(t.split), true, false
+					previous, level, young, first = level, level.after(t.split), !t.dipEnd, false
 				}
 				known = known[1:]
 			}
@@ -348,7 +352,8 @@ func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {
 		}
 		dip := previous.after(t.split)
 		before, after, se, df := s.difference(dip, end, n)
-		return test{split: end, found: end, n: n, t: tOf(before, after, se), pValue: twoSided(tOf(before, after, se), df), level: t.level}, true
+		return test{split: end, found: end, n: n, t: tOf(before, after, se), pValue: twoSided(tOf(before, after, se), df), level: t.level,
+			dipEnd: true}, true
 	}
 	return test{}, false
 }
@@ -540,6 +545,7 @@ type test struct {
 	t      float64
 	pValue float64
 	level  float64 // the test's level, which pValue must be within
+	dipEnd bool    // told by dipEnd, not found by a look: its level is not young
 }
 
 // fewest is how many runs of the level a new one is judged against: MinBefore for the series'

@@ -479,6 +479,20 @@ func TestResumeGoesOnAsTheReplay(t *testing.T) {
 			t.Errorf("seed %d: resumed %+v, replayed %+v", seed, known.Found, want)
 		}
 	}
+	// Dips, and their ends, as a schedule judges them night by night: bursts of 3 slow runs.
+	bursts := noise{sigma: 0.035, burst: &burst{chance: 1.0 / 30, lengths: []int{3}, alike: true}}
+	rng := rand.New(rand.NewPCG(12, 12))
+	for i := range 100 {
+		x := bursts.draw(rng, 300)
+		want := Detect(x, Options{})
+		var known Known
+		for n := 1; n <= len(x); n++ {
+			known = Resume(x[:n], known, Options{})
+		}
+		if !slices.Equal(known.Found, want) {
+			t.Errorf("bursts, series %d: resumed %+v, replayed %+v", i, known.Found, want)
+		}
+	}
 }
 
 // Slow first runs (a cold first night) are left out as a warm-up and blind nothing: after them

@@ -79,6 +79,10 @@ type Looks struct {
 	// Accepted are the runs where a change the team accepted began, as the newest Judge was
 	// told (Judge).
 	Accepted []string `json:"accepted,omitempty"`
+	// WarmUps are, by metric key, the first run of a series whose first looks left its first
+	// runs out as a warm-up (changepoint.Known.Start): later looks, which no longer decide
+	// it, keep it.
+	WarmUps map[string]string `json:"warmUps,omitempty"`
 }
 
 // Found is a change point a look found in a metric's series, by the runs that name it.
@@ -93,6 +97,8 @@ type Found struct {
 	// NominalP and Level are the test's, as in Shift.
 	NominalP float64 `json:"nominalP"`
 	Level    float64 `json:"level"`
+	// DipEnd: the runs after a dip told its end, not a look (changepoint.ChangePoint.DipEnd).
+	DipEnd bool `json:"dipEnd,omitempty"`
 }
 
 // ID names the change point by its metric and the look that found it, which later looks never

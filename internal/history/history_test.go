@@ -1,6 +1,7 @@
 package history
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -471,5 +472,51 @@ func TestADipIsToldAsADip(t *testing.T) {
 	}
 	if len(told) != 2 || !strings.Contains(shifts[0].String(), "until run "+shifts[0].Until) {
 		t.Errorf("told %+v, want the dip's beginning and its end; %q", told, shifts[0])
+	}
+}
+
+// Judged night by night, and stored between nights as a schedule's ConfigMap stores it, a
+// history knows what the replay of its whole series finds: bursts of 3 slow runs, whose ends
+// the runs after them tell (changepoint.ChangePoint.DipEnd), and a burst at the start, which
+// the first looks leave out as a warm-up (Looks.WarmUps), go on as the replay goes on.
+func TestJudgedNightByNightAsTheReplay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 21))
+	for series := range 30 {
+		values := make([]float64, 150)
+		for i := range values {
+			values[i] = 1000 * math.Exp(0.035*rng.NormFloat64())
+		}
+		for i := 0; i < len(values); i++ {
+			if rng.Float64() < 1.0/30 {
+				slow := 0.1 + 0.2*rng.Float64()
+				for j := i; j < min(i+3, len(values)); j++ {
+					values[j] *= 1 - slow
+				}
+				i += 2
+			}
+		}
+		var h History
+		for i, v := range values {
+			h.Add(runAt(i, map[string]float64{"m": v}), map[string]string{"m": "higher"})
+			h.Judge(nil)
+			stored, err := json.Marshal(h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h = History{}
+			if err := json.Unmarshal(stored, &h); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var got, want []string
+		for _, f := range h.Looks.Found {
+			got = append(got, fmt.Sprintf("%s told at %s (dip end %v)", f.Run, f.At, f.DipEnd))
+		}
+		for _, cp := range changepoint.Detect(values, h.options()) {
+			want = append(want, fmt.Sprintf("nightly-%02d told at nightly-%02d (dip end %v)", cp.Index, cp.FoundAt-1, cp.DipEnd))
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("series %d: judged night by night %v, replayed %v", series, got, want)
+		}
 	}
 }

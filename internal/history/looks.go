@@ -31,9 +31,15 @@ func (h *History) Judge(accepted []string) []Shift {
 	next := &Looks{Through: h.Runs[len(h.Runs)-1].ScheduledAt, Accepted: h.Looks.Accepted}
 	for _, key := range h.Keys() {
 		runs, _, known := h.look(key)
+		if known.Start > 0 {
+			if next.WarmUps == nil {
+				next.WarmUps = map[string]string{}
+			}
+			next.WarmUps[key] = runs[known.Start]
+		}
 		for _, cp := range known.Found {
 			next.Found = append(next.Found, Found{Metric: key, Run: runs[cp.Index], Told: runs[cp.Found], At: runs[cp.FoundAt-1],
-				NominalP: cp.PValue, Level: cp.Level})
+				NominalP: cp.PValue, Level: cp.Level, DipEnd: cp.DipEnd})
 		}
 	}
 	h.Looks = next
@@ -73,6 +79,9 @@ func (h History) known(runs []string, key string) changepoint.Known {
 			k.Looked = i + 1
 		}
 	}
+	if start, kept := index[h.Looks.WarmUps[key]]; kept {
+		k.Start = start
+	}
 	for _, f := range h.Looks.Found {
 		first, kept := index[f.Run]
 		look, seen := index[f.At]
@@ -83,7 +92,8 @@ func (h History) known(runs []string, key string) changepoint.Known {
 		if !ok {
 			told = first
 		}
-		k.Found = append(k.Found, changepoint.ChangePoint{Index: first, Found: told, FoundAt: look + 1, PValue: f.NominalP, Level: f.Level})
+		k.Found = append(k.Found, changepoint.ChangePoint{Index: first, Found: told, FoundAt: look + 1, PValue: f.NominalP, Level: f.Level,
+			DipEnd: f.DipEnd})
 	}
 	for _, name := range h.Looks.Accepted {
 		t, ok := scheduled[name]
@@ -113,7 +123,7 @@ func (h History) asOf(t time.Time) History {
 	if newest := past.Runs[len(past.Runs)-1].ScheduledAt; newest.Before(through) {
 		through = newest
 	}
-	past.Looks = &Looks{Through: through, Accepted: h.Looks.Accepted,
+	past.Looks = &Looks{Through: through, Accepted: h.Looks.Accepted, WarmUps: h.Looks.WarmUps,
 		Found: slices.DeleteFunc(slices.Clone(h.Looks.Found), func(f Found) bool { return !kept[f.At] })}
 	return past
 }
