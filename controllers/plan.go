@@ -20,16 +20,18 @@ type planStep struct {
 // queryServers is how status names the step's arms: "js", or "js,erlang" when they take turns.
 func (s planStep) queryServers() string { return strings.Join(s.Arms, ",") }
 
-// arms names the step's arms for people: "query server js", or "query servers js, py
-// (taking turns)", or "(in duet)".
+// arms names the step's arms for people: "query server js", or "query servers js, py" and,
+// for a step that measures, how they meet its units: "(taking turns)" or "(in duet)".
 func (s planStep) arms() string {
 	switch {
 	case len(s.Arms) == 1:
 		return "query server " + s.Arms[0]
 	case s.Duet:
 		return "query servers " + strings.Join(s.Arms, ", ") + " (in duet)"
-	default:
+	case s.measuring():
 		return "query servers " + strings.Join(s.Arms, ", ") + " (taking turns)"
+	default:
+		return "query servers " + strings.Join(s.Arms, ", ")
 	}
 }
 

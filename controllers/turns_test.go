@@ -259,7 +259,7 @@ func TestProvisionedArmsRunSideBySide(t *testing.T) {
 		t.Errorf("results %+v, want both arms", got.Status.Results)
 	}
 	evs := drainEvents(h)
-	for _, want := range []string{"StepStarted query servers js, py (taking turns): provision", "StepDone query servers js, py (taking turns): teardown done"} {
+	for _, want := range []string{"StepStarted query servers js, py: provision", "StepDone query servers js, py: teardown done"} {
 		if !strings.Contains(evs, want) {
 			t.Errorf("events lack %q:\n%s", want, evs)
 		}

@@ -107,7 +107,8 @@ func run() error {
 			float64(diff.Microseconds())/1000, 100*diff.Seconds()/outside.CPU.Seconds())
 		// An idle unit's readings differ by the reading's own cost, a fraction of a millisecond.
 		if math.Abs(diff.Seconds()) > max(outside.CPU.Seconds()/100, 0.002) {
-			return fmt.Errorf("%s: the container's reading is %+.3f%% off the host's, beyond 1%%", name, 100*diff.Seconds()/outside.CPU.Seconds())
+			return fmt.Errorf("%s: the container's reading is %+.3f ms (%+.3f%%) off the host's, beyond 1%% and 2 ms", name,
+				float64(diff.Microseconds())/1000, 100*diff.Seconds()/outside.CPU.Seconds())
 		}
 		return nil
 	}

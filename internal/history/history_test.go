@@ -477,17 +477,19 @@ func TestADipIsToldAsADip(t *testing.T) {
 
 // Judged night by night, and stored between nights as a schedule's ConfigMap stores it, a
 // history knows what the replay of its whole series finds: bursts of 3 slow runs, whose ends
-// the runs after them tell (changepoint.ChangePoint.DipEnd), and a burst at the start, which
-// the first looks leave out as a warm-up (Looks.WarmUps), go on as the replay goes on.
+// the runs after them tell (changepoint.ChangePoint.DipEnd), and a burst at the start (every
+// third series), which the first looks leave out as a warm-up (Looks.WarmUps), go on as the
+// replay goes on.
 func TestJudgedNightByNightAsTheReplay(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 21))
+	warmUps, dipEnds := 0, 0
 	for series := range 30 {
 		values := make([]float64, 150)
 		for i := range values {
 			values[i] = 1000 * math.Exp(0.035*rng.NormFloat64())
 		}
 		for i := 0; i < len(values); i++ {
-			if rng.Float64() < 1.0/30 {
+			if rng.Float64() < 1.0/30 || i == 0 && series%3 == 0 {
 				slow := 0.1 + 0.2*rng.Float64()
 				for j := i; j < min(i+3, len(values)); j++ {
 					values[j] *= 1 - slow
@@ -508,15 +510,26 @@ func TestJudgedNightByNightAsTheReplay(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		var got, want []string
+		got := []string{"warm-up until " + h.Looks.WarmUps["m"]}
 		for _, f := range h.Looks.Found {
-			got = append(got, fmt.Sprintf("%s told at %s (dip end %v)", f.Run, f.At, f.DipEnd))
+			got = append(got, fmt.Sprintf("%s (named %s) told at %s, p %.3g at %.3g, dip end %v", f.Run, f.Told, f.At, f.NominalP, f.Level, f.DipEnd))
+			dipEnds += map[bool]int{true: 1}[f.DipEnd]
 		}
-		for _, cp := range changepoint.Detect(values, h.options()) {
-			want = append(want, fmt.Sprintf("nightly-%02d told at nightly-%02d (dip end %v)", cp.Index, cp.FoundAt-1, cp.DipEnd))
+		replayed := changepoint.Resume(values, changepoint.Known{}, h.options())
+		want := []string{"warm-up until "}
+		if replayed.Start > 0 {
+			want[0] += fmt.Sprintf("nightly-%02d", replayed.Start)
+			warmUps++
+		}
+		for _, cp := range replayed.Found {
+			want = append(want, fmt.Sprintf("nightly-%02d (named nightly-%02d) told at nightly-%02d, p %.3g at %.3g, dip end %v",
+				cp.Index, cp.Found, cp.FoundAt-1, cp.PValue, cp.Level, cp.DipEnd))
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("series %d: judged night by night %v, replayed %v", series, got, want)
 		}
+	}
+	if warmUps == 0 || dipEnds == 0 {
+		t.Errorf("%d series with a warm-up and %d dip ends told by the runs after them; want some of each", warmUps, dipEnds)
 	}
 }

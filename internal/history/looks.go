@@ -79,8 +79,10 @@ func (h History) known(runs []string, key string) changepoint.Known {
 			k.Looked = i + 1
 		}
 	}
-	if start, kept := index[h.Looks.WarmUps[key]]; kept {
-		k.Start = start
+	if run, ok := h.Looks.WarmUps[key]; ok {
+		if start, kept := index[run]; kept {
+			k.Start = start
+		}
 	}
 	for _, f := range h.Looks.Found {
 		first, kept := index[f.Run]
