@@ -83,6 +83,7 @@ manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests (config/ and
 	done
 	cp config/rbac/role.yaml charts/couchbench-operator/files/manager-role.yaml
 	cp config/rbac/installer_role.yaml charts/couchbench-operator/files/installer-role.yaml
+	cp config/cpu-cost/cpu_reader_role.yaml charts/couchbench-operator/files/cpu-reader-role.yaml
 	cp config/prometheus/couchbench-rules.yaml charts/couchbench-operator/files/couchbench-rules.yaml
 
 .PHONY: generate

@@ -38,14 +38,14 @@ func render(t *testing.T, values map[string]any) map[string][]map[string]any {
 	return testenv.OperatorChart(t, "cb", "couchbench-system", values)
 }
 
-// generatedRules are the manager's rules as generated, with the installer ClusterRole it may
-// bind named installerRole, as a chart or kustomize install names it.
-func generatedRules(t *testing.T, installerRole string) []rbacv1.PolicyRule {
+// generatedRules are the manager's rules as generated, with the ClusterRoles it may bind
+// named boundRoles, as a chart or kustomize install names them.
+func generatedRules(t *testing.T, boundRoles ...string) []rbacv1.PolicyRule {
 	t.Helper()
 	rules := roleFile(t, "role.yaml")
 	for i, r := range rules {
 		if slices.Contains(r.Resources, "clusterroles") {
-			rules[i].ResourceNames = []string{installerRole}
+			rules[i].ResourceNames = boundRoles
 		}
 	}
 	return rules
@@ -59,7 +59,13 @@ func installerRules(t *testing.T) []rbacv1.PolicyRule {
 
 func roleFile(t *testing.T, name string) []rbacv1.PolicyRule {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "config", "rbac", name))
+	return roleFileIn(t, "rbac", name)
+}
+
+// roleFileIn reads the rules of a ClusterRole of config/dir.
+func roleFileIn(t *testing.T, dir, name string) []rbacv1.PolicyRule {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "config", dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,7 +26,7 @@ func (r *CouchBenchmarkReconciler) preflight(ctx context.Context, bench *benchv1
 	if found, err := r.checkBaseline(ctx, bench); found != nil || err != nil {
 		return found, err
 	}
-	if refused := cpuCostNotMeasured(&bench.Spec); refused != nil {
+	if refused := r.cpuCostNotMeasured(&bench.Spec); refused != nil {
 		return refused, nil
 	}
 	if existing := bench.Spec.CouchDB.Existing; existing != nil {
@@ -71,15 +71,26 @@ func (r *CouchBenchmarkReconciler) checkCredentials(ctx context.Context, namespa
 	return nil, nil
 }
 
-// cpuCostNotMeasured refuses a run that would stop on a CPU cost the operator does not read
-// (only couchbench run --arm-pid does): its steps could only end at their limits. The spec
-// cannot change, so the message says to create the benchmark again.
-func cpuCostNotMeasured(spec *benchv1.CouchBenchmarkSpec) *stepFailure {
-	if seq := spec.Sequential; seq == nil || !slices.Contains(seq.StopOn, benchv1.SequentialCPUCost) {
+// cpuCostNotMeasured refuses a run that would stop on a CPU cost the operator does not read:
+// its steps could only end at their limits. It reads a provisioned CouchDB's pods when its
+// chart sets cpuCost.kubernetes, never an existing CouchDB's, whose pods the spec does not
+// name. The spec cannot change, so the message says to create the benchmark again.
+func (r *CouchBenchmarkReconciler) cpuCostNotMeasured(spec *benchv1.CouchBenchmarkSpec) *stepFailure {
+	if seq := spec.Sequential; seq == nil || !slices.Contains(seq.StopOn, benchv1.SequentialCPUCost) || r.readsCPU(spec) {
 		return nil
 	}
-	return &stepFailure{reason: reasonCPUCostNotMeasured, message: fmt.Sprintf("spec.sequential.stopOn names %s, which the operator "+
-		"does not measure yet (reading a CouchDB pod's cgroup needs rights its runners do not have; by hand, couchbench run "+
-		"--arm-pid does): its steps could never stop on it; create the benchmark again with stopOn [changes_per_second] or without stopOn",
-		benchv1.SequentialCPUCost)}
+	why := "the operator reads the CPU time of the CouchDB pods it provisions only when installed to (the chart's " +
+		"cpuCost.kubernetes, the kustomize component config/cpu-cost: the operator's installer decides; it is off)"
+	if spec.CouchDB.Provision == nil {
+		why = "the operator does not read an existing CouchDB's CPU time (the spec names no pods; by hand, " +
+			"couchbench run --arm-pods does)"
+	}
+	return &stepFailure{reason: reasonCPUCostNotMeasured, message: fmt.Sprintf("spec.sequential.stopOn names %s, which %s: "+
+		"its steps could never stop on it; create the benchmark again with stopOn [changes_per_second] or without stopOn",
+		benchv1.SequentialCPUCost, why)}
+}
+
+// readsCPU says whether the benchmark's index Jobs read its CouchDB's CPU time.
+func (r *CouchBenchmarkReconciler) readsCPU(spec *benchv1.CouchBenchmarkSpec) bool {
+	return r.CPUReaderClusterRole != "" && spec.CouchDB.Provision != nil
 }

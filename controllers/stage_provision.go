@@ -9,15 +9,9 @@ import (
 	"strings"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apiserver/pkg/authentication/serviceaccount"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/builders"
@@ -26,7 +20,7 @@ import (
 
 // provision installs the arm's CouchDB with the Helm chart: first the admin Secret the
 // chart reads (made once; the chart would otherwise make a new password on every render),
-// then the identity Helm acts as in the namespace (ensureInstaller), then the release.
+// then the identity Helm acts as in the namespace (ensureIdentity), then the release.
 // Install is idempotent, so a restarted manager finds the release and moves on.
 func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1.CouchBenchmark, qs benchv1.QueryServer) (stepOutcome, error) {
 	if out, late := r.pastClusterTimeout(bench, "provisioning"); late {
@@ -39,7 +33,7 @@ func (r *CouchBenchmarkReconciler) provision(ctx context.Context, bench *benchv1
 	if out, ok, err := r.createOwned(ctx, bench, secret); !ok {
 		return out, err
 	}
-	if err := r.ensureInstaller(ctx, bench.Namespace); err != nil {
+	if err := r.ensureIdentity(ctx, bench.Namespace, r.installer()); err != nil {
 		return stepOutcome{}, err
 	}
 	values, err := builders.HelmValues(bench, qs)
@@ -100,77 +94,6 @@ func refusalHint(refused *helmrelease.RefusedError) string {
 	}
 	return "; a CouchDB release needs a few KiB of values and a few dozen templates (spec.couchdb.provision.values and chart)"
 }
-
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=create
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=rolebindings,verbs=get;delete,resourceNames=couchbench-installer
-// +kubebuilder:rbac:groups="",resources=serviceaccounts,verbs=impersonate,resourceNames=couchbench-installer
-// +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=clusterroles,verbs=bind,resourceNames=couchbench-installer
-
-// ensureInstaller makes the installer ServiceAccount of namespace and its RoleBinding to the
-// installer ClusterRole, which Helm acts as for every benchmark there. The operator may create
-// that binding without holding the role's rights itself (bind, on that ClusterRole only); a
-// binding of that name that binds something else (roleRef cannot change) is replaced.
-func (r *CouchBenchmarkReconciler) ensureInstaller(ctx context.Context, namespace string) error {
-	if err := r.Create(ctx, builders.InstallerServiceAccount(namespace)); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the installer ServiceAccount %s/%s: %w", namespace, builders.InstallerName, err)
-	}
-	want := builders.InstallerRoleBinding(namespace, r.InstallerClusterRole)
-	err := r.Create(ctx, want)
-	if err == nil {
-		return r.installerBound(ctx, namespace)
-	}
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	var have rbacv1.RoleBinding
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &have); err != nil {
-		return err
-	}
-	if have.RoleRef == want.RoleRef && equality.Semantic.DeepEqual(have.Subjects, want.Subjects) {
-		return nil
-	}
-	log.FromContext(ctx).Info("replacing the installer RoleBinding, which binds something else", "namespace", namespace,
-		"roleRef", have.RoleRef.Name, "subjects", have.Subjects)
-	if err := r.Delete(ctx, &have, client.Preconditions{UID: &have.UID}); client.IgnoreNotFound(err) != nil {
-		return err
-	}
-	if err := r.Create(ctx, want); err != nil {
-		return err
-	}
-	return r.installerBound(ctx, namespace)
-}
-
-// installerBound waits, briefly, until the API server's authorizer lets the installer do what
-// a chart does (create a StatefulSet in the namespace). A RoleBinding just made takes a moment
-// to reach the authorizer, and Helm's install, acting as the installer at once, was refused
-// meanwhile: the run failed ChartRefused for rights the installer had. After
-// installerBindingWait it gives up and lets the install say what it is refused.
-func (r *CouchBenchmarkReconciler) installerBound(ctx context.Context, namespace string) error {
-	deadline := time.Now().Add(installerBindingWait)
-	for {
-		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:   serviceaccount.MakeUsername(namespace, builders.InstallerName),
-			Groups: serviceaccount.MakeGroupNames(namespace),
-			ResourceAttributes: &authorizationv1.ResourceAttributes{
-				Namespace: namespace, Verb: "create", Group: "apps", Resource: "statefulsets"},
-		}}
-		if err := r.Create(ctx, review); err != nil {
-			return fmt.Errorf("asking whether the installer may create StatefulSets in %s: %w", namespace, err)
-		}
-		if review.Status.Allowed || time.Now().After(deadline) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
-// installerBindingWait is how long installerBound waits for a new binding to take effect.
-const installerBindingWait = 5 * time.Second
 
 // checkChartSource refuses a chart from a source the operator's installer did not allow,
 // before anything is read or fetched, saying which value of the operator's chart allows it.

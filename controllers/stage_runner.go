@@ -92,6 +92,15 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 		url, creds := r.target(bench, queryServer(bench, arm))
 		servers[i] = builders.ArmServer{Arm: arm, URL: url, Credentials: creds}
 	}
+	// Only builds carry a CPU cost, so only the index Jobs get the right to read it.
+	if step.Step == benchv1.StepIndex && r.readsCPU(&bench.Spec) {
+		if err := r.ensureIdentity(ctx, bench.Namespace, r.cpuReader()); err != nil {
+			return stepOutcome{}, err
+		}
+		for i := range servers {
+			servers[i].Pods = builders.CouchDBPodNames(bench, servers[i].Arm)
+		}
+	}
 	for part, o := range jobs {
 		if o.phase != jobMissing {
 			continue

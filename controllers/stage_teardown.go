@@ -36,7 +36,7 @@ func (r *CouchBenchmarkReconciler) removeCouchDB(ctx context.Context, bench *ben
 	// users can change); a benchmark deleted before its first install finds none yet. In a
 	// namespace being deleted nothing can be made, and its deletion takes the release's
 	// objects with it.
-	switch err := r.ensureInstaller(ctx, bench.Namespace); {
+	switch err := r.ensureIdentity(ctx, bench.Namespace, r.installer()); {
 	case apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause):
 	case err != nil:
 		return err

@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 generated=(api/v1alpha1/zz_generated.deepcopy.go config/crd/bases config/rbac/role.yaml
-  charts/couchbench-operator/templates/crds charts/couchbench-operator/files/manager-role.yaml)
+  charts/couchbench-operator/templates/crds charts/couchbench-operator/files/manager-role.yaml
+  charts/couchbench-operator/files/installer-role.yaml charts/couchbench-operator/files/cpu-reader-role.yaml)
 
 before=$(mktemp -d)
 trap 'rm -rf "$before"' EXIT

@@ -52,9 +52,10 @@ type SequentialRounds struct {
 	// StopOn are the metrics whose ratios must be decided for a step to stop; unset, or
 	// naming none of a step's metrics, every metric the step measures. The others are still
 	// judged by their sequences, and share the level with them. Wall time on a busy node may
-	// need far more rounds than CPU cost (couchbench run --arm-pid; the operator does not
-	// read it yet and refuses it here): stopOn [cpu_seconds_per_1000_docs] stops the builds
-	// on that alone.
+	// need far more rounds than CPU cost: stopOn [cpu_seconds_per_1000_docs] stops the builds
+	// on that alone. The operator reads it for a provisioned CouchDB when its chart sets
+	// cpuCost.kubernetes, and refuses it otherwise (by hand: couchbench run --arm-pid or
+	// --arm-pods).
 	// +optional
 	// +listType=set
 	// +kubebuilder:validation:MaxItems=3
@@ -74,5 +75,6 @@ type SequentialRounds struct {
 type SequentialMetric string
 
 // SequentialCPUCost is the server's CPU-seconds per 1,000 documents of a build, which only a
-// run that reads its servers' CPU time has (couchbench run --arm-pid).
+// run that reads its servers' CPU time has (the operator's with cpuCost.kubernetes, on a
+// provisioned CouchDB; couchbench run --arm-pid or --arm-pods).
 const SequentialCPUCost SequentialMetric = "cpu_seconds_per_1000_docs"

@@ -33,7 +33,7 @@ func explain(err error, o stepOptions, creds couch.Credentials) error {
 }
 
 // armValues are a flag's ARM=VALUE's by arm name: --arm-url's (arms' own CouchDBs) or
-// --arm-pid's (their servers' processes).
+// --arm-pid's and --arm-pods' (their servers' processes and pods).
 type armValues map[string]string
 
 func (a armValues) String() string {

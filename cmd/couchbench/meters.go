@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,48 +10,96 @@ import (
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpucost"
+	"github.com/couchbench/couchbench/internal/podcpu"
 	"github.com/couchbench/couchbench/internal/runner"
 )
 
-// cpuMeters reads each --arm-pid arm's CPU cost from a cgroup of its own, into which its
-// server's process tree moves for the run (cpucost.Adopt); restore moves every tree back.
-// A server that runs as plain processes (the kit's CouchDB) has no cgroup of its own, and
-// the machine's other processes must not count.
-func cpuMeters(pids armValues, bench *benchv1.CouchBenchmark) (map[string]runner.CPUMeter, func() error, error) {
-	var restores []func() error
-	restore := func() error {
+// cpuMeters reads arms' servers' CPU cost: an --arm-pid arm's from a cgroup of its own, into
+// which its server's process tree moves for the run (cpucost.Adopt; a server that runs as
+// plain processes, as the kit's CouchDB, has no cgroup of its own, and the machine's other
+// processes must not count); an --arm-pods arm's from its pods' own cgroups, through
+// pods/exec (podcpu). done moves every tree back and ends every exec. Every flag is checked
+// before any process moves or any exec starts.
+func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBenchmark) (map[string]runner.CPUMeter, func() error, error) {
+	var undos []func() error
+	done := func() error {
 		var errs []error
-		for _, r := range slices.Backward(restores) {
-			errs = append(errs, r())
+		for _, u := range slices.Backward(undos) {
+			errs = append(errs, u())
 		}
 		return errors.Join(errs...)
 	}
-	// Every flag is checked before any process moves.
 	byPID := map[int]string{}
 	for _, arm := range slices.Sorted(maps.Keys(pids)) {
 		v := pids[arm]
-		if !slices.ContainsFunc(bench.Spec.QueryServers, func(q benchv1.QueryServer) bool { return q.Name == arm }) {
-			return nil, restore, usageError{fmt.Errorf("--arm-pid %s=%s: the benchmark has no query server %q", arm, v, arm)}
+		if err := hasArm(bench, "--arm-pid", arm, v); err != nil {
+			return nil, done, err
 		}
 		pid, err := strconv.Atoi(v)
 		if err != nil || pid <= 1 {
-			return nil, restore, usageError{fmt.Errorf("--arm-pid %s=%s: not a process id", arm, v)}
+			return nil, done, usageError{fmt.Errorf("--arm-pid %s=%s: not a process id", arm, v)}
 		}
 		if other, ok := byPID[pid]; ok {
-			return nil, restore, usageError{fmt.Errorf("--arm-pid: arms %s and %s name the same process %d: "+
+			return nil, done, usageError{fmt.Errorf("--arm-pid: arms %s and %s name the same process %d: "+
 				"one server's CPU cannot be told apart by arm", other, arm, pid)}
 		}
 		byPID[pid] = arm
+	}
+	targets := map[string]podcpu.Target{}
+	byPod := map[string]string{}
+	for _, arm := range slices.Sorted(maps.Keys(pods)) {
+		v := pods[arm]
+		if err := hasArm(bench, "--arm-pods", arm, v); err != nil {
+			return nil, done, err
+		}
+		if _, both := pids[arm]; both {
+			return nil, done, usageError{fmt.Errorf("arm %s has both --arm-pid and --arm-pods: one server, one reading", arm)}
+		}
+		t, err := podcpu.ParseTarget(v)
+		if err != nil {
+			return nil, done, usageError{fmt.Errorf("--arm-pods %s=%s: %w", arm, v, err)}
+		}
+		for _, pod := range t.Pods {
+			if other, ok := byPod[t.Namespace+"/"+pod]; ok {
+				return nil, done, usageError{fmt.Errorf("--arm-pods: arms %s and %s name the same pod %s/%s: "+
+					"one server's CPU cannot be told apart by arm", other, arm, t.Namespace, pod)}
+			}
+			byPod[t.Namespace+"/"+pod] = arm
+		}
+		targets[arm] = t
 	}
 	meters := map[string]runner.CPUMeter{}
 	for pid, arm := range byPID {
 		cg, undo, err := cpucost.Adopt("run-"+arm+"-"+strconv.Itoa(pid), pid)
 		if err != nil {
 			// Adopt has put back what it moved.
-			return nil, restore, fmt.Errorf("--arm-pid %s=%d: %w", arm, pid, err)
+			return nil, done, fmt.Errorf("--arm-pid %s=%d: %w", arm, pid, err)
 		}
-		restores = append(restores, undo)
+		undos = append(undos, undo)
 		meters[arm] = cg
 	}
-	return meters, restore, nil
+	if len(targets) == 0 {
+		return meters, done, nil
+	}
+	cfg, err := podcpu.Config()
+	if err != nil {
+		return nil, done, fmt.Errorf("--arm-pods: no Kubernetes API to exec through: %w", err)
+	}
+	for _, arm := range slices.Sorted(maps.Keys(targets)) {
+		m, err := podcpu.Open(ctx, cfg, targets[arm])
+		if err != nil {
+			return nil, done, fmt.Errorf("--arm-pods %s: %w", arm, err)
+		}
+		undos = append(undos, func() error { m.Close(); return nil })
+		meters[arm] = m
+	}
+	return meters, done, nil
+}
+
+// hasArm refuses a flag's value for an arm the benchmark does not have.
+func hasArm(bench *benchv1.CouchBenchmark, flag, arm, value string) error {
+	if slices.ContainsFunc(bench.Spec.QueryServers, func(q benchv1.QueryServer) bool { return q.Name == arm }) {
+		return nil
+	}
+	return usageError{fmt.Errorf("%s %s=%s: the benchmark has no query server %q", flag, arm, value, arm)}
 }

@@ -58,6 +58,10 @@ func stepCommand(name string, steps []benchv1.Step, summary string, example ...s
 	o.armPIDs = armValues{}
 	fs.Var(o.armPIDs, "arm-pid", "measure an arm's CPU cost: its single-node CouchDB's process `ARM=PID` (repeatable), whose "+
 		"process tree moves into a cgroup of its own for the run and back at its end (needs root; cgroup v1 or v2)")
+	o.armPods = armValues{}
+	fs.Var(o.armPods, "arm-pods", "measure an arm's CPU cost on Kubernetes: its CouchDB's pods, `ARM=NAMESPACE/POD[,POD...]` "+
+		"(repeatable), each read from its couchdb container's own cgroup through pods/exec (needs get and create on "+
+		"pods/exec; the kubeconfig, or in a pod its ServiceAccount)")
 	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("arm", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		bench, err := readBench(o.file)
 		if err != nil {
@@ -101,7 +105,7 @@ func (o *stepOptions) serverFlags(fs *pflag.FlagSet) {
 type stepOptions struct {
 	file, url, credentialsDir, out, handoff, runID string
 	arms                                           []string
-	armURLs, armPIDs                               armValues
+	armURLs, armPIDs, armPods                      armValues
 	poll                                           time.Duration
 	part, parts                                    int
 	quiet, keep                                    bool
@@ -138,10 +142,10 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	// still written out, and processes moved into cgroups go back.
 	ctx, stop := interruptible(o.handoff != "")
 	defer stop()
-	meters, restore, err := cpuMeters(o.armPIDs, bench)
+	meters, doneMeasuring, err := cpuMeters(ctx, o.armPIDs, o.armPods, bench)
 	defer func() {
-		if err := restore(); err != nil {
-			fmt.Fprintf(stderr, "couchbench: moving the servers' processes back from their cgroups: %v\n", err)
+		if err := doneMeasuring(); err != nil {
+			fmt.Fprintf(stderr, "couchbench: ending the CPU readings (processes moved back from their cgroups, execs closed): %v\n", err)
 		}
 	}()
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	var runnerImage, k6Image, chartCache, watchNamespaces, installerRole, chartRepositories string
+	var runnerImage, k6Image, chartCache, watchNamespaces, installerRole, cpuReaderRole, chartRepositories string
 	var settings controllers.ManagerSettings
 	var sources helmrelease.Sources
 	flag.StringVar(&settings.MetricsAddress, "metrics-bind-address", ":8443", "Address of the Prometheus metrics endpoint; 0 disables it.")
@@ -46,6 +46,10 @@ func main() {
 	flag.StringVar(&installerRole, "installer-cluster-role", "couchbench-installer",
 		"ClusterRole bound to the ServiceAccount "+builders.InstallerName+" of each namespace where the operator provisions CouchDB; "+
 			"Helm acts as that ServiceAccount, with that role's rights there, never with the operator's.")
+	flag.StringVar(&cpuReaderRole, "cpu-reader-cluster-role", "",
+		"ClusterRole (get pods, create pods/exec) bound to the ServiceAccount "+builders.CPUReaderName+" of each namespace where "+
+			"the operator provisions CouchDB; its index Jobs run as that ServiceAccount and read the CouchDB pods' CPU time; "+
+			"empty: builds' CPU cost is not measured.")
 	flag.StringVar(&chartRepositories, "chart-repositories", "",
 		"Comma-separated chart repositories (https://...) and OCI registries (oci://...) a benchmark's chart may come from, "+
 			"with what lies under them; empty: none, only the chart built into the operator.")
@@ -93,7 +97,7 @@ func main() {
 	}
 	setupLog.Info("starting", "couchbench", version.String(), "kubernetes", kubeVersion,
 		"watchNamespaces", settings.Namespaces, "leaderElection", settings.LeaderElection,
-		"installerClusterRole", installerRole, "chartRepositories", sources.Repositories, "configMapCharts", sources.Archives)
+		"installerClusterRole", installerRole, "cpuReaderClusterRole", cpuReaderRole, "chartRepositories", sources.Repositories, "configMapCharts", sources.Archives)
 	logs, err := controllers.NewKubeLogs(mgr.GetConfig())
 	if err != nil {
 		setupLog.Error(err, "setting up the pod log reader")
@@ -112,6 +116,7 @@ func main() {
 		ServiceURL:        controllers.ClusterServiceURL,
 
 		InstallerClusterRole: installerRole,
+		CPUReaderClusterRole: cpuReaderRole,
 		ChartSources:         sources,
 	}).SetupWithManager(mgr); err != nil {
 		setupLog.Error(err, "setting up the CouchBenchmark controller")

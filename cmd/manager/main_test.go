@@ -16,7 +16,7 @@ func TestManagerLinksNoWorkloadCode(t *testing.T) {
 		t.Fatal(err)
 	}
 	// benchspec, the workloads' spec reader for couchbench run, brings the CRD's CEL evaluator.
-	workloads := []string{"runner", "indexing", "seeding", "writes", "viewreads", "serverload", "loadtest", "benchspec"}
+	workloads := []string{"runner", "indexing", "seeding", "writes", "viewreads", "serverload", "loadtest", "benchspec", "cpucost", "podcpu"}
 	linked := map[string]bool{}
 	for _, dep := range strings.Fields(string(out)) {
 		linked[dep] = true

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Proves on a kind cluster how a runner reads a CouchDB pod's CPU time without node-level
-# rights: a one-node kind cluster, a CouchDB 3.4.3 pod, and a ServiceAccount whose only rights
-# are to get that pod and exec into it (a Role with resourceNames: no nodes/proxy, no
-# hostPath, no privileged pod). As that ServiceAccount, `kubectl exec` reads the couchdb
-# container's own cgroup from inside it (cpucost.ContainerReader); the host reads the same
+# rights: a one-node kind cluster, a CouchDB 3.4.3 pod, and a ServiceAccount whose only right
+# is to exec into that pod (a Role with resourceNames: no nodes/proxy, no
+# hostPath, no privileged pod). As that ServiceAccount, the runner's reader (podcpu, through
+# pods/exec) reads the couchdb container's own cgroup from inside it
+# (cpucost.ContainerReader); the host reads the same
 # cgroup from outside (the kernel's view, under the kind node's container); hack/cpucost holds
 # the two against each other over a seeding and view builds of the nightly sample's size.
 #
@@ -59,8 +60,7 @@ apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: read-couchdb-cpu, namespace: $ns}
 rules:
-- {apiGroups: [""], resources: [pods], resourceNames: [couchdb], verbs: [get]}
-- {apiGroups: [""], resources: [pods/exec], resourceNames: [couchdb], verbs: [create]}
+- {apiGroups: [""], resources: [pods/exec], resourceNames: [couchdb], verbs: [get, create]}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
@@ -86,10 +86,11 @@ else
   file=/sys/fs/cgroup/cpuacct$(grep -E '^[0-9]+:([^:]*,)?cpuacct(,[^:]*)?:' "$proc" | cut -d: -f3)/cpuacct.usage
 fi
 echo "the container $id: the host reads $file"
-echo "inside the container: $("$kubectl" "${as[@]}" -n "$ns" exec couchdb -- cat /proc/self/cgroup | tr '\n' ' ')"
+echo "inside the container: $("$kubectl" -n "$ns" exec couchdb -- cat /proc/self/cgroup | tr '\n' ' ')"
 
 "$kubectl" -n "$ns" port-forward pod/couchdb "$port:5984" >/dev/null &
 forward=$!
 for _ in $(seq 50); do curl -sf "http://127.0.0.1:$port/_up" >/dev/null && break; sleep 0.2; done
+# Read as the runner's index Jobs do (podcpu), acting as that ServiceAccount.
 COUCHDB_USER=admin COUCHDB_PASSWORD=admin go run ./hack/cpucost -url "http://127.0.0.1:$port" \
-  -container "$kubectl ${as[*]} -n $ns exec -i couchdb --" -host "$file"
+  -pod "$ns/couchdb" -as "system:serviceaccount:$ns:runner" -host "$file"

@@ -8,12 +8,13 @@
 // hack/cpucost/docker.sh runs it on a Docker container, hack/cpucost/kind.sh on a CouchDB pod
 // of a kind cluster.
 //
-//	cpucost -container 'CMD...' -host FILE [-url URL [-builds 3] | -units 5 -interval 10s]
+//	cpucost (-container 'CMD...' | -pod NAMESPACE/POD [-as USER]) -host FILE [-url URL [-builds 3] | -units 5 -interval 10s]
 //
 // -container is a command that runs a command in the container with stdin open
-// (`kubectl exec -i POD --`, `docker exec -i NAME`; ContainerReader is appended), -host the
-// accounting file of that container's cgroup as the host sees it. Credentials: COUCHDB_USER,
-// COUCHDB_PASSWORD.
+// (`docker exec -i NAME`; ContainerReader is appended); -pod reads a CouchDB pod's couchdb
+// container as the runner's index Jobs do (podcpu, through pods/exec, with the kubeconfig,
+// as -as if given). -host is the accounting file of that container's cgroup as the host sees
+// it. Credentials: COUCHDB_USER, COUCHDB_PASSWORD.
 package main
 
 import (
@@ -31,6 +32,7 @@ import (
 	"github.com/couchbench/couchbench/internal/cpucost"
 	"github.com/couchbench/couchbench/internal/dataset"
 	"github.com/couchbench/couchbench/internal/indexing"
+	"github.com/couchbench/couchbench/internal/podcpu"
 	"github.com/couchbench/couchbench/internal/seeding"
 )
 
@@ -44,31 +46,22 @@ func main() {
 func run() error {
 	url := flag.String("url", "", "a CouchDB in the container, to seed and build views in (unset: the container works on its own)")
 	container := flag.String("container", "", "the command prefix that runs a command in the container with stdin open")
+	pod := flag.String("pod", "", "instead of -container: NAMESPACE/POD, a CouchDB pod read through pods/exec as the runner does")
+	as := flag.String("as", "", "with -pod: the user to act as (a ServiceAccount's system:serviceaccount:NS:NAME)")
 	host := flag.String("host", "", "the host's accounting file of the container's cgroup")
 	builds := flag.Int("builds", 3, "with -url: view builds after the seeding")
 	docs := flag.Int64("docs", 20000, "with -url: documents")
 	units := flag.Int("units", 5, "without -url: intervals")
 	interval := flag.Duration("interval", 10*time.Second, "without -url: an interval's length")
 	flag.Parse()
-	if *container == "" || *host == "" {
-		return fmt.Errorf("-container and -host are required")
+	if (*container == "") == (*pod == "") || *host == "" {
+		return fmt.Errorf("-host and one of -container and -pod are required")
 	}
-	argv := append(strings.Fields(*container), cpucost.ContainerReader...)
-	cmd := exec.Command(argv[0], argv[1:]...)
-	stdin, err := cmd.StdinPipe()
+	fromContainer, closeReader, err := containerReader(*container, *pod, *as)
 	if err != nil {
 		return err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	fromContainer := cpucost.NewSession(stdin, stdout).Read
+	defer closeReader()
 	fromNode := cpucost.Cgroup{File: *host}.Read
 
 	// What a reading costs the container: three in a row, the container's own work beside them.
@@ -121,6 +114,42 @@ func run() error {
 		return nil
 	}
 	return couchDBUnits(*url, *docs, *builds, unit)
+}
+
+// containerReader reads the container's CPU time through a command (-container) or as the
+// runner does (-pod).
+func containerReader(container, pod, as string) (func() (cpucost.Usage, error), func(), error) {
+	if pod != "" {
+		t, err := podcpu.ParseTarget(pod)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-pod %s: %w", pod, err)
+		}
+		cfg, err := podcpu.Config()
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg.Impersonate.UserName = as
+		m, err := podcpu.Open(context.Background(), cfg, t)
+		if err != nil {
+			return nil, nil, err
+		}
+		return m.Read, m.Close, nil
+	}
+	argv := append(strings.Fields(container), cpucost.ContainerReader...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	return cpucost.NewSession(stdin, stdout).Read, func() { _ = stdin.Close(); _ = cmd.Wait() }, nil
 }
 
 // couchDBUnits seeds a new database of the CouchDB at url and builds views in it, each a unit.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -295,6 +296,34 @@ func TestRunnerJob(t *testing.T) {
 	if len(c.Env) != 1 || c.Env[0].Name != "GOMEMLIMIT" || c.Env[0].ValueFrom.ResourceFieldRef.Resource != "limits.memory" ||
 		c.Env[0].ValueFrom.ResourceFieldRef.ContainerName != c.Name {
 		t.Errorf("env %+v: want GOMEMLIMIT from the runner container's memory limit", c.Env)
+	}
+}
+
+// An index Job that reads its CouchDB's CPU time names its pods (--arm-pods, in the
+// benchmark's namespace) and runs as the namespace's CPU reader with its token: the only
+// runner pod with API access. Its pods are the StatefulSet's, one per node.
+func TestRunnerJobReadingCPU(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.CouchDB.Provision.ClusterSize = 3
+	pods := CouchDBPodNames(bench, "js")
+	if want := []string{"bench-js-couchdb-0", "bench-js-couchdb-1", "bench-js-couchdb-2"}; !slices.Equal(pods, want) {
+		t.Errorf("pods %v, want %v", pods, want)
+	}
+	creds := benchv1.SecretKeys{Name: "a", UsernameKey: "u", PasswordKey: "p"}
+	job := RunnerJob{Bench: bench, Step: benchv1.StepIndex, Deadline: time.Hour, Servers: []ArmServer{
+		{Arm: "js", URL: "http://a:5984", Credentials: creds, Pods: pods},
+		{Arm: "erlang", URL: "http://b:5984", Credentials: creds, Pods: []string{"bench-erlang-couchdb-0"}},
+	}}.Job()
+	pod := job.Spec.Template.Spec
+	args := strings.Join(pod.Containers[0].Args, " ")
+	for _, want := range []string{"--arm-pods js=" + bench.Namespace + "/bench-js-couchdb-0,bench-js-couchdb-1,bench-js-couchdb-2",
+		"--arm-pods erlang=" + bench.Namespace + "/bench-erlang-couchdb-0"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if pod.ServiceAccountName != CPUReaderName || !*pod.AutomountServiceAccountToken {
+		t.Errorf("service account %q, token %v: want the CPU reader's, mounted", pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
 	}
 }
 

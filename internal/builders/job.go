@@ -1,6 +1,7 @@
 package builders
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,12 +49,17 @@ type ArmServer struct {
 	// Credentials name the Secret and its keys with the CouchDB admin's username and
 	// password.
 	Credentials benchv1.SecretKeys
+	// Pods are the CouchDB's pods whose CPU time the Job reads (--arm-pods), as the CPU
+	// reader ServiceAccount of the namespace; none: not read.
+	Pods []string
 }
 
 // Job builds the step's Job. The runner writes its results document to its log and the
 // handoff that checks it to the termination message (see results.Handoff); the pod itself
-// needs no API access. Every arm is named with its CouchDB (--arm-url) and gets its admin's
-// credentials in a directory of its own; arms with one URL and Secret share one client.
+// needs no API access, unless it reads its arms' CouchDB pods' CPU time (Pods), for which it
+// runs as the CPU reader and gets its token. Every arm is named with its CouchDB (--arm-url)
+// and gets its admin's credentials in a directory of its own; arms with one URL and Secret
+// share one client.
 func (r RunnerJob) Job() *batchv1.Job {
 	arms := r.arms()
 	arm := ""
@@ -61,7 +67,7 @@ func (r RunnerJob) Job() *batchv1.Job {
 		arm = arms[0]
 	}
 	labels := Labels(r.Bench, arm, r.Step)
-	armArgs, mounts, volumes := armServers(r.Servers)
+	armArgs, mounts, volumes := armServers(r.Bench.Namespace, r.Servers)
 	args := append([]string{
 		string(r.Step),
 		"-f", specDir + "/" + SpecKey,
@@ -80,6 +86,11 @@ func (r RunnerJob) Job() *batchv1.Job {
 	}}}}, volumes...)
 	job := oneShotJob(r.Bench, JobNames(r.Bench, arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
 	placeLoadGenerator(job, r.Bench, arms, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
+	if slices.ContainsFunc(r.Servers, func(srv ArmServer) bool { return len(srv.Pods) > 0 }) {
+		pod := &job.Spec.Template.Spec
+		pod.ServiceAccountName = CPUReaderName
+		pod.AutomountServiceAccountToken = ptr.To(true)
+	}
 	return job
 }
 
@@ -108,14 +119,18 @@ func runnerContainer(image string, args []string, mounts []corev1.VolumeMount) c
 	}
 }
 
-// armServers name every arm's CouchDB (--arm-url) and give each its admin's credentials in a
-// directory of its own under --credentials-dir.
-func armServers(servers []ArmServer) (args []string, mounts []corev1.VolumeMount, volumes []corev1.Volume) {
-	args = make([]string, 0, 2+2*len(servers))
+// armServers name every arm's CouchDB (--arm-url) and the pods of those whose CPU time is read
+// (--arm-pods), and give each its admin's credentials in a directory of its own under
+// --credentials-dir.
+func armServers(namespace string, servers []ArmServer) (args []string, mounts []corev1.VolumeMount, volumes []corev1.Volume) {
+	args = make([]string, 0, 2+4*len(servers))
 	args = append(args, "--credentials-dir", credentialsDir)
 	for i, srv := range servers {
 		name := "credentials-" + strconv.Itoa(i)
 		args = append(args, "--arm-url", srv.Arm+"="+srv.URL)
+		if len(srv.Pods) > 0 {
+			args = append(args, "--arm-pods", srv.Arm+"="+namespace+"/"+strings.Join(srv.Pods, ","))
+		}
 		mounts = append(mounts, corev1.VolumeMount{Name: name, MountPath: credentialsDir + "/" + srv.Arm, ReadOnly: true})
 		volumes = append(volumes, credentialsVolume(name, srv.Credentials))
 	}

@@ -60,6 +60,17 @@ func StatefulSetName(release string) string {
 	return strings.TrimSuffix(truncate(release+"-couchdb", maxObjectName), "-")
 }
 
+// CouchDBPodNames are the pods of a provisioned arm's StatefulSet, one per node: a
+// StatefulSet names its pods by ordinal.
+func CouchDBPodNames(bench *benchv1.CouchBenchmark, arm string) []string {
+	sts := StatefulSetName(ReleaseName(bench, arm))
+	pods := make([]string, bench.Spec.CouchDB.Provision.ClusterSize)
+	for i := range pods {
+		pods[i] = sts + "-" + strconv.Itoa(i)
+	}
+	return pods
+}
+
 func truncate(s string, n int) string {
 	if len(s) > n {
 		return s[:n]

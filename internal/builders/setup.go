@@ -36,7 +36,7 @@ type ClusterJob struct {
 
 // Job builds the cluster setup's Job.
 func (c ClusterJob) Job() *batchv1.Job {
-	armArgs, mounts, volumes := armServers(c.Servers)
+	armArgs, mounts, volumes := armServers(c.Bench.Namespace, c.Servers)
 	args := append([]string{"cluster", "--nodes", strconv.Itoa(int(c.Bench.Spec.CouchDB.Provision.ClusterSize))}, armArgs...)
 	arms := make([]string, len(c.Servers))
 	for i, srv := range c.Servers {

@@ -42,7 +42,7 @@ type IndexBuild struct {
 	MapDocsExpected int64 `json:"mapDocsExpected"`
 	// CPUSeconds is the CPU time the arm's CouchDB (its cgroup: Erlang and its query-server
 	// processes) spent from just before the copies were asked to the last copy's answer,
-	// when the run reads it (couchbench run --arm-pid); 0: not measured.
+	// when the run reads it (--arm-pid, --arm-pods); 0: not measured.
 	CPUSeconds float64      `json:"cpuSeconds,omitempty"`
 	Series     []BuildPoint `json:"series"`
 }

@@ -43,9 +43,19 @@ import (
 	"github.com/couchbench/couchbench/internal/retry"
 )
 
-// CPUMeter reads the CPU time a server has used so far (a cpucost.Cgroup).
+// CPUMeter reads the CPU time a server has used so far: one node's (a cpucost.Cgroup), or
+// several's summed, which a meter says by a method Nodes() int (podcpu.Meter: each pod of a
+// cluster).
 type CPUMeter interface {
 	Read() (cpucost.Usage, error)
+}
+
+// nodesRead is how many of a server's nodes its meter reads.
+func nodesRead(m CPUMeter) int {
+	if several, ok := m.(interface{ Nodes() int }); ok {
+		return several.Nodes()
+	}
+	return 1
 }
 
 // Config is one invocation of the runner.

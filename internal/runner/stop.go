@@ -76,9 +76,10 @@ func (s *stopper) record() *results.SequentialStop {
 // its limits every time.
 func checkMeters(cfg Config, arms []*armRun) error {
 	for _, a := range arms {
-		if a.meter != nil && len(a.nodes) > 1 {
-			return fmt.Errorf("arm %s's CouchDB has %d nodes, and --arm-pid reads one node's processes: its CPU cost would "+
-				"leave the other nodes' work out; measure CPU cost on single-node servers", a.qs.Name, len(a.nodes))
+		if a.meter != nil && nodesRead(a.meter) != len(a.nodes) {
+			return fmt.Errorf("arm %s's CouchDB has %d nodes, and its CPU meter reads %d: its CPU cost would not be "+
+				"that server's work alone; measure a cluster's CPU cost with --arm-pods naming each of its pods, "+
+				"or --arm-pid on single-node servers", a.qs.Name, len(a.nodes), nodesRead(a.meter))
 		}
 	}
 	seq := cfg.Bench.Spec.Sequential
@@ -88,7 +89,8 @@ func checkMeters(cfg Config, arms []*armRun) error {
 	for _, a := range arms {
 		if a.meter == nil {
 			return fmt.Errorf("spec.sequential.stopOn names %s, and arm %s's server's CPU time is not read: give every arm "+
-				"couchbench run --arm-pid ARM=PID (the operator does not read it yet), or stop on changes_per_second",
+				"--arm-pid ARM=PID or --arm-pods ARM=NAMESPACE/POD,... (the operator does when its chart sets cpuCost.kubernetes), "+
+				"or stop on changes_per_second",
 				benchv1.SequentialCPUCost, a.qs.Name)
 		}
 	}

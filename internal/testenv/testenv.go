@@ -173,20 +173,28 @@ func Kubeconfig(t testing.TB, cfg *rest.Config) string {
 	return path
 }
 
-// InstallerClusterRole is the installer ClusterRole OperatorConfig's identity may bind
-// (config/rbac/installer_role.yaml, named as config/default names it).
-const InstallerClusterRole = "couchbench-installer"
+// InstallerClusterRole and CPUReaderClusterRole are the ClusterRoles OperatorConfig's identity
+// may bind (config/rbac/installer_role.yaml, config/cpu-cost/cpu_reader_role.yaml, named as
+// config/default names them).
+const (
+	InstallerClusterRole = "couchbench-installer"
+	CPUReaderClusterRole = "couchbench-cpu-reader"
+)
 
 func (e *Env) installOperatorRBAC() error {
-	var role, installer rbacv1.ClusterRole
-	if err := readRole("role.yaml", &role); err != nil {
+	var role, installer, cpuReader rbacv1.ClusterRole
+	if err := readRole("rbac/role.yaml", &role); err != nil {
 		return err
 	}
-	if err := readRole("installer_role.yaml", &installer); err != nil {
+	if err := readRole("rbac/installer_role.yaml", &installer); err != nil {
+		return err
+	}
+	if err := readRole("cpu-cost/cpu_reader_role.yaml", &cpuReader); err != nil {
 		return err
 	}
 	role.Name = "couchbench-manager-role"
 	installer.Name = InstallerClusterRole
+	cpuReader.Name = CPUReaderClusterRole
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "couchbench-manager-rolebinding"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role.Name},
@@ -194,7 +202,7 @@ func (e *Env) installOperatorRBAC() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, obj := range []client.Object{&role, &installer, binding} {
+	for _, obj := range []client.Object{&role, &installer, &cpuReader, binding} {
 		if err := e.Client.Create(ctx, obj); err != nil {
 			return err
 		}
@@ -202,13 +210,13 @@ func (e *Env) installOperatorRBAC() error {
 	return nil
 }
 
-// readRole reads a ClusterRole of config/rbac.
+// readRole reads a ClusterRole of config/, by its path there.
 func readRole(name string, role *rbacv1.ClusterRole) error {
 	root, err := moduleRoot()
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", name))
+	data, err := os.ReadFile(filepath.Join(root, "config", name))
 	if err != nil {
 		return err
 	}

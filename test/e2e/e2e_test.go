@@ -243,8 +243,9 @@ func installOperator(ctx context.Context, watchNamespaces ...string) error {
 	// deleted manager pod's successor takes the Lease it gives back.
 	// The suite's chart repositories and ConfigMap charts are allowed, as an installer would
 	// allow theirs (docs/security.md); no other source is.
+	// It reads CouchDB pods' CPU time, as an installer who opts in would (docs/security.md).
 	values := map[string]any{"image": map[string]any{"repository": "couchbench/manager", "tag": tag},
-		"k6": map[string]any{"image": k6Image}, "logLevel": "debug",
+		"k6": map[string]any{"image": k6Image}, "logLevel": "debug", "cpuCost": map[string]any{"kubernetes": true},
 		"chartSources": map[string]any{"configMaps": true, "repositories": []any{
 			fmt.Sprintf("http://%s.%s.svc:8080", chartRepository, namespace), fmt.Sprintf("http://%s.%s.svc:8080", flakyChartRepository, namespace)}}}
 	if len(watchNamespaces) > 0 {

@@ -64,11 +64,16 @@ const (
 // The operator asks for one pod per node with a preferred pod anti-affinity among the
 // release's pods (the chart's own affinity is {} by default): preferred, so this test checks
 // that the real scheduler honours it on a cluster with room.
+//
+// The suite's operator reads CPU cost (cpuCost.kubernetes): every build's CPU time is read
+// from the three pods' own cgroups through pods/exec, as the namespace's CPU reader, and
+// summed; a build costs every node some.
 func TestThreeNodeCouchDBOnePodPerNode(t *testing.T) {
 	requireWorkers(t)
 	b := provisioned("onepernode", nil, 3, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
-	b.Spec.Dataset = benchv1.Dataset{Documents: 100, Seed: 1, Profiles: []benchv1.DocumentProfile{{Type: benchv1.DocumentTiny}}}
-	b.Spec.Workloads = benchv1.Workloads{Writes: &benchv1.WritesWorkload{Duration: "2s", BulkBatchSizes: []int32{100}}}
+	b.Spec.Dataset = benchv1.Dataset{Documents: 2000, Seed: 1, Profiles: []benchv1.DocumentProfile{{Type: benchv1.DocumentTiny}}}
+	b.Spec.Workloads = benchv1.Workloads{Writes: &benchv1.WritesWorkload{Duration: "2s", BulkBatchSizes: []int32{100}},
+		Indexing: &benchv1.IndexingWorkload{Repetitions: 2}}
 	// The CouchDB stays after the run, so that its pods can be read where they ran; deleting
 	// the benchmark (start's cleanup) removes it.
 	b.Spec.Teardown = benchv1.TeardownNever
@@ -96,6 +101,15 @@ func TestThreeNodeCouchDBOnePodPerNode(t *testing.T) {
 	t.Logf("one pod per node, real Apache CouchDB 3.4.3, real scheduler:\n%s", md)
 	_, arm := docArm(t, docs, "js")
 	provenanceAgrees(t, arm, results.RoleCouchDB, pods)
+	builds := arm.Profiles[0].Indexing[0].Runs
+	if len(builds) != 2 {
+		t.Fatalf("%d builds, want 2", len(builds))
+	}
+	for i, build := range builds {
+		if !(build.CPUSeconds > 0) {
+			t.Errorf("build %d: server CPU %v s, want the three pods' CPU time read through pods/exec", i+1, build.CPUSeconds)
+		}
+	}
 }
 
 // Load generators against real CouchDB pods (couchdb:3.4.3, Apache chart 4.6.2; one per run) on

@@ -1,0 +1,118 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/testenv"
+)
+
+// With the CPU reader installed (the chart's cpuCost.kubernetes), a provisioned benchmark's
+// index Job reads its CouchDB pods' CPU time as the namespace's CPU reader: the operator,
+// with its generated RBAC and no right to exec anywhere itself, made that ServiceAccount and
+// bound it to the CPU reader ClusterRole; the reader may exec into pods of that namespace
+// only (nor read the pods themselves), and no other Job of the run gets a token. It talks to envtest's kube-apiserver and the
+// in-repo CouchDB stub (no real CouchDB: no pod runs).
+func TestIndexJobReadsCPUAsTheNamespacesReader(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.r.CPUReaderClusterRole = testenv.CPUReaderClusterRole
+	srv := startCouchDBStub(t)
+	h.serviceURL = srv.URL
+	bench := provisionedBenchmark(ns)
+	bench.Spec.Workloads.Writes = &benchv1.WritesWorkload{Serial: true}
+	create(t, bench)
+	adminSecretFor(t, bench)
+	got := h.drive(bench, 60)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+
+	index := job(t, ns, builders.JobName(got, []string{"js"}, benchv1.StepIndex)).Spec.Template.Spec
+	args := strings.Join(index.Containers[0].Args, " ")
+	if want := "--arm-pods js=" + ns + "/prov-js-couchdb-0,prov-js-couchdb-1,prov-js-couchdb-2"; !strings.Contains(args, want) {
+		t.Errorf("the index Job runs %q, without %q", args, want)
+	}
+	if index.ServiceAccountName != builders.CPUReaderName || !*index.AutomountServiceAccountToken {
+		t.Errorf("the index Job runs as %q, token %v; want the CPU reader, with its token", index.ServiceAccountName, *index.AutomountServiceAccountToken)
+	}
+	for _, step := range []benchv1.Step{benchv1.StepCluster, benchv1.StepSeed, benchv1.StepWrites} {
+		pod := job(t, ns, builders.JobName(got, []string{"js"}, step)).Spec.Template.Spec
+		if pod.ServiceAccountName != "" || *pod.AutomountServiceAccountToken || slices.Contains(pod.Containers[0].Args, "--arm-pods") {
+			t.Errorf("the %s Job runs as %q, token %v, args %v; only builds carry a CPU cost", step, pod.ServiceAccountName,
+				*pod.AutomountServiceAccountToken, pod.Containers[0].Args)
+		}
+	}
+	var binding rbacv1.RoleBinding
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: builders.CPUReaderName}, &binding); err != nil {
+		t.Fatal(err)
+	}
+	if binding.RoleRef.Name != testenv.CPUReaderClusterRole || len(binding.Subjects) != 1 || binding.Subjects[0].Name != builders.CPUReaderName {
+		t.Errorf("RoleBinding %+v", binding)
+	}
+
+	reader := serviceaccount.MakeUsername(ns, builders.CPUReaderName)
+	operator := testenv.OperatorServiceAccount
+	for _, c := range []struct {
+		user, namespace, resource, subresource, verb string
+		want                                         bool
+	}{
+		{reader, ns, "pods", "exec", "create", true},
+		{reader, ns, "pods", "exec", "get", true},
+		{reader, ns, "pods", "", "get", false},
+		{reader, "default", "pods", "exec", "create", false},
+		{reader, ns, "secrets", "", "get", false},
+		{reader, "", "nodes", "proxy", "get", false},
+		{operator, ns, "pods", "exec", "create", false},
+	} {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{User: c.user,
+			Groups: serviceaccount.MakeGroupNames(ns), ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: c.namespace, Resource: c.resource, Subresource: c.subresource, Verb: c.verb}}}
+		if c.user == operator {
+			review.Spec.Groups = serviceaccount.MakeGroupNames("couchbench-system")
+		}
+		if err := env.Client.Create(context.Background(), review); err != nil {
+			t.Fatal(err)
+		}
+		if review.Status.Allowed != c.want {
+			t.Errorf("%s may %s %s/%s in %q: %v, want %v", c.user, c.verb, c.resource, c.subresource, c.namespace, review.Status.Allowed, c.want)
+		}
+	}
+}
+
+// Stopping on the CPU cost passes the preflight only where the operator reads it: a
+// provisioned CouchDB with the CPU reader installed; the refusals say why.
+func TestStoppingOnCPUCostNeedsTheReader(t *testing.T) {
+	stopsOnCPU := func(spec benchv1.CouchBenchmarkSpec) *benchv1.CouchBenchmarkSpec {
+		spec.Sequential = &benchv1.SequentialRounds{StopOn: []benchv1.SequentialMetric{benchv1.SequentialCPUCost}}
+		return &spec
+	}
+	provisioned, existing := stopsOnCPU(provisionedBenchmark("ns").Spec), stopsOnCPU(existingBenchmark("ns").Spec)
+	withReader := &CouchBenchmarkReconciler{CPUReaderClusterRole: testenv.CPUReaderClusterRole}
+	if refused := withReader.cpuCostNotMeasured(provisioned); refused != nil {
+		t.Errorf("provisioned, with the reader: refused %+v", refused)
+	}
+	for _, c := range []struct {
+		name string
+		r    *CouchBenchmarkReconciler
+		spec *benchv1.CouchBenchmarkSpec
+		says string
+	}{
+		{"provisioned, no reader", &CouchBenchmarkReconciler{}, provisioned, "cpuCost.kubernetes"},
+		{"existing, with the reader", withReader, existing, "--arm-pods"},
+	} {
+		refused := c.r.cpuCostNotMeasured(c.spec)
+		if refused == nil || refused.reason != reasonCPUCostNotMeasured || !strings.Contains(refused.message, c.says) {
+			t.Errorf("%s: %+v, want CPUCostNotMeasured naming %s", c.name, refused, c.says)
+		}
+	}
+}
