@@ -28,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -237,6 +238,10 @@ func (cfg Config) client(arm string) *couch.Client {
 	return cfg.Client
 }
 
+// refusedWait is how long describe asks again a CouchDB that refuses connections: a Service's
+// endpoints reach the node's proxy within seconds, a wrong port never does.
+var refusedWait = 30 * time.Second
+
 // timedOut says whether err is a network operation that timed out (a lookup, a dial or a
 // request).
 func timedOut(err error) bool {
@@ -271,11 +276,18 @@ func distinctServers(arms []*armRun) int {
 // describe asks a CouchDB what it is and which nodes it has. A first request that timed out
 // is made again for the client's outage limit (couch.Client.Outlast): a runner's first
 // request can find the cluster's DNS, or the server, too slow to answer (seen in the e2e
-// suite on a loaded node: a lookup that timed out failed the run). Any other error (a
-// refused connection, a name that does not resolve, CouchDB's answer) is told at once.
+// suite on a loaded node: a lookup that timed out failed the run). A refused connection is
+// made again for refusedWait: a Service whose pods have just become ready refuses until the
+// node's proxy has their endpoints (seen on kind: a seed Job that began 3 s after its CouchDB
+// pod was ready was refused, and the run failed). Any other error (a name that does not
+// resolve, CouchDB's answer), or a refusal that lasts, is told at once.
 func describe(ctx context.Context, c *couch.Client) (*server, error) {
 	var info couch.ServerInfo
-	if _, _, err := c.Outlast(ctx, timedOut, func() (err error) {
+	began := time.Now()
+	passing := func(err error) bool {
+		return timedOut(err) || errors.Is(err, syscall.ECONNREFUSED) && time.Since(began) < refusedWait
+	}
+	if _, _, err := c.Outlast(ctx, passing, func() (err error) {
 		info, err = c.Server(ctx)
 		return err
 	}); err != nil {
