@@ -71,7 +71,7 @@ const (
 func TestThreeNodeCouchDBOnePodPerNode(t *testing.T) {
 	requireWorkers(t)
 	b := provisioned("onepernode", nil, 3, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
-	b.Spec.Dataset = benchv1.Dataset{Documents: 2000, Seed: 1, Profiles: []benchv1.DocumentProfile{{Type: benchv1.DocumentTiny}}}
+	b.Spec.Dataset = benchv1.Dataset{Documents: 2000, Seed: 1, Profiles: []benchv1.DocumentProfile{{Type: benchv1.DocumentSmall}}}
 	b.Spec.Workloads = benchv1.Workloads{Writes: &benchv1.WritesWorkload{Duration: "2s", BulkBatchSizes: []int32{100}},
 		Indexing: &benchv1.IndexingWorkload{Repetitions: 2}}
 	// The CouchDB stays after the run, so that its pods can be read where they ran; deleting
