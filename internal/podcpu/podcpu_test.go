@@ -114,7 +114,8 @@ func TestReadingErrorsNameThePodAndTheCause(t *testing.T) {
 }
 
 // A stream that stops answering is cut after readWait rather than left to hang the build,
-// and Close returns within closeWait of a reader that ignores its closed stdin.
+// and Close returns from a reader that ignores its closed stdin. Nothing here is timed: a
+// hang ends the test at its timeout.
 func TestSilentReaderIsCutAndClosed(t *testing.T) {
 	defer func(r, c time.Duration) { readWait, closeWait = r, c }(readWait, closeWait)
 	readWait, closeWait = 200*time.Millisecond, 200*time.Millisecond
@@ -124,14 +125,11 @@ func TestSilentReaderIsCutAndClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	began := time.Now()
 	_, err = m.Read()
 	if err == nil || !strings.Contains(err.Error(), "pod db-1") || !strings.Contains(err.Error(), "no answer within 200ms") {
 		t.Errorf("reading a silent pod: %v; want it cut, naming the pod", err)
 	}
+	// Close returns although the reader ignores its closed stdin: the exec is cancelled. A
+	// Close that waited for the sleep would hold the test until its own timeout.
 	m.Close()
-	// Generous: the point is that neither waits for the sleep's 60 s.
-	if waited := time.Since(began); waited > 20*time.Second {
-		t.Errorf("a silent reader held the meter for %v", waited)
-	}
 }
