@@ -17,12 +17,12 @@ import (
 )
 
 // With the CPU reader installed (the chart's cpuCost.kubernetes), a provisioned benchmark's
-// index Job reads its CouchDB pods' CPU time as the namespace's CPU reader: the operator,
-// with its generated RBAC and no right to exec anywhere itself, made that ServiceAccount and
-// bound it to the CPU reader ClusterRole; the reader may exec into pods of that namespace
-// only (nor read the pods themselves), and no other Job of the run gets a token. It talks to envtest's kube-apiserver and the
-// in-repo CouchDB stub (no real CouchDB: no pod runs).
-func TestIndexJobReadsCPUAsTheNamespacesReader(t *testing.T) {
+// seed, index and writes Jobs read its CouchDB pods' CPU time as the namespace's CPU reader:
+// the operator, with its generated RBAC and no right to exec anywhere itself, made that
+// ServiceAccount and bound it to the CPU reader ClusterRole; the reader may exec into pods of
+// that namespace only (nor read the pods themselves), and the cluster Job gets no token. It
+// talks to envtest's kube-apiserver and the in-repo CouchDB stub (no real CouchDB: no pod runs).
+func TestRunnerJobsReadCPUAsTheNamespacesReader(t *testing.T) {
 	ns := env.Namespace(t)
 	h := newHarness(t)
 	h.r.CPUReaderClusterRole = testenv.CPUReaderClusterRole
@@ -37,20 +37,20 @@ func TestIndexJobReadsCPUAsTheNamespacesReader(t *testing.T) {
 		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
 	}
 
-	index := job(t, ns, builders.JobName(got, []string{"js"}, benchv1.StepIndex)).Spec.Template.Spec
-	args := strings.Join(index.Containers[0].Args, " ")
-	if want := "--arm-pods js=" + ns + "/prov-js-couchdb-0,prov-js-couchdb-1,prov-js-couchdb-2"; !strings.Contains(args, want) {
-		t.Errorf("the index Job runs %q, without %q", args, want)
-	}
-	if index.ServiceAccountName != builders.CPUReaderName || !*index.AutomountServiceAccountToken {
-		t.Errorf("the index Job runs as %q, token %v; want the CPU reader, with its token", index.ServiceAccountName, *index.AutomountServiceAccountToken)
-	}
-	for _, step := range []benchv1.Step{benchv1.StepCluster, benchv1.StepSeed, benchv1.StepWrites} {
+	for _, step := range []benchv1.Step{benchv1.StepSeed, benchv1.StepIndex, benchv1.StepWrites} {
 		pod := job(t, ns, builders.JobName(got, []string{"js"}, step)).Spec.Template.Spec
-		if pod.ServiceAccountName != "" || *pod.AutomountServiceAccountToken || slices.Contains(pod.Containers[0].Args, "--arm-pods") {
-			t.Errorf("the %s Job runs as %q, token %v, args %v; only builds carry a CPU cost", step, pod.ServiceAccountName,
-				*pod.AutomountServiceAccountToken, pod.Containers[0].Args)
+		args := strings.Join(pod.Containers[0].Args, " ")
+		if want := "--arm-pods js=" + ns + "/prov-js-couchdb-0,prov-js-couchdb-1,prov-js-couchdb-2"; !strings.Contains(args, want) {
+			t.Errorf("the %s Job runs %q, without %q", step, args, want)
 		}
+		if pod.ServiceAccountName != builders.CPUReaderName || !*pod.AutomountServiceAccountToken {
+			t.Errorf("the %s Job runs as %q, token %v; want the CPU reader, with its token", step, pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
+		}
+	}
+	cluster := job(t, ns, builders.JobName(got, []string{"js"}, benchv1.StepCluster)).Spec.Template.Spec
+	if cluster.ServiceAccountName != "" || *cluster.AutomountServiceAccountToken || slices.Contains(cluster.Containers[0].Args, "--arm-pods") {
+		t.Errorf("the cluster Job runs as %q, token %v, args %v; it measures nothing on the server", cluster.ServiceAccountName,
+			*cluster.AutomountServiceAccountToken, cluster.Containers[0].Args)
 	}
 	var binding rbacv1.RoleBinding
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: builders.CPUReaderName}, &binding); err != nil {
@@ -113,6 +113,29 @@ func TestStoppingOnCPUCostNeedsTheReader(t *testing.T) {
 		refused := c.r.cpuCostNotMeasured(c.spec)
 		if refused == nil || refused.reason != reasonCPUCostNotMeasured || !strings.Contains(refused.message, c.says) {
 			t.Errorf("%s: %+v, want CPUCostNotMeasured naming %s", c.name, refused, c.says)
+		}
+	}
+}
+
+// Only the steps whose units carry a CPU cost, done by one runner, read it: a right no other
+// Job needs is never given. It talks to no server.
+func TestOnlyStepsThatCarryCPUCostReadIt(t *testing.T) {
+	for _, c := range []struct {
+		step  benchv1.Step
+		parts int
+		want  bool
+	}{
+		{benchv1.StepSeed, 1, true},
+		{benchv1.StepIndex, 1, true},
+		{benchv1.StepViews, 1, true},
+		{benchv1.StepWrites, 1, true},
+		{benchv1.StepSeed, 2, false},
+		{benchv1.StepWrites, 3, false},
+		{benchv1.StepCluster, 1, false},
+		{benchv1.StepReads, 1, false},
+	} {
+		if got := readsCPUIn(c.step, c.parts); got != c.want {
+			t.Errorf("readsCPUIn(%s, %d parts) = %v, want %v", c.step, c.parts, got, c.want)
 		}
 	}
 }

@@ -30,8 +30,8 @@ func (r *CouchBenchmarkReconciler) installer() identity {
 		right: authorizationv1.ResourceAttributes{Verb: "create", Group: "apps", Resource: "statefulsets"}}
 }
 
-// cpuReader is the identity index Jobs run as when the operator reads CouchDB pods' CPU time
-// (stage_runner.go): it execs into them.
+// cpuReader is the identity the runner Jobs that carry a CPU cost run as when the operator
+// reads CouchDB pods' CPU time (stage_runner.go): it execs into them.
 func (r *CouchBenchmarkReconciler) cpuReader() identity {
 	return identity{name: builders.CPUReaderName, clusterRole: r.CPUReaderClusterRole,
 		right: authorizationv1.ResourceAttributes{Verb: "create", Resource: "pods", Subresource: "exec"}}

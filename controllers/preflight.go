@@ -90,7 +90,8 @@ func (r *CouchBenchmarkReconciler) cpuCostNotMeasured(spec *benchv1.CouchBenchma
 		benchv1.SequentialCPUCost, why)}
 }
 
-// readsCPU says whether the benchmark's index Jobs read its CouchDB's CPU time.
+// readsCPU says whether the benchmark's runner Jobs read its CouchDB's CPU time (in the steps
+// readsCPUIn names).
 func (r *CouchBenchmarkReconciler) readsCPU(spec *benchv1.CouchBenchmarkSpec) bool {
 	return r.CPUReaderClusterRole != "" && spec.CouchDB.Provision != nil
 }

@@ -92,8 +92,8 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 		url, creds := r.target(bench, queryServer(bench, arm))
 		servers[i] = builders.ArmServer{Arm: arm, URL: url, Credentials: creds}
 	}
-	// Only builds carry a CPU cost, so only the index Jobs get the right to read it.
-	if step.Step == benchv1.StepIndex && r.readsCPU(&bench.Spec) {
+	// Only the steps whose units carry a CPU cost get the right to read it.
+	if readsCPUIn(step.Step, len(jobs)) && r.readsCPU(&bench.Spec) {
 		if err := r.ensureIdentity(ctx, bench.Namespace, r.cpuReader()); err != nil {
 			return stepOutcome{}, err
 		}
@@ -113,4 +113,15 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 		}
 	}
 	return stepOutcome{}, nil
+}
+
+// readsCPUIn says whether a step's units carry the server's CPU cost: the loads, builds, view
+// reads and writes, when one runner does the step (parts' units overlap, so no one part's
+// reading is the cost of its own). k6's reads carry none.
+func readsCPUIn(step benchv1.Step, parts int) bool {
+	switch step {
+	case benchv1.StepSeed, benchv1.StepIndex, benchv1.StepViews, benchv1.StepWrites:
+		return parts == 1
+	}
+	return false
 }

@@ -27,6 +27,9 @@ type Seeding struct {
 	// StartSpread is how far apart the parts started (last start - first start): the
 	// barrier's precision, already inside Elapsed.
 	StartSpread time.Duration `json:"startSpreadNs,omitempty"`
+	// CPUSeconds is the CPU time the arm's CouchDB spent over the load, when the run reads it
+	// and one runner loads alone (see IndexBuild.CPUSeconds); 0: not measured.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 }
 
 // DocsPerSecond is documents stored per second of the load.

@@ -14,6 +14,9 @@ type ViewRead struct {
 	Rows      int64         `json:"rows"`
 	Bytes     int64         `json:"bytes"`
 	Elapsed   time.Duration `json:"elapsedNs"`
+	// CPUSeconds is the CPU time the arm's CouchDB spent on the read, when the run reads it
+	// (see IndexBuild.CPUSeconds); 0: not measured.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 }
 
 // ViewReads is every read of one view.

@@ -23,6 +23,10 @@ type Write struct {
 	// the mode (Parts holds each one's result).
 	Clients int     `json:"clients,omitempty"`
 	Parts   []Write `json:"parts,omitempty"`
+	// CPUSeconds is the CPU time the arm's CouchDB spent from the first write to the count of
+	// what landed (after batch=ok's settle), when the run reads it and one runner writes
+	// alone (see IndexBuild.CPUSeconds); 0: not measured.
+	CPUSeconds float64 `json:"cpuSeconds,omitempty"`
 }
 
 // DocsPerSecond is acknowledged documents (201 and 202) per second.

@@ -1,10 +1,6 @@
 package results
 
-import (
-	"time"
-
-	"github.com/couchbench/couchbench/internal/measured"
-)
+import "time"
 
 // Direction says which way a metric gets better.
 type Direction int
@@ -59,35 +55,46 @@ func Metrics(docs ...*Document) []Metric {
 				if p.Seeding != nil {
 					m := base
 					m.Workload, m.Variant, m.Name, m.Direction = "seeding", "bulk", "docs_per_second", HigherIsBetter
+					var costs []cpuCost
 					for _, s := range p.Seedings() {
 						m.Samples = append(m.Samples, s.DocsPerSecond())
+						costs = append(costs, cpuCost{s.CPUSeconds, s.Stored})
 					}
 					add(m)
+					add(cpuMetric(m, costs))
 				}
 				for _, ix := range p.Indexing {
 					m := base
 					m.Workload, m.Variant, m.Name, m.Direction = "indexing", ix.Reducer, "changes_per_second", HigherIsBetter
+					var costs []cpuCost
 					for _, r := range ix.Runs {
 						m.Samples = append(m.Samples, r.DocsPerSecond)
+						costs = append(costs, cpuCost{r.CPUSeconds, r.Documents})
 					}
 					add(m)
-					add(indexCPU(m, ix.Runs))
+					add(cpuMetric(m, costs))
 				}
 				for _, vr := range p.ViewReads {
 					m := base
 					m.Workload, m.Variant, m.Name, m.Direction = "viewReads", string(vr.View), "seconds_per_read", LowerIsBetter
+					var costs []cpuCost
 					for _, r := range vr.Reads {
 						m.Samples = append(m.Samples, r.Elapsed.Seconds())
+						costs = append(costs, cpuCost{r.CPUSeconds, r.Rows})
 					}
 					add(m)
+					add(cpuMetric(m, costs))
 				}
 				for _, mode := range writeModes(p.Writes) {
 					m := base
 					m.Workload, m.Variant, m.Name, m.Direction = "writes", mode.name, "docs_per_second", HigherIsBetter
+					var costs []cpuCost
 					for _, w := range mode.runs {
 						m.Samples = append(m.Samples, w.DocsPerSecond())
+						costs = append(costs, cpuCost{w.CPUSeconds, w.Stored})
 					}
 					add(m)
+					add(cpuMetric(m, costs))
 				}
 				if p.Reads != nil && len(p.Reads.Runners) > 0 {
 					out = append(out, readsMetrics(base, *p.Reads)...)
@@ -98,17 +105,27 @@ func Metrics(docs ...*Document) []Metric {
 	return out
 }
 
-// indexCPU is the server's CPU cost of the builds, per 1,000 documents, beside their rate
-// (from the same builds): no samples unless every build was metered, so that its rounds pair
-// with the rate's.
-func indexCPU(rate Metric, runs []measured.IndexBuild) Metric {
+// cpuCostMetric names the server's CPU cost in every workload.
+const cpuCostMetric = "cpu_seconds_per_1000_docs"
+
+// cpuCost is what the server spent on one repetition and the documents it built, loaded,
+// read or stored.
+type cpuCost struct {
+	seconds float64
+	docs    int64
+}
+
+// cpuMetric is the server's CPU cost of a workload's repetitions, per 1,000 documents, beside
+// their rate (from the same repetitions): no samples unless every repetition was metered, so
+// that its rounds pair with the rate's.
+func cpuMetric(rate Metric, costs []cpuCost) Metric {
 	m := rate
-	m.Name, m.Direction, m.Samples = "cpu_seconds_per_1000_docs", LowerIsBetter, nil
-	for _, r := range runs {
-		if !(r.CPUSeconds > 0) || r.Documents <= 0 {
+	m.Name, m.Direction, m.Samples = cpuCostMetric, LowerIsBetter, nil
+	for _, c := range costs {
+		if !(c.seconds > 0) || c.docs <= 0 {
 			return Metric{}
 		}
-		m.Samples = append(m.Samples, 1000*r.CPUSeconds/float64(r.Documents))
+		m.Samples = append(m.Samples, 1000*c.seconds/float64(c.docs))
 	}
 	return m
 }

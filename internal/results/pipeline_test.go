@@ -412,3 +412,37 @@ func TestIndexCPUCostIsAMetricWhenEveryBuildWasMetered(t *testing.T) {
 		t.Errorf("one build unmetered: metric %+v; want none", m)
 	}
 }
+
+// Loads, view reads and writes carry their server's CPU cost as builds do: a metric beside
+// each rate, per 1,000 documents stored or rows read, and a row of the report's CPU cost
+// table; a workload that was not metered has neither.
+func TestEveryMeteredWorkloadHasACPUCostMetricAndRow(t *testing.T) {
+	d := sampleDocument(1)
+	p := &d.Arms[0].Profiles[0]
+	p.Seeding.CPUSeconds = 0.5
+	p.ViewReads[1].Reads[0].CPUSeconds = 0.25
+	p.Writes[0].CPUSeconds, p.Writes[0].Stored = 4, 5000
+	got := map[string]float64{}
+	for _, m := range Metrics(d) {
+		if m.Name == cpuCostMetric {
+			got[m.Profile+"/"+m.Workload+"/"+m.Variant] = m.Value
+		}
+	}
+	want := map[string]float64{"small/seeding/bulk": 0.5, "small/viewReads/emitNull": 0.25, "small/writes/bulk-100": 0.8}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("CPU cost metrics %v, want %v", got, want)
+	}
+	var rows []string
+	for _, tb := range NewReport(d).Tables() {
+		if strings.HasPrefix(tb.Title, "Server CPU cost") {
+			for _, r := range tb.Rows {
+				rows = append(rows, strings.Join(r, " | "))
+			}
+		}
+	}
+	wantRows := []string{"arm0 | small | seeding | bulk | 0.500 (n=1)", "arm0 | small | viewReads | emitNull | 0.250 (n=1)",
+		"arm0 | small | writes | bulk-100 | 0.800 (n=1)"}
+	if !reflect.DeepEqual(rows, wantRows) {
+		t.Errorf("CPU cost table rows %q, want %q", rows, wantRows)
+	}
+}

@@ -34,15 +34,17 @@ type Report struct {
 	// PollInterval is the /_active_tasks poll interval of the builds (0: unknown).
 	PollInterval time.Duration
 	// provenance says what produced each arm's numbers; load how busy the generator and
-	// CouchDB were during each step; placement which node each pod ran on.
-	provenance, load, seedingParts, warmUp, placement Table
+	// CouchDB were during each step; placement which node each pod ran on; cpuCost what the
+	// server spent per document.
+	provenance, load, seedingParts, warmUp, placement, cpuCost Table
 }
 
 // NewReport is the report of a run's documents.
 func NewReport(docs ...*Document) Report {
 	s := Aggregate(docs...)
 	r := Report{StartedAt: StartedAt(docs), Server: s.Server, Results: s.Results, provenance: provenanceTable(docs), load: loadTable(docs),
-		seedingParts: seedingPartsTable(docs), warmUp: warmUpTable(docs), placement: placementTable(docs)}
+		seedingParts: seedingPartsTable(docs), warmUp: warmUpTable(docs), placement: placementTable(docs),
+		cpuCost: cpuCostTable(docs)}
 	for _, d := range docs {
 		if r.Benchmark == "" {
 			r.Benchmark = d.Benchmark
@@ -72,13 +74,14 @@ type Table struct {
 
 // Tables lays the results out like the seed articles' tables: indexing as option ×
 // reducer → changes/s per document profile (seed 000), the build details, seeding, view
-// reads (seed 002), writes (seed 003) and k6 reads (seed 001); then how the run went: the
+// reads (seed 002), writes (seed 003) and k6 reads (seed 001), and the server's CPU cost of
+// each where the run read it; then how the run went: the
 // warm-ups, the load, the provenance and the pods' placement. Tables without data are left
 // out.
 func (r Report) Tables() []Table {
 	var out []Table
 	tables := []Table{r.indexingTable(), r.indexingDetailTable(), r.seedingTable(), r.seedingParts, r.viewReadsTable(), r.writesTable(),
-		r.readsTable(), r.warmUp, r.load, r.provenance, r.placement}
+		r.readsTable(), r.cpuCost, r.warmUp, r.load, r.provenance, r.placement}
 	for _, t := range tables {
 		if len(t.Rows) > 0 {
 			out = append(out, t)
@@ -474,6 +477,29 @@ func warmUpTable(docs []*Document) Table {
 				}
 			}
 		}
+	}
+	return t
+}
+
+// cpuCostTable is the server's CPU cost of every workload the run metered (Metrics), per
+// 1,000 documents built, loaded, read or stored.
+func cpuCostTable(docs []*Document) Table {
+	t := Table{
+		Title: "Server CPU cost: CPU-seconds per 1,000 documents (median of repetitions, CV)",
+		Note: "The CPU time the arm's CouchDB (the Erlang VM and its query servers) spent over each repetition's measured part, " +
+			"read from its own cgroup: steadier than the rate on a busy machine, and it grows with work, not with waits.",
+		Header: []string{colOption, colProfile, "Workload", "Variant", "CPU s per 1,000 docs"},
+	}
+	for _, m := range Metrics(docs...) {
+		if m.Name != cpuCostMetric {
+			continue
+		}
+		s := Summarize(m.Samples)
+		cell := fmt.Sprintf("%.3f (n=%d)", s.Median, s.N)
+		if s.N > 1 {
+			cell = fmt.Sprintf("%.3f (n=%d, CV %.1f%%)", s.Median, s.N, s.CV)
+		}
+		t.Rows = append(t.Rows, []string{m.QueryServer, m.Profile, m.Workload, m.Variant, cell})
 	}
 	return t
 }

@@ -16,8 +16,15 @@ type unitCPU struct {
 	err      error
 }
 
-// cpuFrom readies a unit's CPU reading: none without a meter.
-func (a *armRun) cpuFrom() *unitCPU { return &unitCPU{meter: a.meter, ready: a.ready} }
+// cpuFrom readies a unit's CPU reading: none without a meter, and none when runners share the
+// step, since the server's CPU time is then every part's and no one part's measured part
+// spans them all.
+func (a *armRun) cpuFrom() *unitCPU {
+	if a.cfg.shared() {
+		return &unitCPU{ready: a.ready}
+	}
+	return &unitCPU{meter: a.meter, ready: a.ready}
+}
 
 // start is the unit's measured part beginning: the duet's hold first, so that the reading
 // leaves out the wait for the other arms.
@@ -55,7 +62,7 @@ func (u *unitCPU) spent() (float64, error) {
 
 // describe is the progress line's CPU part.
 func (u *unitCPU) describe(seconds float64, docs int64) string {
-	if u.meter == nil {
+	if u.meter == nil || docs <= 0 {
 		return ""
 	}
 	return fmt.Sprintf(", server CPU %.2f s (%.3f s per 1,000 docs)", seconds, 1000*seconds/float64(docs))

@@ -49,11 +49,17 @@ func (a *armRun) seed(ctx context.Context, round, unit int) error {
 		n := stored.Load()
 		logf(a.cfg.Log, "%s: load %d: documents seeded %d of %d (%.0f%%)", a.label(i), round, n, count, 100*float64(n)/float64(max(count, 1)))
 	})
+	cpu := a.cpuFrom()
+	cpu.start()
 	res, err := seeding.Load(ctx, c, a.gens[i], seeding.Options{
 		DB: p.DB, From: from, Documents: count, BatchSize: int(ds.BatchSize), MaxBatchBytes: maxBatchBytes, Concurrency: int(ds.Concurrency),
 		Retry: seeding.DefaultRetry, Stored: &stored,
 	})
+	cpu.end()
 	stop()
+	if err == nil {
+		res.CPUSeconds, err = cpu.spent()
+	}
 	p.Seeding, p.SeedingDocsPerSecond, p.SeedingMBPerSecond = &res, res.DocsPerSecond(), res.MBPerSecond()
 	if repeated {
 		p.SeedingRuns = append(p.SeedingRuns, res)
@@ -64,9 +70,9 @@ func (a *armRun) seed(ctx context.Context, round, unit int) error {
 	if err != nil {
 		return fmt.Errorf("profile %s: seeding %s (load %d): %w", p.Profile, p.DB, round, err)
 	}
-	logf(a.cfg.Log, "%s: load %d: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)",
+	logf(a.cfg.Log, "%s: load %d: seeded %d documents (%s-%s) into %s in %s (%.0f docs/s, %.2f MB/s, %d retries)%s",
 		a.label(i), round, res.Stored, a.gens[i].ID(from), a.gens[i].ID(from+count-1), p.DB, res.Elapsed.Round(time.Millisecond),
-		res.DocsPerSecond(), res.MBPerSecond(), res.Retries)
+		res.DocsPerSecond(), res.MBPerSecond(), res.Retries, cpu.describe(res.CPUSeconds, res.Stored))
 	if a.cfg.shared() && !last {
 		if err := a.barrier(ctx, p.DB, barrier+"-done", a.cfg.Part == 0); err != nil {
 			return fmt.Errorf("profile %s: %w", p.Profile, err)

@@ -45,7 +45,13 @@ func (a *armRun) viewsRound(ctx context.Context, round, unit int) error {
 	i := unit / views
 	p := &a.result.Profiles[i]
 	res := &p.ViewReads[unit%views]
-	read, err := viewreads.ReadOnce(ctx, a.client, a.viewReadsOptions(i), res.View)
+	cpu := a.cpuFrom()
+	opts := a.viewReadsOptions(i)
+	opts.Began, opts.Ended = cpu.start, cpu.end
+	read, err := viewreads.ReadOnce(ctx, a.client, opts, res.View)
+	if err == nil {
+		read.CPUSeconds, err = cpu.spent()
+	}
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", p.Profile, err)
 	}
@@ -54,6 +60,6 @@ func (a *armRun) viewsRound(ctx context.Context, round, unit int) error {
 	} else {
 		res.Reads = append(res.Reads, read)
 	}
-	logf(a.cfg.Log, "%s: view %s read %d: %.3f s", a.label(i), res.View, round, read.Elapsed.Seconds())
+	logf(a.cfg.Log, "%s: view %s read %d: %.3f s%s", a.label(i), res.View, round, read.Elapsed.Seconds(), cpu.describe(read.CPUSeconds, read.Rows))
 	return nil
 }

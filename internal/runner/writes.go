@@ -24,9 +24,12 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	p := &a.result.Profiles[i]
 	duration := w.ModeDuration()
 	which := fmt.Sprintf("%s: writes %s, %s", a.label(i), mode.Name, roundName("round", round, max(w.Repetitions, 1)))
+	cpu := a.cpuFrom()
 	opts := writes.Options{
 		ProfileDB: p.DB, Shards: p.Shards, Replicas: p.Replicas, Duration: duration, Generator: a.gens[i],
 		ProgressInterval: a.cfg.ProgressInterval,
+		Began:            cpu.start,
+		Ended:            cpu.end,
 		Progress: func(done writes.Progress) {
 			logf(a.cfg.Log, "%s: %s of %s, %d documents acknowledged, %d errors", which, done.Elapsed.Round(time.Second),
 				duration, done.Acknowledged, done.Errors)
@@ -36,6 +39,9 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 		opts.Part, opts.Parts, opts.Barrier = a.cfg.Part, a.cfg.Parts, a.barrier
 	}
 	res, err := writes.Round(ctx, a.client, mode, opts, round)
+	if err == nil {
+		res.CPUSeconds, err = cpu.spent()
+	}
 	if err != nil {
 		return fmt.Errorf("profile %s: %w", p.Profile, err)
 	}
@@ -44,6 +50,7 @@ func (a *armRun) writesRound(ctx context.Context, round, unit int) error {
 	} else {
 		p.Writes = append(p.Writes, res)
 	}
-	logf(a.cfg.Log, "%s: %.0f docs/s (%d created, %d accepted, %d errors)", which, res.DocsPerSecond(), res.Created, res.Accepted, res.Errors)
+	logf(a.cfg.Log, "%s: %.0f docs/s (%d created, %d accepted, %d errors)%s", which, res.DocsPerSecond(), res.Created, res.Accepted,
+		res.Errors, cpu.describe(res.CPUSeconds, res.Stored))
 	return nil
 }

@@ -31,6 +31,9 @@ type Options struct {
 	// (progress.Interval when 0): over the dataset, it takes as long as a timed build.
 	Progress         func(indexing.Progress)
 	ProgressInterval time.Duration
+	// Began and Ended, when set, bracket each timed read (a read asked again after a short
+	// answer begins again), for the server's CPU time over it.
+	Began, Ended func()
 }
 
 // viewOf maps a read kind to the view and the query that reads it.
@@ -80,9 +83,11 @@ func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.V
 	view, params := viewOf(kind)
 	var got measured.ViewRead
 	asked, _, err := c.Outlast(ctx, func(err error) bool { return opts.Replicas > 1 && errors.Is(err, errShortRead) }, func() error {
+		call(opts.Began)
 		start := time.Now()
 		read, err := c.ReadView(ctx, opts.DB, names.ViewReadsDesignDoc, view, params)
 		elapsed := time.Since(start)
+		call(opts.Ended)
 		if err != nil {
 			return fmt.Errorf("reading view %s (%s): %w", view, kind, err)
 		}
@@ -96,4 +101,10 @@ func ReadOnce(ctx context.Context, c *couch.Client, opts Options, kind benchv1.V
 		return measured.ViewRead{}, fmt.Errorf("%w (read %d times over %v)", err, asked, c.Waits().Outage.Limit)
 	}
 	return got, err
+}
+
+func call(hook func()) {
+	if hook != nil {
+		hook()
+	}
 }

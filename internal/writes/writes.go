@@ -48,6 +48,10 @@ type Options struct {
 	// (progress.Interval when 0) while a mode writes.
 	Progress         func(Progress)
 	ProgressInterval time.Duration
+	// Began and Ended, when set, bracket the mode's writing, for the server's CPU time over it:
+	// from just before the first write to the count of what landed, after batch=ok's settle
+	// (only part 0 counts: the other parts return before Ended).
+	Began, Ended func()
 }
 
 // Progress is what a mode wrote so far: Acknowledged documents (201 and 202) and Errors in
@@ -99,6 +103,9 @@ func runMode(ctx context.Context, c *couch.Client, m benchv1.WriteMode, round st
 	var created, accepted, failed atomic.Int64
 	var firstErr error
 	var once sync.Once
+	if opts.Began != nil {
+		opts.Began()
+	}
 	deadline := time.Now().Add(opts.Duration)
 	start := time.Now()
 	stopProgress := func() {}
@@ -144,6 +151,9 @@ func runMode(ctx context.Context, c *couch.Client, m benchv1.WriteMode, round st
 	if m.BatchOK {
 		// Counted after an interrupt too, from what has landed by then.
 		_ = retry.Sleep(ctx, batchOKSettle)
+	}
+	if opts.Ended != nil {
+		opts.Ended()
 	}
 	if info, err := c.DBInfo(ctx, db); err == nil {
 		res.Stored = info.DocCount
