@@ -89,17 +89,24 @@ func TestRunnerJobsReadCPUAsTheNamespacesReader(t *testing.T) {
 	}
 }
 
-// Stopping on the CPU cost passes the preflight only where the operator reads it: a
-// provisioned CouchDB with the CPU reader installed; the refusals say why.
-func TestStoppingOnCPUCostNeedsTheReader(t *testing.T) {
+// Stopping on the CPU cost, or naming an existing CouchDB's pods to read it from, passes the
+// preflight only where the operator reads it: with the CPU reader installed, a provisioned
+// CouchDB or an existing one whose pods the spec names; the refusals say why and what to do.
+func TestAskingForCPUCostNeedsTheReader(t *testing.T) {
 	stopsOnCPU := func(spec benchv1.CouchBenchmarkSpec) *benchv1.CouchBenchmarkSpec {
 		spec.Sequential = &benchv1.SequentialRounds{StopOn: []benchv1.SequentialMetric{benchv1.SequentialCPUCost}}
 		return &spec
 	}
 	provisioned, existing := stopsOnCPU(provisionedBenchmark("ns").Spec), stopsOnCPU(existingBenchmark("ns").Spec)
+	existingPods := existing.DeepCopy()
+	existingPods.CouchDB.Existing.CPUPods = []string{"couchdb-0"}
+	podsOnly := existingBenchmark("ns").Spec.DeepCopy()
+	podsOnly.CouchDB.Existing.CPUPods = []string{"couchdb-0"}
 	withReader := &CouchBenchmarkReconciler{CPUReaderClusterRole: testenv.CPUReaderClusterRole}
-	if refused := withReader.cpuCostNotMeasured(provisioned); refused != nil {
-		t.Errorf("provisioned, with the reader: refused %+v", refused)
+	for name, spec := range map[string]*benchv1.CouchBenchmarkSpec{"provisioned": provisioned, "existing with its pods": existingPods} {
+		if refused := withReader.cpuCostNotMeasured(spec); refused != nil {
+			t.Errorf("%s, with the reader: refused %+v", name, refused)
+		}
 	}
 	for _, c := range []struct {
 		name string
@@ -108,7 +115,9 @@ func TestStoppingOnCPUCostNeedsTheReader(t *testing.T) {
 		says string
 	}{
 		{"provisioned, no reader", &CouchBenchmarkReconciler{}, provisioned, "cpuCost.kubernetes"},
-		{"existing, with the reader", withReader, existing, "--arm-pods"},
+		{"existing without its pods, with the reader", withReader, existing, "spec.couchdb.existing.cpuPods, or with stopOn"},
+		{"existing with its pods, no reader", &CouchBenchmarkReconciler{}, existingPods, "without cpuPods and with stopOn"},
+		{"existing pods named, not stopping on them, no reader", &CouchBenchmarkReconciler{}, podsOnly, "create the benchmark again without cpuPods"},
 	} {
 		refused := c.r.cpuCostNotMeasured(c.spec)
 		if refused == nil || refused.reason != reasonCPUCostNotMeasured || !strings.Contains(refused.message, c.says) {
@@ -136,6 +145,36 @@ func TestOnlyStepsThatCarryCPUCostReadIt(t *testing.T) {
 	} {
 		if got := readsCPUIn(c.step, c.parts); got != c.want {
 			t.Errorf("readsCPUIn(%s, %d parts) = %v, want %v", c.step, c.parts, got, c.want)
+		}
+	}
+}
+
+// An existing CouchDB whose pods the spec names is read as a provisioned one is: with the CPU
+// reader installed, every arm's runner Job that carries a CPU cost gets those pods (the arms
+// share the server and take turns) and runs as the namespace's CPU reader. It talks to
+// envtest's kube-apiserver and the in-repo CouchDB stub (no real CouchDB: no pod runs).
+func TestExistingCouchDBsNamedPodsAreReadAsTheNamespacesReader(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.r.CPUReaderClusterRole = testenv.CPUReaderClusterRole
+	create(t, credentials(ns))
+	bench := existingBenchmark(ns)
+	bench.Spec.CouchDB.Existing.CPUPods = []string{"couchdb-0", "couchdb-1"}
+	create(t, bench)
+	got := h.drive(bench, 40)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	for _, step := range []benchv1.Step{benchv1.StepSeed, benchv1.StepIndex, benchv1.StepViews, benchv1.StepWrites} {
+		pod := job(t, ns, builders.JobName(got, []string{"js", "py"}, step)).Spec.Template.Spec
+		args := strings.Join(pod.Containers[0].Args, " ")
+		for _, arm := range []string{"js", "py"} {
+			if want := "--arm-pods " + arm + "=" + ns + "/couchdb-0,couchdb-1"; !strings.Contains(args, want) {
+				t.Errorf("the %s Job runs %q, without %q", step, args, want)
+			}
+		}
+		if pod.ServiceAccountName != builders.CPUReaderName || !*pod.AutomountServiceAccountToken {
+			t.Errorf("the %s Job runs as %q, token %v; want the CPU reader, with its token", step, pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
 		}
 	}
 }

@@ -257,7 +257,7 @@ func TestPreflightRefusesStoppingOnCPUCost(t *testing.T) {
 	h.reconcile(bench)
 	_, got := h.reconcile(bench)
 	stalled := meta.FindStatusCondition(got.Status.Conditions, conditionStalled)
-	if stalled == nil || stalled.Reason != reasonCPUCostNotMeasured || !strings.Contains(stalled.Message, "--arm-pods") ||
+	if stalled == nil || stalled.Reason != reasonCPUCostNotMeasured || !strings.Contains(stalled.Message, "cpuCost.kubernetes") ||
 		!strings.Contains(stalled.Message, "create the benchmark again") {
 		t.Fatalf("Stalled %+v; want CPUCostNotMeasured, saying what to do", stalled)
 	}

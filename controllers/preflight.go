@@ -71,27 +71,42 @@ func (r *CouchBenchmarkReconciler) checkCredentials(ctx context.Context, namespa
 	return nil, nil
 }
 
-// cpuCostNotMeasured refuses a run that would stop on a CPU cost the operator does not read:
-// its steps could only end at their limits. It reads a provisioned CouchDB's pods when its
-// chart sets cpuCost.kubernetes, never an existing CouchDB's, whose pods the spec does not
-// name. The spec cannot change, so the message says to create the benchmark again.
+// cpuCostNotMeasured refuses a run that asks for a CPU cost the operator will not read: one
+// that would stop on it (its steps could only end at their limits), or one that names an
+// existing CouchDB's pods to read. It reads CouchDB pods only when its chart sets
+// cpuCost.kubernetes: a provisioned CouchDB's, or those spec.couchdb.existing.cpuPods names.
+// The spec cannot change, so the message says to create the benchmark again.
 func (r *CouchBenchmarkReconciler) cpuCostNotMeasured(spec *benchv1.CouchBenchmarkSpec) *stepFailure {
-	if seq := spec.Sequential; seq == nil || !slices.Contains(seq.StopOn, benchv1.SequentialCPUCost) || r.readsCPU(spec) {
+	stopsOnCPU := spec.Sequential != nil && slices.Contains(spec.Sequential.StopOn, benchv1.SequentialCPUCost)
+	namesPods := spec.CouchDB.Existing != nil && len(spec.CouchDB.Existing.CPUPods) > 0
+	if r.readsCPU(spec) || !stopsOnCPU && !namesPods {
 		return nil
 	}
-	why := "the operator reads the CPU time of the CouchDB pods it provisions only when installed to (the chart's " +
-		"cpuCost.kubernetes, the kustomize component config/cpu-cost: the operator's installer decides; it is off)"
-	if spec.CouchDB.Provision == nil {
-		why = "the operator does not read an existing CouchDB's CPU time (the spec names no pods; by hand, " +
-			"couchbench run --arm-pods does)"
+	off := "the operator reads CouchDB pods' CPU time only when installed to (the chart's cpuCost.kubernetes, the " +
+		"kustomize component config/cpu-cost: the operator's installer decides; it is off)"
+	var message string
+	switch {
+	case namesPods:
+		message = "spec.couchdb.existing.cpuPods names pods to read, but " + off + "; create the benchmark again without cpuPods"
+		if stopsOnCPU {
+			message += " and with stopOn [changes_per_second] or without stopOn"
+		}
+	case r.CPUReaderClusterRole == "":
+		message = fmt.Sprintf("spec.sequential.stopOn names %s, but %s: its steps could never stop on it; create the "+
+			"benchmark again with stopOn [changes_per_second] or without stopOn", benchv1.SequentialCPUCost, off)
+	default:
+		message = fmt.Sprintf("spec.sequential.stopOn names %s, but the spec names none of the existing CouchDB's pods to "+
+			"read it from: its steps could never stop on it; create the benchmark again with its pods in "+
+			"spec.couchdb.existing.cpuPods, or with stopOn [changes_per_second]", benchv1.SequentialCPUCost)
 	}
-	return &stepFailure{reason: reasonCPUCostNotMeasured, message: fmt.Sprintf("spec.sequential.stopOn names %s, which %s: "+
-		"its steps could never stop on it; create the benchmark again with stopOn [changes_per_second] or without stopOn",
-		benchv1.SequentialCPUCost, why)}
+	return &stepFailure{reason: reasonCPUCostNotMeasured, message: message}
 }
 
 // readsCPU says whether the benchmark's runner Jobs read its CouchDB's CPU time (in the steps
-// readsCPUIn names).
+// readsCPUIn names): a provisioned CouchDB's pods, or the existing one's the spec names.
 func (r *CouchBenchmarkReconciler) readsCPU(spec *benchv1.CouchBenchmarkSpec) bool {
-	return r.CPUReaderClusterRole != "" && spec.CouchDB.Provision != nil
+	if r.CPUReaderClusterRole == "" {
+		return false
+	}
+	return spec.CouchDB.Provision != nil || spec.CouchDB.Existing != nil && len(spec.CouchDB.Existing.CPUPods) > 0
 }

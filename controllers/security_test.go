@@ -614,3 +614,83 @@ func TestSecureMetrics(t *testing.T) {
 		t.Errorf("a scrape with a token not allowed /metrics: %d %s; want 403", code, body)
 	}
 }
+
+// With CPU cost read (the chart's cpuCost.kubernetes), the admission policy also asks that a
+// benchmark's author may exec into the namespace's pods when its runs would: a benchmark that
+// names an existing CouchDB's pods (spec.couchdb.existing.cpuPods) is refused to a user who may
+// create the Jobs and ConfigMaps a run makes but not pods/exec, and admitted without those
+// pods, or to a user who may exec there. envtest's kube-apiserver runs the policy.
+func TestSecurityAdmissionAsksTheAuthorMayExecToReadPods(t *testing.T) {
+	ctx := context.Background()
+	ns := env.Namespace(t)
+	docs := testenv.OperatorChart(t, "vapcpu", "couchbench-system", map[string]any{"cpuCost": map[string]any{"kubernetes": true}})
+	policy, binding := docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
+	if len(policy) != 1 || len(binding) != 1 {
+		t.Fatalf("the chart renders %d policies and %d bindings", len(policy), len(binding))
+	}
+	spec := binding[0]["spec"].(map[string]any)
+	spec["matchResources"] = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}
+	for _, obj := range []map[string]any{policy[0], binding[0]} {
+		u := &unstructured.Unstructured{Object: obj}
+		create(t, u)
+		t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
+	}
+	editorIn(t, ns) // makes the CouchBenchmark editor role
+	runs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "runs-without-exec-" + ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"create"}},
+	}}
+	create(t, runs)
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, runs) })
+	execs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "execs-" + ns}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods/exec"}, Verbs: []string{"create"}},
+	}}
+	create(t, execs)
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, execs) })
+	noExec := userIn(t, ns, "runs-without-exec", "couchbenchmark-editor-role", runs.Name)
+	withExec := userIn(t, ns, "runs-with-exec", "couchbenchmark-editor-role", runs.Name, execs.Name)
+
+	// The API server's RBAC authorizer learns of the bindings a moment after they are made.
+	waitFor(t, "the bindings that let the users run benchmarks", func() bool {
+		return mayCreate(t, noExec, ns, "batch", "jobs") && mayCreate(t, noExec, ns, "", "configmaps") &&
+			mayCreatePodsExec(t, withExec, ns)
+	})
+	readsPods := existingBenchmark(ns)
+	readsPods.Spec.CouchDB.Existing.CPUPods = []string{"couchdb-0"}
+	var refusal error
+	tries := 0
+	waitFor(t, "the admission policy to refuse the benchmark", func() bool {
+		probe := readsPods.DeepCopy()
+		tries++
+		probe.Name = fmt.Sprintf("probe-%d", tries)
+		if refusal = noExec.Create(ctx, probe); refusal == nil {
+			if err := env.Client.Delete(ctx, probe); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return refusal != nil
+	})
+	if !strings.Contains(refusal.Error(), "may not create pods/exec") {
+		t.Errorf("the refusal %q does not name pods/exec", refusal)
+	}
+	plain := existingBenchmark(ns)
+	plain.Name = "no-pods"
+	if err := noExec.Create(ctx, plain); err != nil {
+		t.Errorf("an existing CouchDB without pods to read, by a user who may not exec: %v; want it admitted", err)
+	}
+	readsPods.Name = "with-exec"
+	if err := withExec.Create(ctx, readsPods); err != nil {
+		t.Errorf("its pods named by a user who may exec: %v; want it admitted", err)
+	}
+}
+
+// mayCreatePodsExec asks the API server whether c's identity may exec into pods in ns.
+func mayCreatePodsExec(t *testing.T, c client.Client, ns string) bool {
+	t.Helper()
+	review := &authorizationv1.SelfSubjectAccessReview{Spec: authorizationv1.SelfSubjectAccessReviewSpec{
+		ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: ns, Resource: "pods", Subresource: "exec", Verb: "create"}}}
+	if err := c.Create(context.Background(), review); err != nil {
+		t.Fatal(err)
+	}
+	return review.Status.Allowed
+}

@@ -18,8 +18,10 @@ import (
 // which its server's process tree moves for the run (cpucost.Adopt; a server that runs as
 // plain processes, as the kit's CouchDB, has no cgroup of its own, and the machine's other
 // processes must not count); an --arm-pods arm's from its pods' own cgroups, through
-// pods/exec (podcpu). done moves every tree back and ends every exec. Every flag is checked
-// before any process moves or any exec starts.
+// pods/exec (podcpu). Arms that take turns may share a server (an existing CouchDB's), and so
+// its process or pods: each unit's reading is then its own arm's; in duet they run at once and
+// may not. done moves every tree back and ends every exec. Every flag is checked before any
+// process moves or any exec starts.
 func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBenchmark) (map[string]runner.CPUMeter, func() error, error) {
 	var undos []func() error
 	done := func() error {
@@ -29,7 +31,8 @@ func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBe
 		}
 		return errors.Join(errs...)
 	}
-	byPID := map[int]string{}
+	duet := bench.Spec.ArmOrder == benchv1.ArmsDuet
+	byPID := map[int][]string{}
 	for _, arm := range slices.Sorted(maps.Keys(pids)) {
 		v := pids[arm]
 		if err := hasArm(bench, "--arm-pid", arm, v); err != nil {
@@ -39,11 +42,11 @@ func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBe
 		if err != nil || pid <= 1 {
 			return nil, done, usageError{fmt.Errorf("--arm-pid %s=%s: not a process id", arm, v)}
 		}
-		if other, ok := byPID[pid]; ok {
-			return nil, done, usageError{fmt.Errorf("--arm-pid: arms %s and %s name the same process %d: "+
-				"one server's CPU cannot be told apart by arm", other, arm, pid)}
+		if other := byPID[pid]; duet && len(other) > 0 {
+			return nil, done, usageError{fmt.Errorf("--arm-pid: arms %s and %s name the same process %d: in duet "+
+				"one server's CPU cannot be told apart by arm", other[0], arm, pid)}
 		}
-		byPID[pid] = arm
+		byPID[pid] = append(byPID[pid], arm)
 	}
 	targets := map[string]podcpu.Target{}
 	byPod := map[string]string{}
@@ -60,8 +63,8 @@ func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBe
 			return nil, done, usageError{fmt.Errorf("--arm-pods %s=%s: %w", arm, v, err)}
 		}
 		for _, pod := range t.Pods {
-			if other, ok := byPod[t.Namespace+"/"+pod]; ok {
-				return nil, done, usageError{fmt.Errorf("--arm-pods: arms %s and %s name the same pod %s/%s: "+
+			if other, ok := byPod[t.Namespace+"/"+pod]; ok && duet {
+				return nil, done, usageError{fmt.Errorf("--arm-pods: arms %s and %s name the same pod %s/%s: in duet "+
 					"one server's CPU cannot be told apart by arm", other, arm, t.Namespace, pod)}
 			}
 			byPod[t.Namespace+"/"+pod] = arm
@@ -69,14 +72,16 @@ func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBe
 		targets[arm] = t
 	}
 	meters := map[string]runner.CPUMeter{}
-	for pid, arm := range byPID {
-		cg, undo, err := cpucost.Adopt("run-"+arm+"-"+strconv.Itoa(pid), pid)
+	for pid, arms := range byPID {
+		cg, undo, err := cpucost.Adopt("run-"+arms[0]+"-"+strconv.Itoa(pid), pid)
 		if err != nil {
 			// Adopt has put back what it moved.
-			return nil, done, fmt.Errorf("--arm-pid %s=%d: %w", arm, pid, err)
+			return nil, done, fmt.Errorf("--arm-pid %s=%d: %w", arms[0], pid, err)
 		}
 		undos = append(undos, undo)
-		meters[arm] = cg
+		for _, arm := range arms {
+			meters[arm] = cg
+		}
 	}
 	if len(targets) == 0 {
 		return meters, done, nil

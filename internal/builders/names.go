@@ -7,6 +7,7 @@ package builders
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -60,9 +61,13 @@ func StatefulSetName(release string) string {
 	return strings.TrimSuffix(truncate(release+"-couchdb", maxObjectName), "-")
 }
 
-// CouchDBPodNames are the pods of a provisioned arm's StatefulSet, one per node: a
-// StatefulSet names its pods by ordinal.
+// CouchDBPodNames are the pods of an arm's CouchDB: a provisioned arm's StatefulSet's, one
+// per node (a StatefulSet names its pods by ordinal), or the existing CouchDB's that the spec
+// names, which every arm shares.
 func CouchDBPodNames(bench *benchv1.CouchBenchmark, arm string) []string {
+	if e := bench.Spec.CouchDB.Existing; e != nil {
+		return slices.Clone(e.CPUPods)
+	}
 	sts := StatefulSetName(ReleaseName(bench, arm))
 	pods := make([]string, bench.Spec.CouchDB.Provision.ClusterSize)
 	for i := range pods {
