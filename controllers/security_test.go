@@ -497,39 +497,14 @@ func (r lineReader) Read(p []byte) (int, error) {
 func TestSecurityAdmissionRequiresTheAuthorsRights(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	docs := testenv.OperatorChart(t, "vaptest", "couchbench-system", nil)
-	policy, binding := docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
-	if len(policy) != 1 || len(binding) != 1 {
-		t.Fatalf("the chart renders %d policies and %d bindings", len(policy), len(binding))
-	}
-	spec := binding[0]["spec"].(map[string]any)
-	spec["matchResources"] = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}
-	for _, obj := range []map[string]any{policy[0], binding[0]} {
-		u := &unstructured.Unstructured{Object: obj}
-		create(t, u)
-		t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
-	}
+	installAdmissionPolicy(t, ns, "vaptest", nil)
 
 	editor := editorIn(t, ns) // makes the editor role, and a namespace editor to compare with
 	// Only the CouchBenchmark editor role, not edit.
 	const user = "benchmarks-only"
 	limited := userIn(t, ns, user, "couchbenchmark-editor-role")
 	bench := provisionedBenchmark(ns)
-	var refusal error
-	// The policy is enforced once the API server has loaded it; a benchmark admitted before
-	// then is deleted, and the next one has another name.
-	tries := 0
-	waitFor(t, "the admission policy to refuse the benchmark", func() bool {
-		probe := bench.DeepCopy()
-		tries++
-		probe.Name = fmt.Sprintf("probe-%d", tries)
-		if refusal = limited.Create(ctx, probe); refusal == nil {
-			if err := env.Client.Delete(ctx, probe); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return refusal != nil
-	})
+	refusal := refusedOnceLoaded(t, limited, bench)
 	for _, want := range []string{"runs with its author's rights", user, "may not create jobs.batch", ns} {
 		if !strings.Contains(refusal.Error(), want) {
 			t.Errorf("the refusal %q does not say %q", refusal, want)
@@ -623,18 +598,7 @@ func TestSecureMetrics(t *testing.T) {
 func TestSecurityAdmissionAsksTheAuthorMayExecToReadPods(t *testing.T) {
 	ctx := context.Background()
 	ns := env.Namespace(t)
-	docs := testenv.OperatorChart(t, "vapcpu", "couchbench-system", map[string]any{"cpuCost": map[string]any{"kubernetes": true}})
-	policy, binding := docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
-	if len(policy) != 1 || len(binding) != 1 {
-		t.Fatalf("the chart renders %d policies and %d bindings", len(policy), len(binding))
-	}
-	spec := binding[0]["spec"].(map[string]any)
-	spec["matchResources"] = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}
-	for _, obj := range []map[string]any{policy[0], binding[0]} {
-		u := &unstructured.Unstructured{Object: obj}
-		create(t, u)
-		t.Cleanup(func() { _ = env.Client.Delete(ctx, u) })
-	}
+	installAdmissionPolicy(t, ns, "vapcpu", map[string]any{"cpuCost": map[string]any{"kubernetes": true}})
 	editorIn(t, ns) // makes the CouchBenchmark editor role
 	runs := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "runs-without-exec-" + ns}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{"batch"}, Resources: []string{"jobs"}, Verbs: []string{"create"}},
@@ -657,19 +621,7 @@ func TestSecurityAdmissionAsksTheAuthorMayExecToReadPods(t *testing.T) {
 	})
 	readsPods := existingBenchmark(ns)
 	readsPods.Spec.CouchDB.Existing.CPUPods = []string{"couchdb-0"}
-	var refusal error
-	tries := 0
-	waitFor(t, "the admission policy to refuse the benchmark", func() bool {
-		probe := readsPods.DeepCopy()
-		tries++
-		probe.Name = fmt.Sprintf("probe-%d", tries)
-		if refusal = noExec.Create(ctx, probe); refusal == nil {
-			if err := env.Client.Delete(ctx, probe); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return refusal != nil
-	})
+	refusal := refusedOnceLoaded(t, noExec, readsPods)
 	if !strings.Contains(refusal.Error(), "may not create pods/exec") {
 		t.Errorf("the refusal %q does not name pods/exec", refusal)
 	}
@@ -693,4 +645,43 @@ func mayCreatePodsExec(t *testing.T, c client.Client, ns string) bool {
 		t.Fatal(err)
 	}
 	return review.Status.Allowed
+}
+
+// installAdmissionPolicy creates the chart's admission policy, rendered with values, and its
+// binding limited to namespace ns, for the test's life.
+func installAdmissionPolicy(t *testing.T, ns, release string, values map[string]any) {
+	t.Helper()
+	docs := testenv.OperatorChart(t, release, "couchbench-system", values)
+	policy, binding := docs["ValidatingAdmissionPolicy"], docs["ValidatingAdmissionPolicyBinding"]
+	if len(policy) != 1 || len(binding) != 1 {
+		t.Fatalf("the chart renders %d policies and %d bindings", len(policy), len(binding))
+	}
+	spec := binding[0]["spec"].(map[string]any)
+	spec["matchResources"] = map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}}}
+	for _, obj := range []map[string]any{policy[0], binding[0]} {
+		u := &unstructured.Unstructured{Object: obj}
+		create(t, u)
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), u) })
+	}
+}
+
+// refusedOnceLoaded is c's creation of bench refused by the admission policy. The policy is
+// enforced once the API server has loaded it; a benchmark admitted before then is deleted, and
+// the next one has another name.
+func refusedOnceLoaded(t *testing.T, c client.Client, bench *benchv1.CouchBenchmark) error {
+	t.Helper()
+	var refusal error
+	tries := 0
+	waitFor(t, "the admission policy to refuse the benchmark", func() bool {
+		probe := bench.DeepCopy()
+		tries++
+		probe.Name = fmt.Sprintf("probe-%d", tries)
+		if refusal = c.Create(context.Background(), probe); refusal == nil {
+			if err := env.Client.Delete(context.Background(), probe); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return refusal != nil
+	})
+	return refusal
 }
