@@ -119,7 +119,7 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 // the builds, when one runner does the step (parts' units overlap, so no one part's reading is
 // the cost of its own). The runner reads view reads' and writes' too (couchbench run
 // --arm-pid, --arm-pods), but on Kubernetes a writes step reading three pods through pods/exec
-// hung in e2e (2026-11-30, not yet understood), so the operator leaves them out until it is.
+// hung in e2e, for a cause not yet found (docs/measurement.md), so the operator leaves them out.
 // k6's reads carry none.
 func readsCPUIn(step benchv1.Step, parts int) bool {
 	switch step {

@@ -90,12 +90,18 @@ func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBe
 	if err != nil {
 		return nil, done, fmt.Errorf("--arm-pods: no Kubernetes API to exec through: %w", err)
 	}
+	// Arms in turns that name the same pods share one meter, as they share an adopted process.
+	byTarget := map[string]*podcpu.Meter{}
 	for _, arm := range slices.Sorted(maps.Keys(targets)) {
-		m, err := podcpu.Open(ctx, cfg, targets[arm])
-		if err != nil {
-			return nil, done, fmt.Errorf("--arm-pods %s: %w", arm, err)
+		m, ok := byTarget[pods[arm]]
+		if !ok {
+			var err error
+			if m, err = podcpu.Open(ctx, cfg, targets[arm]); err != nil {
+				return nil, done, fmt.Errorf("--arm-pods %s: %w", arm, err)
+			}
+			undos = append(undos, func() error { m.Close(); return nil })
+			byTarget[pods[arm]] = m
 		}
-		undos = append(undos, func() error { m.Close(); return nil })
 		meters[arm] = m
 	}
 	return meters, done, nil
