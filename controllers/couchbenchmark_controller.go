@@ -79,8 +79,8 @@ type CouchBenchmarkReconciler struct {
 	// InstallerClusterRole is what the installer ServiceAccount of a namespace where the
 	// operator provisions is bound to: Helm acts as that ServiceAccount (stage_provision.go).
 	InstallerClusterRole string
-	// CPUReaderClusterRole, when set, lets the runner Jobs that load and build read a
-	// provisioned CouchDB's CPU time (readsCPUIn): they run as the CPU reader
+	// CPUReaderClusterRole, when set, lets the runner Jobs that load, build, read views and
+	// write read a provisioned CouchDB's CPU time (readsCPUIn): they run as the CPU reader
 	// ServiceAccount of the benchmark's namespace, bound there to it (identities.go). Empty:
 	// the server's CPU cost is not measured on Kubernetes.
 	CPUReaderClusterRole string

@@ -156,11 +156,14 @@ func render(docs []*results.Document, c *compare.Comparison) (map[string]string,
 	if err := results.WriteCSV(&csv, []results.Report{report}); err != nil {
 		return nil, err
 	}
-	if err := htmlreport.HTML(&page, comparison, docs...); err != nil {
-		return nil, err
+	// The page is a view of the tables beside it: one that cannot be drawn is left out, as one
+	// too large is, and the Markdown says why, rather than the run wait on it.
+	pageErr := htmlreport.HTML(&page, comparison, docs...)
+	if pageErr != nil {
+		fmt.Fprintf(&md, "\nThe HTML page was left out: %v.\n", pageErr)
 	}
 	files := map[string]string{builders.ResultsMarkdownKey: md.String(), builders.ResultsCSVKey: csv.String()}
-	if page.Len() <= maxReportBytes {
+	if pageErr == nil && page.Len() <= maxReportBytes {
 		files[builders.ResultsHTMLKey] = page.String()
 	}
 	if c != nil {

@@ -115,15 +115,12 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 	return stepOutcome{}, nil
 }
 
-// readsCPUIn says whether the operator reads the server's CPU cost in a step: the loads and
-// the builds, when one runner does the step (parts' units overlap, so no one part's reading is
-// the cost of its own). The runner reads view reads' and writes' too (couchbench run
-// --arm-pid, --arm-pods), but on Kubernetes a writes step reading three pods through pods/exec
-// hung in e2e, for a cause not yet found (docs/measurement.md), so the operator leaves them out.
-// k6's reads carry none.
+// readsCPUIn says whether a step's units carry the server's CPU cost: the loads, builds, view
+// reads and writes, when one runner does the step (parts' units overlap, so no one part's
+// reading is the cost of its own). k6's reads carry none.
 func readsCPUIn(step benchv1.Step, parts int) bool {
 	switch step {
-	case benchv1.StepSeed, benchv1.StepIndex:
+	case benchv1.StepSeed, benchv1.StepIndex, benchv1.StepViews, benchv1.StepWrites:
 		return parts == 1
 	}
 	return false

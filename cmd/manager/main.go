@@ -48,7 +48,7 @@ func main() {
 			"Helm acts as that ServiceAccount, with that role's rights there, never with the operator's.")
 	flag.StringVar(&cpuReaderRole, "cpu-reader-cluster-role", "",
 		"ClusterRole (get and create pods/exec) bound to the ServiceAccount "+builders.CPUReaderName+" of each namespace where "+
-			"the operator provisions CouchDB; its seed and index Jobs run as that ServiceAccount and read the "+
+			"the operator provisions CouchDB; its seed, index, views and writes Jobs run as that ServiceAccount and read the "+
 			"CouchDB pods' CPU time; empty: the server's CPU cost is not measured.")
 	flag.StringVar(&chartRepositories, "chart-repositories", "",
 		"Comma-separated chart repositories (https://...) and OCI registries (oci://...) a benchmark's chart may come from, "+

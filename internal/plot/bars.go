@@ -99,7 +99,7 @@ func WriteRates(docs ...*results.Document) ([]Chart, error) {
 	byProfile := map[string]*grid{}
 	var profiles []string
 	for _, m := range results.Metrics(docs...) {
-		if m.Workload != "writes" || m.Value <= 0 {
+		if m.Workload != "writes" || m.Name != "docs_per_second" || m.Value <= 0 {
 			continue
 		}
 		g, ok := byProfile[m.Profile]
@@ -201,7 +201,7 @@ func (g *grid) draw(title, xLabel, yLabel string, whiskers bool) ([]byte, error)
 	p.NominalX(g.groups...)
 	// Half a group's room at either end, so that the grid spans the outer groups too.
 	p.X.Min, p.X.Max = -0.5, float64(len(g.groups))-0.5
-	return render(p, legend), nil
+	return render(p, legend)
 }
 
 // whisker marks the range of one bar's samples: a vertical line with caps. It is placed by
@@ -261,5 +261,5 @@ func (g *grid) dots(title, xLabel string) ([]byte, error) {
 	}
 	p.NominalY(top...)
 	p.Y.Min, p.Y.Max = -0.5, float64(rows)-0.5
-	return render(p, legend), nil
+	return render(p, legend)
 }

@@ -58,7 +58,11 @@ func IndexingCurves(docs ...*results.Document) ([]Chart, error) {
 			p.Add(l)
 			legend.Add(ln.name, l)
 		}
-		out = append(out, Chart{Name: "indexing-curve-" + slug(k.profile) + "-" + slug(k.reducer) + ".svg", Title: title, SVG: render(p, legend)})
+		svg, err := render(p, legend)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Chart{Name: "indexing-curve-" + slug(k.profile) + "-" + slug(k.reducer) + ".svg", Title: title, SVG: svg})
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ package plot
 
 import (
 	"bytes"
+	"fmt"
 	"image/color"
 	"math"
 	"strconv"
@@ -125,8 +126,15 @@ const (
 )
 
 // render draws p, with legend (if it has entries) to the right of it rather than over the
-// data, and returns the SVG document.
-func render(p *gonum.Plot, legend gonum.Legend) []byte {
+// data, and returns the SVG document. gonum/plot panics on data it cannot draw (a logarithmic
+// axis over a range that reaches 0): that is this chart's error, never a crash of the process
+// that renders the report.
+func render(p *gonum.Plot, legend gonum.Legend) (svg []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("drawing %q: %v", p.Title.Text, r)
+		}
+	}()
 	canvas := vgsvg.New(width, height)
 	dc := draw.Crop(draw.New(canvas), margin, -margin, margin, -margin)
 	if r := legend.Rectangle(dc); r.Size().X > 0 {
@@ -140,7 +148,7 @@ func render(p *gonum.Plot, legend gonum.Legend) []byte {
 	var buf bytes.Buffer
 	// A bytes.Buffer does not fail.
 	_, _ = canvas.WriteTo(&buf)
-	return []byte(svgFontFallback.Replace(buf.String()))
+	return []byte(svgFontFallback.Replace(buf.String())), nil
 }
 
 // linearTicks are labelled ticks at a round step (1, 2, 2.5 or 5 times a power of ten)

@@ -238,6 +238,31 @@ func TestWriteRatesOnALogarithmicAxis(t *testing.T) {
 	}
 }
 
+// A write round's server CPU cost is a metric of the writes workload as its rate is, and the
+// chart plots rates only: a cost of well under 1 s per 1,000 documents taken for a mode's rate
+// put the axis of a one-mode chart below 0, and the log scale panicked the operator's report
+// (found in e2e, TestThreeNodeCouchDBOnePodPerNode).
+func TestWriteRatesLeaveTheCPUCostOut(t *testing.T) {
+	for _, modes := range [][]string{{"bulk-100"}, {"bulk-100", "serial"}} {
+		p := results.Profile{Profile: "small"}
+		for m, mode := range modes {
+			created := int64(4900 / (1 + 48*m))
+			p.Writes = append(p.Writes, measured.Write{Mode: mode, Created: created, Stored: created, Elapsed: time.Second, CPUSeconds: 0.5})
+		}
+		doc := &results.Document{Benchmark: "b", Spec: benchv1.CouchBenchmarkSpec{QueryServers: []benchv1.QueryServer{{Name: "js"}}},
+			Arms: []results.Arm{{QueryServer: "js", Language: "javascript", Profiles: []results.Profile{p}}}}
+		charts, err := WriteRates(doc)
+		if err != nil || len(charts) != 1 {
+			t.Fatalf("%v: %d charts, %v", modes, len(charts), err)
+		}
+		// 100/s to 4,900/s: no tick at 1 or 10, where a cost of 0.1 s per 1,000 would be.
+		got := texts(string(charts[0].SVG))
+		if len(modes) == 2 && (!contains(got, "1,000") || contains(got, "1") || contains(got, "10")) {
+			t.Errorf("%v: ticks %v; want the rates' 100 to 1,000 only", modes, got)
+		}
+	}
+}
+
 func TestRates(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -369,5 +394,16 @@ func TestSlug(t *testing.T) {
 		if got := slug(in); got != want {
 			t.Errorf("slug(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// gonum/plot panics on data it cannot draw; render makes that the chart's error, naming it,
+// so that the process rendering a report (the operator) goes on.
+func TestAChartThatCannotBeDrawnIsAnError(t *testing.T) {
+	g := newGrid()
+	g.set("bulk-100", "js", bar{value: 0.5})
+	svg, err := g.dots("Writes", "documents/s (logarithmic)")
+	if err == nil || !strings.Contains(err.Error(), `drawing "Writes"`) || svg != nil {
+		t.Errorf("a log axis reaching below 0: %d bytes, error %v; want an error naming the chart", len(svg), err)
 	}
 }

@@ -97,7 +97,11 @@ func Trend(series ...TrendSeries) ([]Chart, error) {
 				legend.Add(name, mark)
 			}
 		}
-		out = append(out, Chart{Name: "trend-" + slug(s.Title) + ".svg", Title: s.Title, SVG: render(p, legend)})
+		svg, err := render(p, legend)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Chart{Name: "trend-" + slug(s.Title) + ".svg", Title: s.Title, SVG: svg})
 	}
 	return out, nil
 }

@@ -74,12 +74,14 @@ type Meter struct {
 type reader struct {
 	pod     string
 	session *cpucost.Session
-	// ask and answer are the ends of its stdin and stdout that Close closes.
-	ask, answer io.Closer
-	done        chan struct{}
-	mu          sync.Mutex
-	err         error
-	stderr      strings.Builder
+	// ask and answer are the ends of its stdin and stdout that Close closes, and that a
+	// reading that waited too long cuts.
+	ask    *io.PipeWriter
+	answer *io.PipeReader
+	done   chan struct{}
+	mu     sync.Mutex
+	err    error
+	stderr strings.Builder
 }
 
 // execFunc streams a command in a pod's Container.
@@ -177,7 +179,13 @@ func (w *stderrOf) Write(p []byte) (int, error) {
 // what the shell wrote to stderr, once the stream has ended (stderr comes on a stream of its
 // own, and may arrive after the answer that failed).
 func (m *Meter) read(r *reader) (cpucost.Usage, error) {
-	late := time.AfterFunc(readWait, m.stop)
+	// Cancelling the execs ends a stream that honours its context; cutting the reading's own
+	// pipes frees it from one that does not (a write into a stuck stream's stdin, an answer
+	// that never comes), so that no reading outlasts readWait whatever the stream does.
+	late := time.AfterFunc(readWait, func() {
+		m.stop()
+		r.cut()
+	})
 	u, err := r.session.Read()
 	timedOut := !late.Stop()
 	if err == nil {
@@ -201,6 +209,13 @@ func (m *Meter) read(r *reader) (cpucost.Usage, error) {
 	return cpucost.Usage{}, fmt.Errorf("reading pod %s's CPU time through pods/exec: %w", r.pod, err)
 }
 
+// cut closes the reader's ends of its pipes: a Read waiting on either returns, and the exec
+// sees its stdin end.
+func (r *reader) cut() {
+	_ = r.ask.Close()
+	_ = r.answer.Close()
+}
+
 // Read is the pods' CPU time now, summed, read at the last pod's answer.
 func (m *Meter) Read() (cpucost.Usage, error) {
 	var sum cpucost.Usage
@@ -218,20 +233,29 @@ func (m *Meter) Read() (cpucost.Usage, error) {
 func (m *Meter) Nodes() int { return len(m.pods) }
 
 // Close ends every reader: closing its stdin ends its loop, and so the exec; what is still
-// streaming after closeWait is cancelled. An answer no one asked for finds its pipe closed.
+// streaming after closeWait is cancelled, and an exec that has not ended closeWait after that
+// is left behind rather than waited for: the run's results must not wait on it. An answer no
+// one asked for finds its pipe closed.
 func (m *Meter) Close() {
 	for _, r := range m.pods {
-		_ = r.ask.Close()
-		_ = r.answer.Close()
+		r.cut()
 	}
-	deadline := time.After(closeWait)
+	if !m.ended(closeWait) {
+		m.stop()
+		m.ended(closeWait)
+	}
+	m.stop()
+}
+
+// ended says whether every reader's exec has ended within wait.
+func (m *Meter) ended(wait time.Duration) bool {
+	deadline := time.After(wait)
 	for _, r := range m.pods {
 		select {
 		case <-r.done:
 		case <-deadline:
-			m.stop()
-			<-r.done
+			return false
 		}
 	}
-	m.stop()
+	return true
 }

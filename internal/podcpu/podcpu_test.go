@@ -1,6 +1,7 @@
 package podcpu
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -132,4 +133,48 @@ func TestSilentReaderIsCutAndClosed(t *testing.T) {
 	// Close returns although the reader ignores its closed stdin: the exec is cancelled. A
 	// Close that waited for the sleep would hold the test until its own timeout.
 	m.Close()
+}
+
+// A stream that neither ends on its cancelled context nor moves (stuck in a write into its
+// stdin, or read but never answering) still lets a reading end after readWait and Close
+// return: the meter cuts its own pipes rather than wait on the exec.
+func TestStreamDeafToCancelIsCutAndClosed(t *testing.T) {
+	defer func(r, c time.Duration) { readWait, closeWait = r, c }(readWait, closeWait)
+	readWait, closeWait = 200*time.Millisecond, 200*time.Millisecond
+	_, ok := accounting(t, 1)
+	released := make(chan struct{})
+	defer close(released)
+	for _, c := range []struct {
+		name string
+		// after is what the stuck stream does once it has answered the first reading.
+		after func(stdin *bufio.Reader)
+	}{
+		{"stdin never read", func(*bufio.Reader) {}},
+		{"asked, never answering", func(stdin *bufio.Reader) { _, _ = stdin.ReadString('\n') }},
+	} {
+		stuck := func(ctx context.Context, pod string, opts remotecommand.StreamOptions) error {
+			if pod == "db-0" {
+				return shells(map[string]string{"db-0": ok})(ctx, pod, opts)
+			}
+			stdin := bufio.NewReader(opts.Stdin)
+			if _, err := stdin.ReadString('\n'); err != nil {
+				return err
+			}
+			if _, err := io.WriteString(opts.Stdout, "usage_usec 1\n"); err != nil {
+				return err
+			}
+			c.after(stdin)
+			<-released
+			return nil
+		}
+		m, err := open(context.Background(), stuck, []string{"db-0", "db-1"})
+		if err != nil {
+			t.Fatalf("%s: Open: %v", c.name, err)
+		}
+		_, err = m.Read()
+		if err == nil || !strings.Contains(err.Error(), "pod db-1") || !strings.Contains(err.Error(), "no answer within 200ms") {
+			t.Errorf("%s: reading %v; want it cut, naming the pod", c.name, err)
+		}
+		m.Close()
+	}
 }

@@ -65,9 +65,11 @@ const (
 // release's pods (the chart's own affinity is {} by default): preferred, so this test checks
 // that the real scheduler honours it on a cluster with room.
 //
-// The suite's operator reads CPU cost (cpuCost.kubernetes): every build's CPU time is read
-// from the three pods' own cgroups through pods/exec, as the namespace's CPU reader, and
-// summed; a build costs every node some.
+// The suite's operator reads CPU cost (cpuCost.kubernetes): every build's and every write
+// round's CPU time is read from the three pods' own cgroups through pods/exec, as the
+// namespace's CPU reader, and summed; a build costs every node some. A writes step reading
+// three pods once hung here (the CI of 87856ce): a reading now ends, answered or cut, within
+// its bound, and this test fails on a step that does not end.
 func TestThreeNodeCouchDBOnePodPerNode(t *testing.T) {
 	requireWorkers(t)
 	b := provisioned("onepernode", nil, 3, benchv1.QueryServer{Name: "js", Preset: benchv1.PresetSpiderMonkey})
@@ -108,6 +110,15 @@ func TestThreeNodeCouchDBOnePodPerNode(t *testing.T) {
 	for i, build := range builds {
 		if !(build.CPUSeconds > 0) {
 			t.Errorf("build %d: server CPU %v s, want the three pods' CPU time read through pods/exec", i+1, build.CPUSeconds)
+		}
+	}
+	writes := arm.Profiles[0].Writes
+	if len(writes) == 0 {
+		t.Fatal("no write rounds")
+	}
+	for i, w := range writes {
+		if !(w.CPUSeconds > 0) {
+			t.Errorf("write round %d: server CPU %v s, want the three pods' CPU time read through pods/exec", i+1, w.CPUSeconds)
 		}
 	}
 }
