@@ -172,6 +172,8 @@ type request struct {
 	bodyParts net.Buffers
 	// accept lists the statuses that are answers rather than errors.
 	accept []int
+	// header holds headers of the request's own, beside those every request has.
+	header http.Header
 }
 
 // send does the request and returns the open response for the caller to read and close,
@@ -191,6 +193,9 @@ func (c *Client) send(ctx context.Context, req request) (*http.Response, error) 
 	}
 	if req.bodyParts != nil {
 		setBodyParts(hreq, req.bodyParts)
+	}
+	for k, v := range req.header {
+		hreq.Header[k] = v
 	}
 	hreq.Header.Set("Accept", "application/json")
 	if req.body != nil || req.bodyParts != nil {

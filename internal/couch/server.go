@@ -180,17 +180,27 @@ func (c *Client) Config(ctx context.Context, node, section, key string) (value s
 	return value, err == nil, err
 }
 
-// SetConfig sets one configuration value of a node at run time.
+// notPersisted asks CouchDB to change a configuration value in the node's memory only.
+// Persisted, the change is written into the node's last ini file, which CouchDB rewrites
+// in place (truncate, then write): a node stopped, or a file replaced by another program,
+// during that write leaves an ini file cut short, and the node then fails its next start
+// (without its [admins], "No Admin Account Found"). A change in memory only is also gone
+// when the node restarts, so a run that never restores leaves nothing behind.
+var notPersisted = http.Header{"X-Couch-Persist": {"false"}}
+
+// SetConfig sets one configuration value of a node until the node restarts; its ini files
+// are not written (notPersisted).
 func (c *Client) SetConfig(ctx context.Context, node, section, key, value string) error {
 	body, _ := json.Marshal(value)
-	_, err := c.call(ctx, request{method: http.MethodPut, path: configPath(node, section, key), body: body, accept: []int{http.StatusOK}}, nil)
+	req := request{method: http.MethodPut, path: configPath(node, section, key), body: body, accept: []int{http.StatusOK}, header: notPersisted}
+	_, err := c.call(ctx, req, nil)
 	return err
 }
 
-// DeleteConfig removes one configuration value of a node; a value that is not set is not
-// an error.
+// DeleteConfig removes one configuration value of a node until the node restarts (as
+// SetConfig, its ini files are not written); a value that is not set is not an error.
 func (c *Client) DeleteConfig(ctx context.Context, node, section, key string) error {
-	_, err := c.call(ctx, request{method: http.MethodDelete, path: configPath(node, section, key), accept: []int{http.StatusOK}}, nil)
+	_, err := c.call(ctx, request{method: http.MethodDelete, path: configPath(node, section, key), accept: []int{http.StatusOK}, header: notPersisted}, nil)
 	if isUnsetConfig(err) {
 		return nil
 	}

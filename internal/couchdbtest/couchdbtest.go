@@ -335,15 +335,14 @@ func (s *Server) WaitForEveryCopy(t testing.TB, db string, docs int64) {
 
 // SetConfig sets [section] key on every node and restores each node's previous value (or
 // deletes the key) when the test ends, or earlier when the test calls the returned
-// function (restoring twice does nothing). The value is set with X-Couch-Persist: false,
-// so a test that dies before its cleanup leaves nothing in the nodes' local.ini: the next
-// restart forgets it. The restore is persisted, so that it also clears a value the code
-// under test may have written to local.ini meanwhile.
+// function (restoring twice does nothing). Neither writes the nodes' ini files, as the
+// couch client's SetConfig does not (X-Couch-Persist: false): a test that dies before its
+// cleanup leaves nothing behind, as the next restart forgets it.
 func (s *Server) SetConfig(t testing.TB, section, key, value string) (restore func()) {
 	t.Helper()
 	restore = s.KeepConfig(t, section, key)
 	for _, node := range s.Nodes {
-		if err := s.configRequest(http.MethodPut, node, section, key, &value, false); err != nil {
+		if err := s.configRequest(http.MethodPut, node, section, key, &value); err != nil {
 			t.Fatalf("setting [%s] %s = %q on %s: %v", section, key, value, node, err)
 		}
 	}
@@ -372,6 +371,22 @@ func (s *Server) KeepConfig(t testing.TB, section, key string) (restore func()) 
 	return restore
 }
 
+// LocalIni reads every node's local.ini (the kit writes node i's to
+// Dir()/node<i>/etc/local.ini), node 1's first: for a test that checks what a change of
+// configuration left in the files.
+func (s *Server) LocalIni(t testing.TB) []string {
+	t.Helper()
+	files := make([]string, len(s.URLs))
+	for i := range s.URLs {
+		b, err := os.ReadFile(filepath.Join(s.dir, "node"+strconv.Itoa(i+1), "etc", "local.ini"))
+		if err != nil {
+			t.Fatalf("reading node %d's local.ini: %v", i+1, err)
+		}
+		files[i] = string(b)
+	}
+	return files
+}
+
 // savedConfig is a node's configuration value as it was before SetConfig.
 type savedConfig struct {
 	node, value string
@@ -382,9 +397,9 @@ func (s *Server) restoreConfig(t testing.TB, section, key string, prev []savedCo
 	for _, p := range prev {
 		var err error
 		if p.set {
-			err = s.configRequest(http.MethodPut, p.node, section, key, &p.value, true)
+			err = s.configRequest(http.MethodPut, p.node, section, key, &p.value)
 		} else {
-			err = s.configRequest(http.MethodDelete, p.node, section, key, nil, true)
+			err = s.configRequest(http.MethodDelete, p.node, section, key, nil)
 		}
 		if err != nil {
 			t.Errorf("restoring [%s] %s on %s: %v", section, key, p.node, err)
@@ -392,9 +407,9 @@ func (s *Server) restoreConfig(t testing.TB, section, key string, prev []savedCo
 	}
 }
 
-// configRequest is a node config PUT or DELETE with the persistence CouchDB is asked for
-// (the couch client always persists, as CouchDB does by default).
-func (s *Server) configRequest(method, node, section, key string, value *string, persist bool) error {
+// configRequest is a node config PUT or DELETE in the node's memory only, as the couch
+// client's.
+func (s *Server) configRequest(method, node, section, key string, value *string) error {
 	var body io.Reader
 	if value != nil {
 		data, _ := json.Marshal(*value)
@@ -407,7 +422,7 @@ func (s *Server) configRequest(method, node, section, key string, value *string,
 	}
 	req.SetBasicAuth(s.User, s.Password)
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Couch-Persist", fmt.Sprint(persist))
+	req.Header.Set("X-Couch-Persist", "false")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))

@@ -66,7 +66,7 @@ func TestPauseViewCompactionRestoresEveryNodeOnRealCouchDB(t *testing.T) {
 	if err := c.SetConfig(ctx, srv.Nodes[1], "smoosh.ratio_views", "max_size", "5000000"); err != nil {
 		t.Fatal(err)
 	}
-	before := readCompaction(t, c, srv.Nodes)
+	before, files := readCompaction(t, c, srv.Nodes), srv.LocalIni(t)
 	restore, err := PauseViewCompaction(ctx, c, srv.Nodes, DefaultWaits)
 	if err != nil {
 		t.Fatal(err)
@@ -76,12 +76,26 @@ func TestPauseViewCompactionRestoresEveryNodeOnRealCouchDB(t *testing.T) {
 			t.Errorf("%s [%s] max_size = %q during the pause, want %q", key[0], key[1], v, pausedMaxSize)
 		}
 	}
+	unwritten(t, "during the pause", files, srv.LocalIni(t))
 	if err := restore(); err != nil {
 		t.Fatal(err)
 	}
 	for key, v := range readCompaction(t, c, srv.Nodes) {
 		if v != before[key] {
 			t.Errorf("%s [%s] max_size = %q after restore, %q before", key[0], key[1], v, before[key])
+		}
+	}
+	unwritten(t, "after the restore", files, srv.LocalIni(t))
+}
+
+// unwritten fails the test if a node's local.ini changed: the pause and its restore live in
+// the nodes' memory, as CouchDB rewrites an ini file in place and a node stopped during that
+// write would not start again.
+func unwritten(t *testing.T, when string, before, now []string) {
+	t.Helper()
+	for i := range before {
+		if now[i] != before[i] {
+			t.Errorf("%s node %d's local.ini changed:\n%s\nwas:\n%s", when, i+1, now[i], before[i])
 		}
 	}
 }
