@@ -237,6 +237,7 @@ func main() {
 	lifeHistories := flag.Int("life", 0, "histories of 2,000 runs per model looked at as the operator does, for the online detector's life table (0: no table)")
 	earlyHistories := flag.Int("early", 0, "histories of 50 runs per model for the life table's first 50 looks (0: those of -life)")
 	lateHistories := flag.Int("late", 0, "histories per figure of the table of small steps found late and of dips (0: no table)")
+	lateStep := flag.Float64("late-step", 0.05, "the drop of that table's step (0.05: 5%)")
 	share := flag.Float64("share", 1, "the online detector's series' share of the schedule's budget "+
 		"(0.5: one of two judged metrics; not in the life table, which judges one)")
 	cvs := flag.String("cv", "", "lognormal models of these CVs, in percent (a list), beside the others")
@@ -306,7 +307,7 @@ func main() {
 						lifeRows[i] = append(lifeRows[i], fmt.Sprintf("| %s | %s | %.2f | %.2f | %.2f |", m.name, d.name, stages[0], stages[1], stages[2]))
 					}
 					if *lateHistories > 0 {
-						found := late(d, m, seed, *lateHistories, 50, 0.05, lateAfter)
+						found := late(d, m, seed, *lateHistories, 50, *lateStep, lateAfter)
 						row := fmt.Sprintf("| %s | %s |", m.name, d.name)
 						for _, f := range found {
 							row += " " + percent(f) + " |"
@@ -364,10 +365,11 @@ func main() {
 		printRows(lifeRows)
 	}
 	if *lateHistories > 0 {
-		fmt.Printf("\nA 5%% step after 50 unchanged runs: found (a change point within 3 runs of it) at the look the given runs "+
+		step := strconv.FormatFloat(*lateStep*100, 'f', -1, 64) + "%"
+		fmt.Printf("\nA %s step after 50 unchanged runs: found (a change point within 3 runs of it) at the look the given runs "+
 			"after it; a dip of 2 runs after 50 unchanged runs: shown at some look, and at the look 10 runs after its end shown "+
-			"as a shift that lasts or with its end. %d histories per figure.\n\n", *lateHistories)
-		fmt.Println("| noise | detector | 5% step, after 10 runs | 20 runs | 50 runs | 100 runs " +
+			"as a shift that lasts or with its end. %d histories per figure.\n\n", step, *lateHistories)
+		fmt.Println("| noise | detector | " + step + " step, after 10 runs | 20 runs | 50 runs | 100 runs " +
 			"| 10% dip shown | as lasting | with its end | 20% dip shown | as lasting | with its end |")
 		fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|---|")
 		printRows(lateRows)
