@@ -2,17 +2,25 @@ package controllers
 
 import (
 	"context"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	authorizationv1 "k8s.io/api/authorization/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/k6plan"
+	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/testenv"
 )
 
@@ -176,5 +184,77 @@ func TestExistingCouchDBsNamedPodsAreReadAsTheNamespacesReader(t *testing.T) {
 		if pod.ServiceAccountName != builders.CPUReaderName || !*pod.AutomountServiceAccountToken {
 			t.Errorf("the %s Job runs as %q, token %v; want the CPU reader, with its token", step, pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
 		}
+	}
+}
+
+// With the CPU reader installed, every counted round of the k6 reads gets a meter: a Job of
+// the runner's image, as the namespace's CPU reader, named with the arm's CouchDB pods, one
+// more part of the round's barriers (its k6 Jobs wait for it, and mark their load's end for
+// it); the warm-up gets none. Its reading becomes the reads' CPU cost per 1,000 requests; a
+// meter that failed costs its round the reading and the run nothing. It talks to envtest's
+// kube-apiserver and the in-repo CouchDB stub (no real CouchDB: no pod runs; internal/loadtest
+// meters rounds of real k6 on real CouchDB).
+func TestReadsRoundsAreMeteredAsTheNamespacesReader(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.r.CPUReaderClusterRole = testenv.CPUReaderClusterRole
+	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
+	h.readsCPU = results.ReadsCPU{CPUSeconds: 1.203, WallSeconds: 2}
+	create(t, credentials(ns))
+	bench := readsBenchmark(ns)
+	bench.Spec.CouchDB.Existing.CPUPods = []string{"couchdb-0"}
+	bench.Spec.Workloads.Reads.Repetitions, bench.Spec.Workloads.Reads.WarmUp = 2, true
+	create(t, bench)
+	got := h.drive(bench, 30)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	if jobs := jobsOf(t, got); jobs["js/reads"] != 8 {
+		t.Errorf("jobs %v, want 3 rounds of 2 k6 runners and 2 meters", jobs)
+	}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: builders.ReadsMeterJobName(got, "js", 0)},
+		&batchv1.Job{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the warm-up's meter: %v, want none", err)
+	}
+	for round := 1; round <= 2; round++ {
+		pod := job(t, ns, builders.ReadsMeterJobName(got, "js", round)).Spec.Template.Spec
+		args := strings.Join(pod.Containers[0].Args, " ")
+		for _, want := range []string{"reads-cpu ", "--arm js ", "--round " + strconv.Itoa(round) + " ", "--runners 2 ",
+			"--arm-pods js=" + ns + "/couchdb-0"} {
+			if !strings.Contains(args, want) {
+				t.Errorf("round %d's meter runs %q, without %q", round, args, want)
+			}
+		}
+		if pod.ServiceAccountName != builders.CPUReaderName || !*pod.AutomountServiceAccountToken || pod.Containers[0].Image != h.r.RunnerImage {
+			t.Errorf("round %d's meter runs %s as %q, token %v; want the runner's image as the CPU reader, with its token",
+				round, pod.Containers[0].Image, pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
+		}
+		k6 := job(t, ns, builders.K6JobName(got, "js", round, 1)).Spec.Template.Spec
+		if want := barrier.MeteredSpec(k6plan.BarrierName(round), 1, 2); !slices.Contains(k6.Containers[0].Env,
+			corev1.EnvVar{Name: "COUCHBENCH_BARRIER", Value: want}) {
+			t.Errorf("round %d's second k6 runner has env %v, without its barrier with the meter %s", round, k6.Containers[0].Env, want)
+		}
+		if k6.ServiceAccountName != "" || *k6.AutomountServiceAccountToken {
+			t.Errorf("round %d's k6 runner runs as %q, token %v: the meter reads, k6 gets no rights", round, k6.ServiceAccountName,
+				*k6.AutomountServiceAccountToken)
+		}
+	}
+	warmUp := job(t, ns, builders.K6JobName(got, "js", 0, 1)).Spec.Template.Spec
+	if want := barrier.Spec(k6plan.BarrierName(0), 1, 2); !slices.Contains(warmUp.Containers[0].Env, corev1.EnvVar{Name: "COUCHBENCH_BARRIER", Value: want}) {
+		t.Errorf("the warm-up's second k6 runner has env %v, want its barrier without a meter %s", warmUp.Containers[0].Env, want)
+	}
+	reads := storedDocuments(t, got)[0].Arms[0].Profiles[0].Reads
+	if len(reads.CPU) != 2 || reads.CPU[0] != (results.ReadsCPU{Repetition: 0, CPUSeconds: 1.203, WallSeconds: 2}) || reads.CPU[1].Repetition != 1 {
+		t.Fatalf("reads' CPU %+v: want each counted repetition's reading", reads.CPU)
+	}
+	var cost []float64
+	for _, m := range results.Metrics(storedDocuments(t, got)...) {
+		if m.Workload == "reads" && m.Name == "cpu_seconds_per_1000_requests" {
+			cost = m.Samples
+		}
+	}
+	// Each repetition's two runners made 200 and 201 requests (k6Summary).
+	if want := 1000 * 1.203 / 401; len(cost) != 2 || math.Abs(cost[0]-want) > 1e-9 {
+		t.Errorf("the reads' CPU cost %v, want %.4f s per 1,000 requests each repetition", cost, want)
 	}
 }

@@ -16,6 +16,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,6 +85,8 @@ type harness struct {
 	only func(job *batchv1.Job) bool
 	// k6Summary is k6's summary of runner i of an arm, which the script writes to its log.
 	k6Summary func(arm string, runner int) []byte
+	// readsCPU is what every reads round's meter hands over.
+	readsCPU results.ReadsCPU
 	// logs are the pods' logs the harness serves as the kubelet would.
 	logs *podLogs
 	// node is the Node the harness's pods run on: a fake kubelet's, which serves logs to the
@@ -242,6 +245,15 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 			continue
 		}
 		arm, step := job.Labels[builders.LabelQueryServer], benchv1.Step(job.Labels[builders.LabelStep])
+		if job.Labels[builders.LabelRunner] == "cpu" {
+			// A reads round's meter hands over its reading.
+			reading, err := json.Marshal(h.readsCPU)
+			if err != nil {
+				h.t.Fatal(err)
+			}
+			h.finishJob(job, builders.RunnerContainer, results.PayloadReadsCPU, reading, nil, false)
+			continue
+		}
 		if runner, ok := job.Labels[builders.LabelRunner]; ok {
 			i, _ := strconv.Atoi(runner)
 			summary := h.k6Summary(arm, i)

@@ -3,9 +3,12 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/barrier"
@@ -35,6 +38,10 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 			for i := range n {
 				jobNames[i] = builders.K6JobName(bench, qs.Name, rep, i)
 			}
+			// A metered round's meter is the last Job of its set: a part of its barriers.
+			if r.meteredRound(bench, rep) {
+				jobNames = append(jobNames, builders.ReadsMeterJobName(bench, qs.Name, rep))
+			}
 			jobs, err := r.observeJobs(ctx, bench, jobNames)
 			switch {
 			case err != nil:
@@ -62,6 +69,14 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 		return out, err
 	}
 	return stepOutcome{done: true}, nil
+}
+
+// meteredRound says whether a meter reads the server's CPU time over round rep of the reads
+// (internal/readscpu): every counted repetition when the operator reads CPU time; the warm-up
+// is not counted, so not read.
+func (r *CouchBenchmarkReconciler) meteredRound(bench *benchv1.CouchBenchmark, rep int) bool {
+	warmUp := bench.Spec.Workloads.Reads.WarmUp && rep == 0
+	return r.readsCPU(&bench.Spec) && !warmUp
 }
 
 // readsOrder is the arms' order in round rep of the reads (rep 0 is the warm-up when there is
@@ -164,8 +179,9 @@ func (r *CouchBenchmarkReconciler) armReads(ctx context.Context, bench *benchv1.
 		if warmUp {
 			rep--
 		}
+		k6, meter := jobs[:n], jobs[n:]
 		var runners []results.ReadsRunner
-		for i, job := range jobs {
+		for i, job := range k6 {
 			if failure.failure == nil {
 				if failure, err = r.readsRunner(ctx, qs, job, rep, i, n, k6plan.SegmentName(segments[i]), cfg.UserThresholds, &runners); err != nil {
 					return nil, record, stepOutcome{}, err
@@ -180,7 +196,15 @@ func (r *CouchBenchmarkReconciler) armReads(ctx context.Context, bench *benchv1.
 		} else {
 			reads.Runners = append(reads.Runners, runners...)
 		}
-		all = append(all, jobs...)
+		for _, job := range meter {
+			cpu, err := r.readsMeter(ctx, job)
+			if err != nil {
+				return nil, record, stepOutcome{}, err
+			}
+			cpu.Repetition = rep
+			reads.CPU = append(reads.CPU, cpu)
+		}
+		all = append(all, k6...)
 	}
 	if len(all) == 0 {
 		return nil, record, failure, nil
@@ -217,6 +241,26 @@ func (r *CouchBenchmarkReconciler) readsRunner(ctx context.Context, qs benchv1.Q
 	runner.Repetition = max(rep, 0)
 	*runners = append(*runners, runner)
 	return stepOutcome{}, nil
+}
+
+// readsMeter is what a round's meter read. A meter that failed, or handed over nothing, costs
+// the round its reading, not its load: the error says why there is none.
+func (r *CouchBenchmarkReconciler) readsMeter(ctx context.Context, job observedJob) (results.ReadsCPU, error) {
+	if job.phase == jobFailed {
+		return results.ReadsCPU{Error: fmt.Sprintf("the meter's Job %s failed: %s", job.name, job.detail)}, nil
+	}
+	_, data, problem, err := r.payload(ctx, job, builders.RunnerContainer)
+	switch {
+	case err != nil:
+		return results.ReadsCPU{}, err
+	case problem != "":
+		return results.ReadsCPU{Error: problem}, nil
+	}
+	var cpu results.ReadsCPU
+	if err := json.Unmarshal(data, &cpu); err != nil {
+		return results.ReadsCPU{Error: fmt.Sprintf("the meter's Job %s handed over no reading: %v", job.name, err)}, nil
+	}
+	return cpu, nil
 }
 
 // spansOf is when the Jobs ran, from the first start to the last completion.
@@ -261,15 +305,34 @@ func (r *CouchBenchmarkReconciler) startReads(ctx context.Context, bench *benchv
 	if err != nil {
 		return stepOutcome{}, err
 	}
-	_, creds := r.target(bench, qs)
+	url, creds := r.target(bench, qs)
+	metered := r.meteredRound(bench, rep)
 	segments, sequence := k6plan.Segments(n)
+	jobs := make([]*batchv1.Job, 0, n+1)
 	for i := range n {
-		job := builders.K6Job{
+		var start string
+		switch {
+		case metered:
+			start = barrier.MeteredSpec(k6plan.BarrierName(rep), i, n)
+		case n > 1:
+			start = barrier.Spec(k6plan.BarrierName(rep), i, n)
+		}
+		jobs = append(jobs, builders.K6Job{
 			Bench: bench, Arm: qs.Name, Repetition: rep, Index: i, Runners: n, Segment: segments[i], Sequence: sequence,
 			Image:   cmp.Or(bench.Spec.K6.Image, r.K6Image),
-			Barrier: barrier.Spec(fmt.Sprintf("%s-%d", benchv1.StepReads, rep), i, n),
+			Barrier: start,
 			Script:  k6plan.ScriptName, Config: config, Credentials: creds, Deadline: r.jobDeadline(bench),
-		}.Job()
+		}.Job())
+	}
+	if metered {
+		if err := r.ensureIdentity(ctx, bench.Namespace, r.cpuReader()); err != nil {
+			return stepOutcome{}, err
+		}
+		server := builders.ArmServer{Arm: qs.Name, URL: url, Credentials: creds, Pods: builders.CouchDBPodNames(bench, qs.Name)}
+		jobs = append(jobs, builders.ReadsMeterJob{Bench: bench, Server: server, Image: r.RunnerImage, Round: rep, Runners: n,
+			Deadline: r.jobDeadline(bench)}.Job())
+	}
+	for _, job := range jobs {
 		if out, ok, err := r.createOwned(ctx, bench, job); !ok {
 			return out, err
 		}

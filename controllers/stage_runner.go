@@ -117,7 +117,7 @@ func (r *CouchBenchmarkReconciler) startStep(ctx context.Context, bench *benchv1
 
 // readsCPUIn says whether a step's units carry the server's CPU cost: the loads, builds, view
 // reads and writes, when one runner does the step (parts' units overlap, so no one part's
-// reading is the cost of its own). k6's reads carry none.
+// reading is the cost of its own). k6's reads are read by a meter of their own (runReads).
 func readsCPUIn(step benchv1.Step, parts int) bool {
 	switch step {
 	case benchv1.StepSeed, benchv1.StepIndex, benchv1.StepViews, benchv1.StepWrites:

@@ -158,7 +158,8 @@ type ExistingCouchDB struct {
 
 	// CPUPods are this CouchDB's pods, in the benchmark's namespace (every node's: the runner
 	// refuses fewer pods than nodes), whose CPU time gives the server's CPU cost of every load,
-	// build, view read and write (cpu_seconds_per_1000_docs): the runner reads each pod's
+	// build, view read and write (cpu_seconds_per_1000_docs) and k6 read round
+	// (cpu_seconds_per_1000_requests): the runner, or a k6 round's meter, reads each pod's
 	// couchdb container's own cgroup through pods/exec, as the namespace's CPU reader, when
 	// the operator is installed to (the chart's cpuCost.kubernetes), and the admission policy
 	// then asks that the author may exec into pods there. Every arm shares this CouchDB and the

@@ -6,6 +6,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,9 +20,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
+	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/builders"
+	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
+	"github.com/couchbench/couchbench/internal/k6plan"
 	"github.com/couchbench/couchbench/internal/names"
 	"github.com/couchbench/couchbench/internal/results"
 )
@@ -53,21 +58,7 @@ spec:
 		srv.DeleteLater(t, names.Database("clijob", runID, arm, "small"))
 	}
 
-	// What the Job's volumes hold: the spec's ConfigMap, and each arm's credentials.
-	dir := t.TempDir()
-	cm, err := builders.SpecConfigMap(bench)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec := writeFile(t, dir, "bench.json", cm.Data[builders.SpecKey])
-	creds := filepath.Join(dir, "credentials")
-	for _, arm := range arms {
-		if err := os.MkdirAll(filepath.Join(creds, arm), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		writeFile(t, filepath.Join(creds, arm), "username", srv.User)
-		writeFile(t, filepath.Join(creds, arm), "password", srv.Password)
-	}
+	dir, spec, creds := jobVolumes(t, srv, bench, arms)
 
 	const parts = 2
 	handoffs := make([]string, parts)
@@ -79,23 +70,9 @@ spec:
 			job.Servers = append(job.Servers, builders.ArmServer{Arm: arm, URL: srv.URL(), Credentials: benchv1.SecretKeys{Name: "admin",
 				UsernameKey: "username", PasswordKey: "password"}})
 		}
-		args := job.Job().Spec.Template.Spec.Containers[0].Args
-		for _, want := range []string{"-f", "--arm", "--credentials-dir", "--handoff", "--run-id", "--arm-url", "--part", "--parts"} {
-			if !slices.Contains(args, want) {
-				t.Fatalf("the Job's arguments %q lack %s: this test no longer shows that the command takes them all", args, want)
-			}
-		}
 		handoffs[part] = filepath.Join(dir, fmt.Sprintf("termination-log-%d", part))
-		for i := 1; i < len(args); i++ {
-			switch args[i-1] {
-			case "-f":
-				args[i] = spec
-			case "--credentials-dir":
-				args[i] = creds
-			case "--handoff":
-				args[i] = handoffs[part]
-			}
-		}
+		args := inTestDir(t, job.Job().Spec.Template.Spec.Containers[0].Args, spec, creds, handoffs[part],
+			"-f", "--arm", "--credentials-dir", "--handoff", "--run-id", "--arm-url", "--part", "--parts")
 		wg.Go(func() { codes[part] = realMain(args, &stdouts[part], &stderrs[part]) })
 	}
 	wg.Wait()
@@ -129,5 +106,115 @@ spec:
 		if s := a.Profiles[0].Seeding; s == nil || s.Stored != 300 {
 			t.Errorf("arm %s: seeding %+v; want the parts to store 300 documents together", a.QueryServer, s)
 		}
+	}
+}
+
+// inTestDir is a Job's arguments with the paths the Job mounts moved to the test's files;
+// it fails the test unless they carry every one of want, so that the test shows the command
+// takes them all.
+func inTestDir(t *testing.T, args []string, spec, creds, handoff string, want ...string) []string {
+	t.Helper()
+	for _, w := range want {
+		if !slices.Contains(args, w) {
+			t.Fatalf("the Job's arguments %q lack %s: this test no longer shows that the command takes them all", args, w)
+		}
+	}
+	for i := 1; i < len(args); i++ {
+		switch args[i-1] {
+		case "-f":
+			args[i] = spec
+		case "--credentials-dir":
+			args[i] = creds
+		case "--handoff":
+			args[i] = handoff
+		}
+	}
+	return args
+}
+
+// jobVolumes writes what a Job's volumes hold into a directory of the test's own (dir): the
+// spec's ConfigMap (the file spec) and each arm's credentials (under creds).
+func jobVolumes(t *testing.T, srv *couchdbtest.Server, bench *benchv1.CouchBenchmark, arms []string) (dir, spec, creds string) {
+	t.Helper()
+	dir = t.TempDir()
+	cm, err := builders.SpecConfigMap(bench)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec = writeFile(t, dir, "bench.json", cm.Data[builders.SpecKey])
+	creds = filepath.Join(dir, "credentials")
+	for _, arm := range arms {
+		if err := os.MkdirAll(filepath.Join(creds, arm), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(creds, arm), "username", srv.User)
+		writeFile(t, filepath.Join(creds, arm), "password", srv.Password)
+	}
+	return dir, spec, creds
+}
+
+// A reads round's meter as the operator runs it: the arguments builders.ReadsMeterJob writes
+// (-f, --arm, --handoff, --run-id, --round, --runners, --limit, --credentials-dir, --arm-url,
+// --arm-pods), against real CouchDB with no Kubernetes API to exec through. The meter cannot
+// read, so it lets the round's runner go at the start barrier (here the runner is a barrier
+// part of the test's own, as the k6 script's setup is one) and hands over a reading that says
+// why there is none; the Job succeeds, so the round keeps its load.
+func TestReadsMeterJobArgumentsOnRealCouchDB(t *testing.T) {
+	srv := couchdbtest.Single(t)
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "none"))
+	bench, err := benchspec.ParseByHand(fmt.Appendf(nil, `apiVersion: bench.couchbench.io/v1alpha1
+kind: CouchBenchmark
+metadata: {name: climeter}
+spec:
+  couchdb: {existing: {url: %q, credentialsSecret: {name: admin}, cpuPods: [couchdb-0]}}
+  queryServers: [{name: a, language: javascript}]
+  workloads:
+    reads: {scenario: getDocument, virtualUsers: 1, iterationsPerUser: 1}
+`, srv.URL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bench.Namespace, bench.UID = "bench", types.UID("meter"+couchdbtest.RandomID())
+	db := names.Database("climeter", builders.RunID(bench), "a", "small")
+	srv.DeleteLater(t, db)
+	if _, err := srv.Client(t, couch.Options{}).CreateDB(context.Background(), db, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	dir, spec, creds := jobVolumes(t, srv, bench, []string{"a"})
+	job := builders.ReadsMeterJob{Bench: bench, Image: "couchbench", Round: 1, Runners: 1, Deadline: time.Minute,
+		Server: builders.ArmServer{Arm: "a", URL: srv.URL(), Pods: []string{"couchdb-0"},
+			Credentials: benchv1.SecretKeys{Name: "admin", UsernameKey: "username", PasswordKey: "password"}}}
+	handoff := filepath.Join(dir, "termination-log")
+	args := inTestDir(t, job.Job().Spec.Template.Spec.Containers[0].Args, spec, creds, handoff,
+		"reads-cpu", "--round", "--runners", "--limit", "--arm-pods", "--arm-url", "--run-id")
+	runner := make(chan error, 1)
+	go func() {
+		_, err := barrier.Barrier{Client: srv.Client(t, couch.Options{}), DB: db, Part: 0, Parts: 2, Timeout: time.Minute}.
+			Wait(context.Background(), k6plan.BarrierName(1))
+		runner <- err
+	}()
+	var stdout, stderr bytes.Buffer
+	if code := realMain(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, stderr.String())
+	}
+	if err := <-runner; err != nil {
+		t.Fatalf("the runner was not let go at the start: %v", err)
+	}
+	data, err := os.ReadFile(handoff)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := results.ParseHandoff(string(data))
+	if err != nil || h.Payload != results.PayloadReadsCPU || h.Error != "" {
+		t.Fatalf("handoff %s: %v", data, err)
+	}
+	payload, err := results.ReadFrame(strings.NewReader(stdout.String()), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reading results.ReadsCPU
+	if err := json.Unmarshal(payload, &reading); err != nil || !strings.Contains(reading.Error, "no meter: --arm-pods: no Kubernetes API") ||
+		reading.CPUSeconds != 0 {
+		t.Errorf("reading %s (%v): want none, saying there was no meter", payload, err)
 	}
 }

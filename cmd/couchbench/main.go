@@ -75,6 +75,7 @@ with files "username" and "password"; never in the URL.`,
 	root.SetUsageTemplate(usageTemplate)
 	root.AddCommand(newRunCommand())
 	root.AddCommand(newStepCommands()...)
+	root.AddCommand(newReadsCPUCommand())
 	root.AddCommand(newCleanCommand(), newClusterCommand(), newReportCommand(), newCompareCommand(), newHistoryCommand(), newVersionCommand())
 	for _, c := range root.Commands() {
 		c.Flags().SortFlags = false // as each command defines them: the benchmark and its server first

@@ -19,6 +19,7 @@ import (
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/loadtest"
+	"github.com/couchbench/couchbench/internal/readscpu"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/runner"
 )
@@ -55,13 +56,7 @@ func stepCommand(name string, steps []benchv1.Step, summary string, example ...s
 	fs := cmd.Flags()
 	o.serverFlags(fs)
 	fs.StringSliceVar(&o.arms, "arm", nil, "query `servers` to run, comma-separated or repeated (default: all)")
-	o.armPIDs = armValues{}
-	fs.Var(o.armPIDs, "arm-pid", "measure an arm's CPU cost: its single-node CouchDB's process `ARM=PID` (repeatable), whose "+
-		"process tree moves into a cgroup of its own for the run and back at its end (needs root; cgroup v1 or v2)")
-	o.armPods = armValues{}
-	fs.Var(o.armPods, "arm-pods", "measure an arm's CPU cost on Kubernetes: its CouchDB's pods, `ARM=NAMESPACE/POD[,POD...]` "+
-		"(repeatable), each read from its couchdb container's own cgroup through pods/exec (needs get and create on "+
-		"pods/exec; the kubeconfig, or in a pod its ServiceAccount)")
+	o.meterFlags(fs)
 	cobra.CheckErr(cmd.RegisterFlagCompletionFunc("arm", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		bench, err := readBench(o.file)
 		if err != nil {
@@ -88,6 +83,17 @@ func stepCommand(name string, steps []benchv1.Step, summary string, example ...s
 			"by default the run deletes them, also after a failure")
 	}
 	return cmd
+}
+
+// meterFlags are the flags that name what reads an arm's server's CPU time.
+func (o *stepOptions) meterFlags(fs *pflag.FlagSet) {
+	o.armPIDs = armValues{}
+	fs.Var(o.armPIDs, "arm-pid", "measure an arm's CPU cost: its single-node CouchDB's process `ARM=PID` (repeatable), whose "+
+		"process tree moves into a cgroup of its own for the run and back at its end (needs root; cgroup v1 or v2)")
+	o.armPods = armValues{}
+	fs.Var(o.armPods, "arm-pods", "measure an arm's CPU cost on Kubernetes: its CouchDB's pods, `ARM=NAMESPACE/POD[,POD...]` "+
+		"(repeatable), each read from its couchdb container's own cgroup through pods/exec (needs get and create on "+
+		"pods/exec; the kubeconfig, or in a pod its ServiceAccount)")
 }
 
 // serverFlags are the flags that name a benchmark and the CouchDB its arms run against.
@@ -157,7 +163,11 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	})
 	// The reads come last, as in the operator's plan; what they measured joins the document.
 	if runErr == nil && k6 != nil {
-		runErr = loadtest.Local{K6: *k6, Bench: bench, Target: t.target, Log: logOut}.Run(ctx, doc)
+		readMeters := map[string]readscpu.Meter{}
+		for arm, m := range meters {
+			readMeters[arm] = m
+		}
+		runErr = loadtest.Local{K6: *k6, Bench: bench, Target: t.target, Meters: readMeters, Log: logOut}.Run(ctx, doc)
 	}
 	// A whole run leaves CouchDB as it found it, also after a failure or an interrupt (the
 	// results are in the document); its steps run one by one leave their databases to the

@@ -60,10 +60,29 @@ func docIDs(name string, parts int) []string {
 // Spec is the barrier called name as the k6 script takes it (COUCHBENCH_BARRIER), which
 // waits the same way in its setup: JSON with every part's local document and this part's.
 func Spec(name string, part, parts int) string {
-	data, _ := json.Marshal(struct {
-		Docs []string `json:"docs"`
-		Part int      `json:"part"`
-	}{docIDs(name, parts), part})
+	return k6Spec{Docs: docIDs(name, parts), Part: part}.json()
+}
+
+// MeteredSpec is Spec for k6 runner part of runners whose round a meter of the server's CPU
+// time takes part in (internal/readscpu): the start barrier has one part more, the meter,
+// the last; and End lists the documents of the barrier called EndOf(name), of as many
+// parts, at which each runner arrives without waiting once its load has ended.
+func MeteredSpec(name string, part, runners int) string {
+	return k6Spec{Docs: docIDs(name, runners+1), Part: part, End: docIDs(EndOf(name), runners+1)}.json()
+}
+
+// EndOf names the barrier at which the parts of the barrier called name say they are done.
+func EndOf(name string) string { return name + "-end" }
+
+// k6Spec is COUCHBENCH_BARRIER.
+type k6Spec struct {
+	Docs []string `json:"docs"`
+	Part int      `json:"part"`
+	End  []string `json:"end,omitempty"`
+}
+
+func (s k6Spec) json() string {
+	data, _ := json.Marshal(s)
 	return string(data)
 }
 

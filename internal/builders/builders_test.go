@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -324,6 +325,46 @@ func TestRunnerJobReadingCPU(t *testing.T) {
 	}
 	if pod.ServiceAccountName != CPUReaderName || !*pod.AutomountServiceAccountToken {
 		t.Errorf("service account %q, token %v: want the CPU reader's, mounted", pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
+	}
+}
+
+// A reads round's meter: the runner's image running reads-cpu for its round and runners, named
+// apart from the round's k6 Jobs, with the arm's CouchDB pods, as the namespace's CPU reader,
+// under the restricted profile, small (it mostly waits), and kept off the arm's CouchDB nodes
+// as every load generator is.
+func TestReadsMeterJob(t *testing.T) {
+	bench := provisioned()
+	bench.Spec.Runner.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	job := ReadsMeterJob{Bench: bench, Image: "couchbench/manager:dev", Round: 2, Runners: 3, Deadline: 30 * time.Minute,
+		Server: ArmServer{Arm: "js", URL: "http://a:5984", Pods: CouchDBPodNames(bench, "js"),
+			Credentials: benchv1.SecretKeys{Name: "a", UsernameKey: "u", PasswordKey: "p"}}}.Job()
+	if job.Name != "bench-js-reads-2-cpu" || job.Name == K6JobName(bench, "js", 2, 0) || *job.Spec.ActiveDeadlineSeconds != 1800 {
+		t.Errorf("job %s deadline %d", job.Name, *job.Spec.ActiveDeadlineSeconds)
+	}
+	pod := job.Spec.Template.Spec
+	c := pod.Containers[0]
+	args := strings.Join(c.Args, " ")
+	for _, want := range []string{"reads-cpu -f /etc/couchbench/spec/bench.json --arm js --handoff /dev/termination-log",
+		"--round 2 --runners 3 --limit 30m0s", "--arm-url js=http://a:5984", "--arm-pods js=" + bench.Namespace + "/bench-js-couchdb-0"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %q", args, want)
+		}
+	}
+	if c.Image != "couchbench/manager:dev" || pod.ServiceAccountName != CPUReaderName || !*pod.AutomountServiceAccountToken {
+		t.Errorf("image %s, service account %q, token %v: want the runner's image as the CPU reader, with its token", c.Image,
+			pod.ServiceAccountName, *pod.AutomountServiceAccountToken)
+	}
+	if !*pod.SecurityContext.RunAsNonRoot || !*c.SecurityContext.ReadOnlyRootFilesystem || *c.SecurityContext.AllowPrivilegeEscalation {
+		t.Errorf("security: pod %+v container %+v", pod.SecurityContext, c.SecurityContext)
+	}
+	if cpu := c.Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("100m")) != 0 || !equality.Semantic.DeepEqual(c.Resources.Requests, c.Resources.Limits) {
+		t.Errorf("resources %+v: want the meter's own, not the runner's, and Guaranteed", c.Resources)
+	}
+	if job.Labels[LabelRunner] != "cpu" || job.Labels[LabelStep] != string(benchv1.StepReads) || job.Labels[LabelQueryServer] != "js" {
+		t.Errorf("labels %v", job.Labels)
+	}
+	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {
+		t.Errorf("affinity %+v: want it kept off the arm's CouchDB nodes", a)
 	}
 }
 

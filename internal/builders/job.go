@@ -68,30 +68,49 @@ func (r RunnerJob) Job() *batchv1.Job {
 	}
 	labels := Labels(r.Bench, arm, r.Step)
 	armArgs, mounts, volumes := armServers(r.Bench.Namespace, r.Servers)
-	args := append([]string{
-		string(r.Step),
-		"-f", specDir + "/" + SpecKey,
-		"--arm", strings.Join(arms, ","),
-		"--handoff", corev1.TerminationMessagePathDefault,
-		// One run's steps share its databases; another run's never touch them.
-		"--run-id", RunID(r.Bench),
-	}, armArgs...)
+	args := append(runnerArgs(string(r.Step), r.Bench, arms), armArgs...)
 	if parts := RunnerParts(r.Bench, r.Step); parts > 1 {
 		labels[LabelPart] = strconv.Itoa(r.Part)
 		args = append(args, "--part", strconv.Itoa(r.Part), "--parts", strconv.Itoa(parts))
 	}
-	container := runnerContainer(r.Image, args, append([]corev1.VolumeMount{{Name: "spec", MountPath: specDir, ReadOnly: true}}, mounts...))
-	volumes = append([]corev1.Volume{{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
-		LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(r.Bench)},
-	}}}}, volumes...)
-	job := oneShotJob(r.Bench, JobNames(r.Bench, arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container, volumes)
+	container := runnerContainer(r.Image, args, append([]corev1.VolumeMount{specMount}, mounts...))
+	job := oneShotJob(r.Bench, JobNames(r.Bench, arms, r.Step)[r.Part], labels, r.Deadline, runnerUID, container,
+		append([]corev1.Volume{specVolume(r.Bench)}, volumes...))
 	placeLoadGenerator(job, r.Bench, arms, r.Bench.Spec.Runner.Resources, r.Bench.Spec.Runner.Scheduling)
 	if slices.ContainsFunc(r.Servers, func(srv ArmServer) bool { return len(srv.Pods) > 0 }) {
-		pod := &job.Spec.Template.Spec
-		pod.ServiceAccountName = CPUReaderName
-		pod.AutomountServiceAccountToken = ptr.To(true)
+		asCPUReader(job)
 	}
 	return job
+}
+
+// runnerArgs are a runner pod's command and the flags each takes: the spec, its arms, the
+// handoff, and the run's id (one run's steps share its databases; another run's never touch
+// them).
+func runnerArgs(command string, bench *benchv1.CouchBenchmark, arms []string) []string {
+	return []string{
+		command,
+		"-f", specDir + "/" + SpecKey,
+		"--arm", strings.Join(arms, ","),
+		"--handoff", corev1.TerminationMessagePathDefault,
+		"--run-id", RunID(bench),
+	}
+}
+
+// specMount and specVolume give a runner pod the benchmark's spec (SpecConfigMap).
+var specMount = corev1.VolumeMount{Name: "spec", MountPath: specDir, ReadOnly: true}
+
+func specVolume(bench *benchv1.CouchBenchmark) corev1.Volume {
+	return corev1.Volume{Name: "spec", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+		LocalObjectReference: corev1.LocalObjectReference{Name: SpecConfigMapName(bench)},
+	}}}
+}
+
+// asCPUReader runs the Job's pod as the namespace's CPU reader, with its token: it reads
+// CouchDB pods' CPU time through pods/exec.
+func asCPUReader(job *batchv1.Job) {
+	pod := &job.Spec.Template.Spec
+	pod.ServiceAccountName = CPUReaderName
+	pod.AutomountServiceAccountToken = ptr.To(true)
 }
 
 // arms are the Job's arms, in its order.

@@ -6,13 +6,15 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 )
 
 const (
-	// LabelRunner is the index of a k6 runner among a read workload's parallel Jobs.
+	// LabelRunner is the index of a k6 runner among a read workload's parallel Jobs, or
+	// "cpu" on the round's meter (ReadsMeterJob).
 	LabelRunner = "bench.couchbench.io/k6-runner"
 	// K6Container is the k6 Jobs' container, whose log holds the runner's summary.
 	K6Container = "k6"
@@ -53,8 +55,8 @@ type K6Job struct {
 	// (empty with one runner).
 	Index, Runners    int
 	Segment, Sequence string
-	// Barrier is the start barrier the script waits at with several runners
-	// (internal/barrier's Spec).
+	// Barrier is the start barrier the script waits at with several runners or a meter
+	// (internal/barrier's Spec or MeteredSpec); "" for none.
 	Barrier string
 	// Script is the script's name in the K6ConfigMap; Config its configuration (JSON).
 	Script      string
@@ -78,8 +80,10 @@ func (k K6Job) Job() *batchv1.Job {
 	var env []corev1.EnvVar
 	if k.Runners > 1 {
 		args = append(args, "--execution-segment", k.Segment, "--execution-segment-sequence", k.Sequence)
-		// The runners of a repetition start the measured load together, from a barrier in
-		// CouchDB at the end of their setup.
+	}
+	if k.Barrier != "" {
+		// The runners of a repetition (and its meter) start the measured load together, from
+		// a barrier in CouchDB at the end of their setup.
 		env = append(env, corev1.EnvVar{Name: "COUCHBENCH_BARRIER", Value: k.Barrier})
 	}
 	secretEnv := func(name, key string) corev1.EnvVar {
@@ -104,5 +108,48 @@ func (k K6Job) Job() *batchv1.Job {
 	}}}}
 	job := oneShotJob(k.Bench, K6JobName(k.Bench, k.Arm, k.Repetition, k.Index), labels, k.Deadline, k6UID, container, volumes)
 	placeLoadGenerator(job, k.Bench, []string{k.Arm}, k.Bench.Spec.K6.Resources, k.Bench.Spec.K6.Scheduling)
+	return job
+}
+
+// ReadsMeterJob is the meter of one round of an arm's k6 reads (`couchbench reads-cpu`,
+// internal/readscpu): one more part of the round's barriers beside its k6 Jobs, reading the
+// arm's CouchDB pods' CPU time as the namespace's CPU reader. It waits more than it works, so
+// it asks for little, whatever the runner's resources; Guaranteed, as the load generators
+// are, so that no neighbour delays its readings at the load's edges.
+type ReadsMeterJob struct {
+	Bench *benchv1.CouchBenchmark
+	// Server is the arm and its CouchDB, with the pods to read.
+	Server ArmServer
+	// Image is the runner's image (the couchbench binary).
+	Image string
+	// Round is the reads' round (0 is the warm-up when there is one); Runners its k6 Jobs.
+	Round, Runners int
+	Deadline       time.Duration
+}
+
+// ReadsMeterJobName is the meter's Job of one round of an arm's reads.
+func ReadsMeterJobName(bench *benchv1.CouchBenchmark, arm string, round int) string {
+	return name(maxObjectName, bench.Name, arm, string(benchv1.StepReads), strconv.Itoa(round), "cpu")
+}
+
+// meterResources are the meter's: a few polls a second and two readings a round.
+var meterResources = corev1.ResourceRequirements{
+	Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+	Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+}
+
+// Job builds the meter's Job; it hands its reading over as a runner hands its results.
+func (m ReadsMeterJob) Job() *batchv1.Job {
+	labels := Labels(m.Bench, m.Server.Arm, benchv1.StepReads)
+	labels[LabelRunner] = "cpu"
+	armArgs, mounts, volumes := armServers(m.Bench.Namespace, []ArmServer{m.Server})
+	args := append(runnerArgs("reads-cpu", m.Bench, []string{m.Server.Arm}),
+		"--round", strconv.Itoa(m.Round), "--runners", strconv.Itoa(m.Runners), "--limit", m.Deadline.String())
+	args = append(args, armArgs...)
+	container := runnerContainer(m.Image, args, append([]corev1.VolumeMount{specMount}, mounts...))
+	job := oneShotJob(m.Bench, ReadsMeterJobName(m.Bench, m.Server.Arm, m.Round), labels, m.Deadline, runnerUID, container,
+		append([]corev1.Volume{specVolume(m.Bench)}, volumes...))
+	placeLoadGenerator(job, m.Bench, []string{m.Server.Arm}, meterResources, m.Bench.Spec.Runner.Scheduling)
+	asCPUReader(job)
 	return job
 }

@@ -130,6 +130,11 @@ func Segments(n int) (segments []string, sequence string) {
 	return segments, strings.Join(points, ",")
 }
 
+// BarrierName is the start barrier of a round of an arm's reads (0 is the warm-up when there
+// is one), in the arm's read database: its k6 runners' and, when the round is metered, its
+// meter's (internal/readscpu).
+func BarrierName(round int) string { return fmt.Sprintf("%s-%d", benchv1.StepReads, round) }
+
 // SegmentName is how a runner's segment is shown: "0:1" for a lone runner (which runs with
 // no segment).
 func SegmentName(segment string) string {

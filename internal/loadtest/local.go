@@ -20,7 +20,9 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/couch"
+	"github.com/couchbench/couchbench/internal/cpucost"
 	"github.com/couchbench/couchbench/internal/k6plan"
+	"github.com/couchbench/couchbench/internal/readscpu"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/retry"
 	"github.com/couchbench/couchbench/internal/turns"
@@ -39,6 +41,9 @@ type Local struct {
 	// Target is an arm's CouchDB: its URL, without credentials (they go to k6 in its
 	// environment, as the operator's Jobs pass them), and its admin's credentials.
 	Target func(arm string) (url string, creds couch.Credentials)
+	// Meters read the arms' servers' CPU time (by arm; none: not read), over each
+	// repetition's load (internal/readscpu).
+	Meters map[string]readscpu.Meter
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -136,12 +141,21 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 			}
 			logf(l.Log, "%s: reads (k6, %s), %s", a.qs.Name, reads.Scenario, which)
 			started := time.Now()
-			runners, err := l.run(ctx, a, dir, script, round, n)
+			// The warm-up is not counted, so its cost is not read.
+			var meter readscpu.Meter
+			if rep >= 0 {
+				meter = l.Meters[a.qs.Name]
+			}
+			runners, cpu, err := l.run(ctx, a, dir, script, round, n, meter)
 			lastEnd = time.Now()
 			a.span(started, lastEnd)
 			if err != nil {
 				a.err = fmt.Errorf("query server %s, reads, %s: %w", a.qs.Name, which, err)
 				return a.err
+			}
+			if meter != nil {
+				cpu.Repetition = rep
+				a.reads.CPU = append(a.reads.CPU, cpu)
 			}
 			var requests, failed int64
 			var longest float64
@@ -154,8 +168,8 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 			} else {
 				a.reads.Runners = append(a.reads.Runners, runners...)
 			}
-			logf(l.Log, "%s: reads, %s: %d requests (%d failed) in %s", a.qs.Name, which, requests, failed,
-				time.Duration(longest*float64(time.Millisecond)).Round(time.Millisecond))
+			logf(l.Log, "%s: reads, %s: %d requests (%d failed) in %s%s", a.qs.Name, which, requests, failed,
+				time.Duration(longest*float64(time.Millisecond)).Round(time.Millisecond), describeCPU(meter, cpu, requests))
 		}
 	}
 	return nil
@@ -259,13 +273,36 @@ func mergeReads(doc *results.Document, arms []*localArm, orders [][]string, err 
 	}
 }
 
-// run runs one round of an arm's reads: n k6 processes started together. A runner that
-// fails stops the others, which would otherwise wait for it at the start barrier.
-func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, n int) ([]results.ReadsRunner, error) {
+// run runs one round of an arm's reads: n k6 processes started together, and with a meter
+// the server's CPU time over their load. A runner that fails stops the others, which would
+// otherwise wait for it at the start barrier; a meter that fails costs only its reading.
+func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, n int,
+	meter readscpu.Meter) ([]results.ReadsRunner, results.ReadsCPU, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	segments, sequence := k6plan.Segments(n)
 	runners := make([]results.ReadsRunner, n)
+	name := k6plan.BarrierName(round)
+	var cpu results.ReadsCPU
+	meterDone := make(chan struct{})
+	meterCtx, stopMeter := context.WithCancel(ctx)
+	defer stopMeter()
+	if meter != nil {
+		go func() {
+			defer close(meterDone)
+			c, err := couch.New(a.config.URL, a.creds, couch.Options{})
+			if err == nil {
+				var spent cpucost.Spent
+				spent, err = readscpu.Round{Client: c, DB: a.config.DB, Barrier: name, Runners: n, End: maxLoad}.Measure(meterCtx, meter)
+				cpu.CPUSeconds, cpu.WallSeconds = spent.CPU.Seconds(), spent.Wall.Seconds()
+			}
+			if err != nil {
+				cpu = results.ReadsCPU{Error: err.Error()}
+			}
+		}()
+	} else {
+		close(meterDone)
+	}
 	var (
 		mu    sync.Mutex
 		first error
@@ -274,7 +311,7 @@ func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, 
 	for i := range n {
 		wg.Go(func() {
 			var err error
-			runners[i], err = l.runner(ctx, a, dir, script, round, i, n, segments[i], sequence)
+			runners[i], err = l.runner(ctx, a, dir, script, name, i, n, segments[i], sequence, meter != nil)
 			if err != nil {
 				mu.Lock()
 				if first == nil {
@@ -286,19 +323,51 @@ func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, 
 		})
 	}
 	wg.Wait()
-	return runners, first
+	// With every k6 process gone, a meter still waiting waits for ends none of them marked
+	// (their teardowns could not write them); it gets as long as for a straggler.
+	select {
+	case <-meterDone:
+	case <-time.After(readscpu.Straggle):
+		stopMeter()
+		<-meterDone
+	}
+	return runners, cpu, first
 }
 
-// runner runs k6 runner i of n of a round and reads its summary.
-func (l Local) runner(ctx context.Context, a *localArm, dir, script string, round, i, n int, segment, sequence string) (results.ReadsRunner, error) {
+// describeCPU is the progress line's CPU part.
+func describeCPU(meter readscpu.Meter, cpu results.ReadsCPU, requests int64) string {
+	switch {
+	case meter == nil:
+		return ""
+	case cpu.Error != "":
+		return ", server CPU not read: " + cpu.Error
+	case requests <= 0:
+		return fmt.Sprintf(", server CPU %.2f s", cpu.CPUSeconds)
+	}
+	return fmt.Sprintf(", server CPU %.2f s (%.3f s per 1,000 requests)", cpu.CPUSeconds, 1000*cpu.CPUSeconds/float64(requests))
+}
+
+// maxLoad bounds a meter's wait for the runners' ends; the round's runners end it sooner
+// (meterGrace).
+const maxLoad = 24 * time.Hour
+
+// runner runs k6 runner i of n of a round, whose barrier is called name, and reads its
+// summary; metered, the round's meter is one more part of its barrier.
+func (l Local) runner(ctx context.Context, a *localArm, dir, script, name string, i, n int, segment, sequence string,
+	metered bool) (results.ReadsRunner, error) {
 	p := k6Process{
-		bin: l.K6.Path, script: script, handoff: filepath.Join(dir, fmt.Sprintf("%s-%d-%d.handoff", a.qs.Name, round, i)),
+		bin: l.K6.Path, script: script, handoff: filepath.Join(dir, fmt.Sprintf("%s-%s-%d.handoff", a.qs.Name, name, i)),
 		env: []string{"COUCHBENCH_CONFIG=" + a.json, "COUCHDB_USER=" + a.creds.Username, "COUCHDB_PASSWORD=" + a.creds.Password},
 	}
 	if n > 1 {
 		p.args = []string{"--execution-segment", segment, "--execution-segment-sequence", sequence}
-		// The barrier of the operator's k6 Jobs: local documents in the read database.
-		p.env = append(p.env, "COUCHBENCH_BARRIER="+barrier.Spec(fmt.Sprintf("%s-%d", benchv1.StepReads, round), i, n))
+	}
+	// The barrier of the operator's k6 Jobs: local documents in the read database.
+	switch {
+	case metered:
+		p.env = append(p.env, "COUCHBENCH_BARRIER="+barrier.MeteredSpec(name, i, n))
+	case n > 1:
+		p.env = append(p.env, "COUCHBENCH_BARRIER="+barrier.Spec(name, i, n))
 	}
 	_, summary, err := p.run(ctx)
 	if err != nil {

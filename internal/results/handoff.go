@@ -30,6 +30,8 @@ const (
 	PayloadDocument = "document"
 	// PayloadK6Summary is k6's end-of-test summary as JSON (handleSummary's data).
 	PayloadK6Summary = "k6-summary"
+	// PayloadReadsCPU is a ReadsCPU as JSON: a round of the k6 reads as its meter read it.
+	PayloadReadsCPU = "reads-cpu"
 )
 
 // MaxHandoffBytes is what Kubernetes keeps of a termination message.

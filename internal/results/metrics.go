@@ -61,7 +61,7 @@ func Metrics(docs ...*Document) []Metric {
 						costs = append(costs, cpuCost{s.CPUSeconds, s.Stored})
 					}
 					add(m)
-					add(cpuMetric(m, costs))
+					add(cpuMetric(m, cpuCostMetric, costs))
 				}
 				for _, ix := range p.Indexing {
 					m := base
@@ -72,7 +72,7 @@ func Metrics(docs ...*Document) []Metric {
 						costs = append(costs, cpuCost{r.CPUSeconds, r.Documents})
 					}
 					add(m)
-					add(cpuMetric(m, costs))
+					add(cpuMetric(m, cpuCostMetric, costs))
 				}
 				for _, vr := range p.ViewReads {
 					m := base
@@ -83,7 +83,7 @@ func Metrics(docs ...*Document) []Metric {
 						costs = append(costs, cpuCost{r.CPUSeconds, r.Rows})
 					}
 					add(m)
-					add(cpuMetric(m, costs))
+					add(cpuMetric(m, cpuCostMetric, costs))
 				}
 				for _, mode := range writeModes(p.Writes) {
 					m := base
@@ -94,7 +94,7 @@ func Metrics(docs ...*Document) []Metric {
 						costs = append(costs, cpuCost{w.CPUSeconds, w.Stored})
 					}
 					add(m)
-					add(cpuMetric(m, costs))
+					add(cpuMetric(m, cpuCostMetric, costs))
 				}
 				if p.Reads != nil && len(p.Reads.Runners) > 0 {
 					out = append(out, readsMetrics(base, *p.Reads)...)
@@ -105,8 +105,12 @@ func Metrics(docs ...*Document) []Metric {
 	return out
 }
 
-// cpuCostMetric names the server's CPU cost in every workload.
-const cpuCostMetric = "cpu_seconds_per_1000_docs"
+// cpuCostMetric names the server's CPU cost in the runner's workloads; the k6 reads', per
+// request, is cpuCostPerRequest.
+const (
+	cpuCostMetric     = "cpu_seconds_per_1000_docs"
+	cpuCostPerRequest = "cpu_seconds_per_1000_requests"
+)
 
 // cpuCost is what the server spent on one repetition and the documents it built, loaded,
 // read or stored.
@@ -115,12 +119,15 @@ type cpuCost struct {
 	docs    int64
 }
 
-// cpuMetric is the server's CPU cost of a workload's repetitions, per 1,000 documents, beside
-// their rate (from the same repetitions): no samples unless every repetition was metered, so
-// that its rounds pair with the rate's.
-func cpuMetric(rate Metric, costs []cpuCost) Metric {
+// cpuMetric is the server's CPU cost of a workload's repetitions, per 1,000 documents (or
+// requests: name), beside their rate (from the same repetitions): no samples unless every
+// repetition was metered, so that its rounds pair with the rate's.
+func cpuMetric(rate Metric, name string, costs []cpuCost) Metric {
 	m := rate
-	m.Name, m.Direction, m.Samples = cpuCostMetric, LowerIsBetter, nil
+	m.Name, m.Direction, m.Samples = name, LowerIsBetter, nil
+	if len(costs) == 0 {
+		return Metric{}
+	}
 	for _, c := range costs {
 		if !(c.seconds > 0) || c.docs <= 0 {
 			return Metric{}
@@ -144,6 +151,9 @@ func readsMetrics(base Metric, r Reads) []Metric {
 	one := func(name string, dir Direction, v float64) { add(name, dir, v, []float64{v}) }
 	rates, _ := r.repetitions()
 	add("requests_per_second", HigherIsBetter, float64(c.RequestsPerSecond), rates)
+	if cpu := cpuMetric(out[0], cpuCostPerRequest, r.cpuCosts()); len(cpu.Samples) > 0 {
+		add(cpu.Name, cpu.Direction, Summarize(cpu.Samples).Median, cpu.Samples)
+	}
 	for _, p := range []struct{ name, value string }{{"p50_ms", c.P50}, {"p95_ms", c.P95}, {"p99_ms", c.P99}} {
 		if d, err := time.ParseDuration(p.value); err == nil {
 			one(p.name, LowerIsBetter, float64(d)/float64(time.Millisecond))

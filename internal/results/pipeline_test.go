@@ -422,15 +422,21 @@ func TestEveryMeteredWorkloadHasACPUCostMetricAndRow(t *testing.T) {
 	p.Seeding.CPUSeconds = 0.5
 	p.ViewReads[1].Reads[0].CPUSeconds = 0.25
 	p.Writes[0].CPUSeconds, p.Writes[0].Stored = 4, 5000
-	got := map[string]float64{}
+	// Two repetitions of two k6 runners each: a repetition's reading covers both runners.
+	p.Reads = &Reads{Scenario: "getDocument", Runners: []ReadsRunner{
+		{Repetition: 0, Segment: "0:1/2", Requests: 1500, DurationMs: 1000}, {Repetition: 0, Segment: "1/2:1", Requests: 500, DurationMs: 1000},
+		{Repetition: 1, Segment: "0:1/2", Requests: 1000, DurationMs: 1000}, {Repetition: 1, Segment: "1/2:1", Requests: 1000, DurationMs: 1000},
+	}, CPU: []ReadsCPU{{Repetition: 1, CPUSeconds: 3}, {Repetition: 0, CPUSeconds: 2}}}
+	got := map[string][]float64{}
 	for _, m := range Metrics(d) {
-		if m.Name == cpuCostMetric {
-			got[m.Profile+"/"+m.Workload+"/"+m.Variant] = m.Value
+		if m.Name == cpuCostMetric || m.Name == cpuCostPerRequest {
+			got[m.Profile+"/"+m.Workload+"/"+m.Variant+"/"+m.Name] = append(m.Samples, m.Value)
 		}
 	}
-	want := map[string]float64{"small/seeding/bulk": 0.5, "small/viewReads/emitNull": 0.25, "small/writes/bulk-100": 0.8}
+	want := map[string][]float64{"small/seeding/bulk/" + cpuCostMetric: {0.5, 0.5}, "small/viewReads/emitNull/" + cpuCostMetric: {0.25, 0.25},
+		"small/writes/bulk-100/" + cpuCostMetric: {0.8, 0.8}, "small/reads/getDocument/" + cpuCostPerRequest: {1, 1.5, 1.25}}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("CPU cost metrics %v, want %v", got, want)
+		t.Errorf("CPU cost metrics (samples, then value) %v, want %v", got, want)
 	}
 	var rows []string
 	for _, tb := range NewReport(d).Tables() {
@@ -440,9 +446,17 @@ func TestEveryMeteredWorkloadHasACPUCostMetricAndRow(t *testing.T) {
 			}
 		}
 	}
-	wantRows := []string{"arm0 | small | seeding | bulk | 0.500 (n=1)", "arm0 | small | viewReads | emitNull | 0.250 (n=1)",
-		"arm0 | small | writes | bulk-100 | 0.800 (n=1)"}
+	wantRows := []string{"arm0 | small | seeding | bulk | docs | 0.500 (n=1)", "arm0 | small | viewReads | emitNull | docs | 0.250 (n=1)",
+		"arm0 | small | writes | bulk-100 | docs | 0.800 (n=1)", "arm0 | small | reads | getDocument | requests | 1.250 (n=2, CV 28.3%)"}
 	if !reflect.DeepEqual(rows, wantRows) {
 		t.Errorf("CPU cost table rows %q, want %q", rows, wantRows)
+	}
+	// A repetition without its reading leaves the reads without a CPU cost: its samples must
+	// pair with the rate's.
+	p.Reads.CPU[0] = ReadsCPU{Repetition: 1, Error: "waiting for the k6 runners' ends: ..."}
+	for _, m := range Metrics(d) {
+		if m.Name == cpuCostPerRequest {
+			t.Errorf("a CPU cost of the reads from %v, one repetition unread", m.Samples)
+		}
 	}
 }

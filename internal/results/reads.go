@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,40 @@ type Reads struct {
 	// WarmUp is the runners of the load before the repetitions (reads.warmUp): reported,
 	// not counted.
 	WarmUp []ReadsRunner `json:"warmUp,omitempty"`
+	// CPU is what the arm's CouchDB spent on each repetition, all its runners together, when
+	// a meter read it (internal/readscpu); a repetition whose reading failed says why.
+	CPU []ReadsCPU `json:"cpu,omitempty"`
+}
+
+// ReadsCPU is the server's CPU time over one repetition's load: from the start barrier's
+// release to the last runner's end.
+type ReadsCPU struct {
+	Repetition  int     `json:"repetition"`
+	CPUSeconds  float64 `json:"cpuSeconds,omitempty"`
+	WallSeconds float64 `json:"wallSeconds,omitempty"`
+	Error       string  `json:"error,omitempty"`
+}
+
+// cpuCosts are the repetitions' CPU costs in the order of repetitions(), each with all its
+// runners' requests; nil unless every repetition has a reading.
+func (r Reads) cpuCosts() []cpuCost {
+	requests := map[int]int64{}
+	var reps []int
+	for _, run := range r.Runners {
+		if _, seen := requests[run.Repetition]; !seen {
+			reps = append(reps, run.Repetition)
+		}
+		requests[run.Repetition] += run.Requests
+	}
+	costs := make([]cpuCost, 0, len(reps))
+	for _, rep := range reps {
+		i := slices.IndexFunc(r.CPU, func(c ReadsCPU) bool { return c.Repetition == rep && c.Error == "" })
+		if i < 0 {
+			return nil
+		}
+		costs = append(costs, cpuCost{r.CPU[i].CPUSeconds, requests[rep]})
+	}
+	return costs
 }
 
 // ReadsRunner is one k6 runner's end-of-test summary of the measured requests (those tagged

@@ -676,8 +676,12 @@ func TestK6PercentilesMergedAcrossNodes(t *testing.T) {
 	start(t, b)
 	got := mustSucceed(t, b, 20*time.Minute)
 
-	k6 := byStep(generatorPodsOf(t, b))[benchv1.StepReads]
+	gens := generatorPodsOf(t, b)
+	k6 := rolePods(gens, results.RoleK6)
 	requireScheduled(t, k6)
+	if meters := rolePods(gens, roleMeter); len(meters) != 1 {
+		t.Errorf("%d meters of the k6 round, want 1: %s", len(meters), describePods(meters))
+	}
 	if len(k6) != 3 {
 		t.Errorf("%d k6 pods, want 3: %s", len(k6), describePods(k6))
 	}
@@ -695,6 +699,13 @@ func TestK6PercentilesMergedAcrossNodes(t *testing.T) {
 	runners := arm.Profiles[0].Reads.Runners
 	if len(runners) != 3 {
 		t.Fatalf("%d k6 runners in the document, want 3: %+v", len(runners), runners)
+	}
+	// The round's meter read the server over the three runners' load, which spread over nodes:
+	// it waited at the start barrier and for every runner's end.
+	if cpu := arm.Profiles[0].Reads.CPU; len(cpu) != 1 || cpu[0].Error != "" || !(cpu[0].CPUSeconds > 0) {
+		t.Errorf("the reads' CPU readings %+v: want the round's", cpu)
+	} else {
+		t.Logf("the k6 round (%d requests) cost the server %.3f CPU-seconds over %.1f s", 3*perRunner, cpu[0].CPUSeconds, cpu[0].WallSeconds)
 	}
 	bound := latency.K6.ErrorPercent() / 100
 	percentiles := []float64{50, 95, 99}
@@ -835,13 +846,20 @@ func generatorPodsOf(t *testing.T, b *benchv1.CouchBenchmark) []corev1.Pod {
 		})
 }
 
-// roleOf is a load-generator pod's role in the results: k6 for the reads step, else runner.
+// roleOf is a load-generator pod's role in the results: k6 for the reads step, else runner;
+// a k6 round's meter (it generates no load, and the results' provenance leaves it out) is
+// roleMeter.
 func roleOf(p corev1.Pod) string {
-	if benchv1.Step(p.Labels[builders.LabelStep]) == benchv1.StepReads {
+	switch {
+	case p.Labels[builders.LabelRunner] == "cpu":
+		return roleMeter
+	case benchv1.Step(p.Labels[builders.LabelStep]) == benchv1.StepReads:
 		return results.RoleK6
 	}
 	return results.RoleRunner
 }
+
+const roleMeter = "meter"
 
 func rolePods(pods []corev1.Pod, role string) []corev1.Pod {
 	return slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool { return roleOf(p) != role })

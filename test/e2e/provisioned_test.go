@@ -98,6 +98,12 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 		t.Logf("seeding retries through the deleted pod: %d", d.Arms[0].Profiles[0].Seeding.Retries)
 	}
 	contains(t, "report", md, "### Reads (k6)", "### View reads", "### Writes", "### Seeding per runner", "3 node(s)")
+	// The round's meter read the three CouchDB pods over the k6 load.
+	if cpu := docs[0].Arms[0].Profiles[0].Reads.CPU; len(cpu) != 1 || cpu[0].Error != "" || !(cpu[0].CPUSeconds > 0) {
+		t.Errorf("the reads' CPU readings %+v: want the round's, read from the three pods", cpu)
+	} else {
+		t.Logf("the k6 round cost the server %.3f CPU-seconds over %.1f s", cpu[0].CPUSeconds, cpu[0].WallSeconds)
+	}
 	if parts := docs[0].Arms[0].Profiles[0].Seeding.Parts; len(parts) == 3 {
 		for i, p := range parts {
 			t.Logf("seeding runner %d: %d documents in %s, started %s after the first", i, p.Stored, p.Elapsed,
@@ -108,7 +114,7 @@ func TestThreeNodesReadsViewsWritesThroughDeletedPods(t *testing.T) {
 		want := 1
 		switch {
 		case strings.HasSuffix(step, "/reads"):
-			want = 2
+			want = 3 // two k6 runners and the round's meter: the suite's operator reads CPU cost
 		case strings.HasSuffix(step, "/seed"), strings.HasSuffix(step, "/writes"):
 			want = 3
 		}
