@@ -48,7 +48,8 @@ func newReadsCPUCommand() *cobra.Command {
 	fs.StringVar(&o.runID, "run-id", "", "`name` part of the run's databases, as its steps took it")
 	fs.IntVar(&round, "round", 0, "the `round` of the reads whose barriers to take part in (0 is the warm-up when there is one)")
 	fs.IntVar(&runners, "runners", 1, "how many k6 runners (`n`) share the round")
-	fs.DurationVar(&limit, "limit", time.Hour, "how long to wait for the runners' ends (`duration`): longer than the load")
+	fs.DurationVar(&limit, "limit", time.Hour, "how long to wait for the runners at the start (their setup builds views) "+
+		"and for their ends (`duration`): longer than setup and load")
 	return cmd
 }
 
@@ -78,7 +79,8 @@ func readsCPU(o stepOptions, round, runners int, limit time.Duration, stdout, st
 		}
 	}
 	db := names.Database(bench.Name, o.runID, arm, dataset.ProfileName(bench.Spec.Dataset.Profiles[0]))
-	rd := readscpu.Round{Client: t.clientOf(arm), DB: db, Barrier: k6plan.BarrierName(round), Runners: runners, End: limit}
+	rd := readscpu.Round{Client: t.clientOf(arm), DB: db, Barrier: k6plan.BarrierName(round), Runners: runners,
+		Start: limit, End: limit}
 	meters, doneMeasuring, err := cpuMeters(ctx, o.armPIDs, o.armPods, bench)
 	defer func() {
 		if err := doneMeasuring(); err != nil {

@@ -293,7 +293,7 @@ func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, 
 			c, err := couch.New(a.config.URL, a.creds, couch.Options{})
 			if err == nil {
 				var spent cpucost.Spent
-				spent, err = readscpu.Round{Client: c, DB: a.config.DB, Barrier: name, Runners: n, End: maxLoad}.Measure(meterCtx, meter)
+				spent, err = readscpu.Round{Client: c, DB: a.config.DB, Barrier: name, Runners: n, Start: maxLoad, End: maxLoad}.Measure(meterCtx, meter)
 				cpu.CPUSeconds, cpu.WallSeconds = spent.CPU.Seconds(), spent.Wall.Seconds()
 			}
 			if err != nil {
@@ -347,8 +347,9 @@ func describeCPU(meter readscpu.Meter, cpu results.ReadsCPU, requests int64) str
 	return fmt.Sprintf(", server CPU %.2f s (%.3f s per 1,000 requests)", cpu.CPUSeconds, 1000*cpu.CPUSeconds/float64(requests))
 }
 
-// maxLoad bounds a meter's wait for the runners' ends; the round's runners end it sooner
-// (meterGrace).
+// maxLoad bounds a meter's waits for the runners, at the start (after their setup, which
+// builds views) and at their ends; the round's runners end them sooner (a failed runner
+// cancels the round, and a runner's end that does not come is a straggler's).
 const maxLoad = 24 * time.Hour
 
 // runner runs k6 runner i of n of a round, whose barrier is called name, and reads its
