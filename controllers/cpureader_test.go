@@ -14,6 +14,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
@@ -190,8 +191,8 @@ func TestExistingCouchDBsNamedPodsAreReadAsTheNamespacesReader(t *testing.T) {
 // With the CPU reader installed, every counted round of the k6 reads gets a meter: a Job of
 // the runner's image, as the namespace's CPU reader, named with the arm's CouchDB pods, one
 // more part of the round's barriers (its k6 Jobs wait for it, and mark their load's end for
-// it); the warm-up gets none. Its reading becomes the reads' CPU cost per 1,000 requests; a
-// meter that failed costs its round the reading and the run nothing. It talks to envtest's
+// it); the warm-up gets none. Its reading becomes the reads' CPU cost per 1,000 requests. It
+// talks to envtest's
 // kube-apiserver and the in-repo CouchDB stub (no real CouchDB: no pod runs; internal/loadtest
 // meters rounds of real k6 on real CouchDB).
 func TestReadsRoundsAreMeteredAsTheNamespacesReader(t *testing.T) {
@@ -256,5 +257,39 @@ func TestReadsRoundsAreMeteredAsTheNamespacesReader(t *testing.T) {
 	// Each repetition's two runners made 200 and 201 requests (k6Summary).
 	if want := 1000 * 1.203 / 401; len(cost) != 2 || math.Abs(cost[0]-want) > 1e-9 {
 		t.Errorf("the reads' CPU cost %v, want %.4f s per 1,000 requests each repetition", cost, want)
+	}
+}
+
+// A round whose k6 runners all ended without marking their ends (teardowns that could not
+// write): its meter waits on for them. meterGrace after the runners' end the operator stops
+// it (its deadline cut to a second) with a Warning that says why, and the round keeps its
+// load without a reading; the run succeeds. It talks to envtest's kube-apiserver (no pod
+// runs: the harness ends the meter's Job only once it is stopped, as its pod would).
+func TestAMeterLeftWaitingIsStoppedAndTheRoundKeepsItsLoad(t *testing.T) {
+	ns := env.Namespace(t)
+	h := newHarness(t)
+	h.r.CPUReaderClusterRole = testenv.CPUReaderClusterRole
+	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
+	h.readsCPU = results.ReadsCPU{Error: "waiting for the k6 runners' ends: interrupted by SIGTERM"}
+	h.only = func(job *batchv1.Job) bool {
+		return job.Labels[builders.LabelRunner] != "cpu" || ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0) == 1
+	}
+	create(t, credentials(ns))
+	bench := readsBenchmark(ns)
+	bench.Spec.CouchDB.Existing.CPUPods = []string{"couchdb-0"}
+	create(t, bench)
+	got := h.drive(bench, 80)
+	if got.Status.Phase != benchv1.PhaseSucceeded {
+		t.Fatalf("phase %s, conditions %+v", got.Status.Phase, got.Status.Conditions)
+	}
+	if d := job(t, ns, builders.ReadsMeterJobName(got, "js", 0)).Spec.ActiveDeadlineSeconds; d == nil || *d != 1 {
+		t.Errorf("the meter's deadline %v: want it cut to a second", d)
+	}
+	reads := storedDocuments(t, got)[0].Arms[0].Profiles[0].Reads
+	if len(reads.Runners) != 2 || len(reads.CPU) != 1 || !strings.Contains(reads.CPU[0].Error, "interrupted") || reads.CPU[0].CPUSeconds != 0 {
+		t.Errorf("reads: %d runners, CPU %+v; want the round's load kept and its reading saying why there is none", len(reads.Runners), reads.CPU)
+	}
+	if events := drainEvents(h); !strings.Contains(events, "still waits for their ends; stopping it") {
+		t.Errorf("events:\n%s\nwant a Warning saying why the meter was stopped", events)
 	}
 }

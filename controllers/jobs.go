@@ -243,18 +243,33 @@ func (r *CouchBenchmarkReconciler) stopParts(ctx context.Context, bench *benchv1
 		return nil
 	}
 	for _, o := range s {
-		if o.phase != jobRunning || (o.job.Spec.ActiveDeadlineSeconds != nil && *o.job.Spec.ActiveDeadlineSeconds <= 1) {
+		if o.phase != jobRunning || stopping(o) {
 			continue
 		}
-		patch := client.MergeFrom(o.job.DeepCopy())
-		o.job.Spec.ActiveDeadlineSeconds = ptr.To[int64](1)
-		if err := r.Patch(ctx, o.job, patch); err != nil {
-			return client.IgnoreNotFound(err)
+		if err := r.endEarly(ctx, bench, o, fmt.Sprintf("Job %s failed (%s); stopping Job %s, which would wait for it",
+			failed.name, failed.detail, o.name)); err != nil {
+			return err
 		}
-		r.Recorder.Eventf(bench, o.job, corev1.EventTypeWarning, reasonPartStopped, "Stop",
-			"Job %s failed (%s); stopping Job %s, which would wait for it", failed.name, failed.detail, o.name)
 	}
 	return nil
+}
+
+// endEarly cuts a running Job's active deadline to one second, so that the Job controller
+// stops its pod (SIGTERM: a runner still hands over what it has) and marks it failed, and
+// says why in a Warning event.
+func (r *CouchBenchmarkReconciler) endEarly(ctx context.Context, bench *benchv1.CouchBenchmark, o observedJob, why string) error {
+	patch := client.MergeFrom(o.job.DeepCopy())
+	o.job.Spec.ActiveDeadlineSeconds = ptr.To[int64](1)
+	if err := r.Patch(ctx, o.job, patch); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	r.Recorder.Eventf(bench, o.job, corev1.EventTypeWarning, reasonPartStopped, "Stop", "%s", why)
+	return nil
+}
+
+// stopping says whether a Job has been ended early (endEarly) and is ending.
+func stopping(o observedJob) bool {
+	return o.job.Spec.ActiveDeadlineSeconds != nil && *o.job.Spec.ActiveDeadlineSeconds <= 1
 }
 
 // recheck tells whether a Job has finished but its pod's status does not show the end yet.

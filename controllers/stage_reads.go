@@ -58,6 +58,9 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 			case jobs.missing():
 				return r.startReads(ctx, bench, qs, rep, n)
 			}
+			if out, waiting, err := r.meterAfterLoad(ctx, bench, jobs[:n], jobs[n:]); waiting || err != nil {
+				return out, err
+			}
 			if out, running, err := r.running(ctx, bench, jobs, k6Pods(bench)); running || err != nil {
 				return out, err
 			}
@@ -70,6 +73,30 @@ func (r *CouchBenchmarkReconciler) runReads(ctx context.Context, bench *benchv1.
 	}
 	return stepOutcome{done: true}, nil
 }
+
+// meterAfterLoad ends a round's meter that still waits once all its k6 runners have ended
+// without marking their ends (a teardown that could not write): after meterGrace its active
+// deadline is cut to a second, so that the Job controller stops its pod, which hands over a
+// reading that says why there is none. waiting: the step waits for it meanwhile.
+func (r *CouchBenchmarkReconciler) meterAfterLoad(ctx context.Context, bench *benchv1.CouchBenchmark, k6, meter jobSet) (stepOutcome, bool, error) {
+	if len(meter) == 0 || meter[0].phase != jobRunning || !k6.finished() {
+		return stepOutcome{}, false, nil
+	}
+	m := meter[0]
+	if stopping(m) {
+		return stepOutcome{requeueAfter: recheckAfter}, true, nil
+	}
+	_, lastEnd := spansOf(k6)
+	if wait := lastEnd.Add(meterGrace).Sub(r.Clock.Now()); wait > 0 {
+		return stepOutcome{requeueAfter: wait}, true, nil
+	}
+	return stepOutcome{requeueAfter: recheckAfter}, true, r.endEarly(ctx, bench, m, fmt.Sprintf("the k6 runners of Job %s's round "+
+		"ended over %s ago and it still waits for their ends; stopping it: the round keeps its load without a CPU reading", m.name, meterGrace))
+}
+
+// meterGrace is how long a round's meter may go on waiting once its k6 runners have ended:
+// it sees their ends within a poll (readscpu.EndPoll) when they marked them.
+const meterGrace = 30 * time.Second
 
 // meteredRound says whether a meter reads the server's CPU time over round rep of the reads
 // (internal/readscpu): every counted repetition when the operator reads CPU time; the warm-up
@@ -189,6 +216,11 @@ func (r *CouchBenchmarkReconciler) armReads(ctx context.Context, bench *benchv1.
 			}
 		}
 		if failure.failure != nil {
+			// The runners wait for the meter at the start: a meter that failed (its pod lost,
+			// say) stops them (stopParts), and is named beside them.
+			if len(meter) > 0 && meter[0].phase == jobFailed {
+				failure.failure.message += fmt.Sprintf("; the round's CPU meter, Job %s, failed: %s", meter[0].name, meter[0].detail)
+			}
 			break
 		}
 		if rep < 0 {
@@ -243,16 +275,16 @@ func (r *CouchBenchmarkReconciler) readsRunner(ctx context.Context, qs benchv1.Q
 	return stepOutcome{}, nil
 }
 
-// readsMeter is what a round's meter read. A meter that failed, or handed over nothing, costs
-// the round its reading, not its load: the error says why there is none.
+// readsMeter is what a round's meter read, once its k6 runners have all succeeded. A meter
+// that handed over no reading (stopped by meterAfterLoad, its reading interrupted; or failed)
+// costs the round its reading, not its load: the error says why there is none.
 func (r *CouchBenchmarkReconciler) readsMeter(ctx context.Context, job observedJob) (results.ReadsCPU, error) {
-	if job.phase == jobFailed {
-		return results.ReadsCPU{Error: fmt.Sprintf("the meter's Job %s failed: %s", job.name, job.detail)}, nil
-	}
 	_, data, problem, err := r.payload(ctx, job, builders.RunnerContainer)
 	switch {
 	case err != nil:
 		return results.ReadsCPU{}, err
+	case problem != "" && job.phase == jobFailed:
+		return results.ReadsCPU{Error: fmt.Sprintf("the meter's Job %s failed: %s", job.name, job.detail)}, nil
 	case problem != "":
 		return results.ReadsCPU{Error: problem}, nil
 	}

@@ -323,11 +323,11 @@ func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, 
 		})
 	}
 	wg.Wait()
-	// With every k6 process gone, a meter still waiting waits for ends none of them marked
-	// (their teardowns could not write them); it gets as long as for a straggler.
+	// With every k6 process gone, a meter still waiting waits for ends none of them will
+	// mark (a teardown that could not write); it gets a few of its polls more.
 	select {
 	case <-meterDone:
-	case <-time.After(readscpu.Straggle):
+	case <-time.After(meterGrace):
 		stopMeter()
 		<-meterDone
 	}
@@ -347,9 +347,13 @@ func describeCPU(meter readscpu.Meter, cpu results.ReadsCPU, requests int64) str
 	return fmt.Sprintf(", server CPU %.2f s (%.3f s per 1,000 requests)", cpu.CPUSeconds, 1000*cpu.CPUSeconds/float64(requests))
 }
 
+// meterGrace is how long a round's meter may go on waiting for the runners' ends once every
+// k6 process has exited.
+const meterGrace = 10 * readscpu.EndPoll
+
 // maxLoad bounds a meter's waits for the runners, at the start (after their setup, which
 // builds views) and at their ends; the round's runners end them sooner (a failed runner
-// cancels the round, and a runner's end that does not come is a straggler's).
+// cancels the round; their exits end the wait for ends, meterGrace after).
 const maxLoad = 24 * time.Hour
 
 // runner runs k6 runner i of n of a round, whose barrier is called name, and reads its

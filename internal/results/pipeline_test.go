@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -52,6 +53,20 @@ func TestParseK6Summary(t *testing.T) {
 	// Only the user's thresholds count; the script's own (max>=0) do not.
 	if !reflect.DeepEqual(r.Thresholds, map[string]bool{"http_req_duration{couchbench:load}: p(95)<1": false}) {
 		t.Errorf("thresholds %v", r.Thresholds)
+	}
+	// A metered round's teardown, which marks the load's end for the meter, is not the load's
+	// time either: the script counts it.
+	var summary map[string]any
+	if err := json.Unmarshal(k6Fixture(t), &summary); err != nil {
+		t.Fatal(err)
+	}
+	summary["metrics"].(map[string]any)["couchbench_teardown_ms"] = map[string]any{"values": map[string]any{"count": 4.5}}
+	metered, err := json.Marshal(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := ParseK6Summary(metered, "0:1", nil); err != nil || math.Abs(r.DurationMs-(26.943166-12-4.5)) > 1e-9 {
+		t.Errorf("duration %v ms (%v), want the test run's without setup and teardown", r.DurationMs, err)
 	}
 	if _, err := ParseK6Summary([]byte(`{"metrics":{}}`), "0:1", nil); err == nil || !strings.Contains(err.Error(), "http_reqs") {
 		t.Errorf("a summary without the load's metrics: %v", err)

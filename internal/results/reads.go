@@ -65,7 +65,8 @@ type ReadsRunner struct {
 	Segment  string `json:"segment"`
 	Requests int64  `json:"requests"`
 	Failed   int64  `json:"failed"`
-	// DurationMs is the test run's time without setup: the load's time.
+	// DurationMs is the test run's time without setup (nor the teardown that marks the
+	// load's end for a meter): the load's time.
 	DurationMs float64 `json:"durationMs"`
 	SetupMs    float64 `json:"setupMs"`
 	// LoadStartedAt is when the runner's measured load began (its setup, and the start
@@ -93,6 +94,9 @@ type Latencies struct {
 	P99 float64 `json:"p99"`
 	Max float64 `json:"max"`
 }
+
+// teardownMetric is the script's count of its teardown's milliseconds (k6plan's reads.js).
+const teardownMetric = "couchbench_teardown_ms"
 
 // k6Summary is the part of k6's end-of-test summary (handleSummary's data) that is read.
 type k6Summary struct {
@@ -151,6 +155,7 @@ func ParseK6Summary(data []byte, segment string, userThresholds []string) (Reads
 		}
 		r.DurationMs -= r.SetupMs
 	}
+	r.DurationMs -= s.Metrics[teardownMetric].Values["count"]
 	for _, ut := range userThresholds {
 		metric, expr, _ := strings.Cut(ut, "|")
 		if t, ok := s.Metrics[metric].Thresholds[expr]; ok {

@@ -676,10 +676,10 @@ func TestK6PercentilesMergedAcrossNodes(t *testing.T) {
 	start(t, b)
 	got := mustSucceed(t, b, 20*time.Minute)
 
-	gens := generatorPodsOf(t, b)
-	k6 := rolePods(gens, results.RoleK6)
+	k6 := byStep(generatorPodsOf(t, b))[benchv1.StepReads]
 	requireScheduled(t, k6)
-	if meters := rolePods(gens, roleMeter); len(meters) != 1 {
+	all := podsWith(t, map[string]string{builders.LabelBenchmark: builders.LabelValue(b.Name)})
+	if meters := slices.DeleteFunc(all, func(p corev1.Pod) bool { return !isMeter(p) }); len(meters) != 1 {
 		t.Errorf("%d meters of the k6 round, want 1: %s", len(meters), describePods(meters))
 	}
 	if len(k6) != 3 {
@@ -842,24 +842,21 @@ func generatorPodsOf(t *testing.T, b *benchv1.CouchBenchmark) []corev1.Pod {
 	return slices.DeleteFunc(podsWith(t, map[string]string{builders.LabelBenchmark: builders.LabelValue(b.Name)}),
 		func(p corev1.Pod) bool {
 			step := benchv1.Step(p.Labels[builders.LabelStep])
-			return step == "" || step == benchv1.StepCluster || step == benchv1.StepCleanup
+			return step == "" || step == benchv1.StepCluster || step == benchv1.StepCleanup || isMeter(p)
 		})
 }
 
-// roleOf is a load-generator pod's role in the results: k6 for the reads step, else runner;
-// a k6 round's meter (it generates no load, and the results' provenance leaves it out) is
-// roleMeter.
+// isMeter says whether a pod is a k6 round's meter of the server's CPU: it generates no load,
+// and the results' provenance leaves it out.
+func isMeter(p corev1.Pod) bool { return p.Labels[builders.LabelRunner] == "cpu" }
+
+// roleOf is a load-generator pod's role in the results: k6 for the reads step, else runner.
 func roleOf(p corev1.Pod) string {
-	switch {
-	case p.Labels[builders.LabelRunner] == "cpu":
-		return roleMeter
-	case benchv1.Step(p.Labels[builders.LabelStep]) == benchv1.StepReads:
+	if benchv1.Step(p.Labels[builders.LabelStep]) == benchv1.StepReads {
 		return results.RoleK6
 	}
 	return results.RoleRunner
 }
-
-const roleMeter = "meter"
 
 func rolePods(pods []corev1.Pod, role string) []corev1.Pod {
 	return slices.DeleteFunc(slices.Clone(pods), func(p corev1.Pod) bool { return roleOf(p) != role })
