@@ -64,14 +64,18 @@ func TestLeaderTakeover(t *testing.T) {
 	}
 	t.Logf("manager pod %s deleted; %s held the Lease %.1f s later (polled every 2 s)", leaderPod, successor, time.Since(deleted).Seconds())
 
-	var evs corev1.EventList
-	if err := c.List(ctx, &evs, client.InNamespace(operatorNamespace)); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
-		return e.InvolvedObject.Kind == "Lease" && strings.HasPrefix(e.Message, successor+"_") && strings.HasSuffix(e.Message, "became leader")
-	}) {
-		t.Errorf("no event says %s became leader: the manager may not record events in %s", successor, operatorNamespace)
+	// The manager's event broadcaster sends the event after it has taken the Lease, in the
+	// background: it is looked for until it comes, or for a minute.
+	if err := poll(ctx, time.Minute, func() (bool, string) {
+		var evs corev1.EventList
+		if err := c.List(ctx, &evs, client.InNamespace(operatorNamespace)); err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Kind == "Lease" && strings.HasPrefix(e.Message, successor+"_") && strings.HasSuffix(e.Message, "became leader")
+		}), "no event of the Lease says " + successor + " became leader"
+	}); err != nil {
+		t.Errorf("%v: the manager may not record events in %s", err, operatorNamespace)
 	}
 	noRefusals(t)
 }
