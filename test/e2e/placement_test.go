@@ -38,7 +38,8 @@ import (
 // the pods from their spec.nodeName: the CouchDB pods by the Apache chart's labels
 // (builders.CouchDBPodLabels: app=couchdb, release=<release>), the runner and k6 pods by the
 // labels the operator puts on its Jobs' pods (builders.Labels: the benchmark, and the step;
-// step "reads" is k6, any other step a runner).
+// step "reads" is k6, any other step a runner; a k6 round's meter, which generates no load, is
+// left out: isMeter).
 
 // kindWorkers are the cluster's worker Nodes; each is a Docker container of the same name.
 var kindWorkers = []string{"couchbench-e2e-worker", "couchbench-e2e-worker2", "couchbench-e2e-worker3", "couchbench-e2e-worker4"}
