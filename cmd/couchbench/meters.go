@@ -11,7 +11,6 @@ import (
 	benchv1 "github.com/couchbench/couchbench/api/v1alpha1"
 	"github.com/couchbench/couchbench/internal/cpucost"
 	"github.com/couchbench/couchbench/internal/podcpu"
-	"github.com/couchbench/couchbench/internal/runner"
 )
 
 // cpuMeters reads arms' servers' CPU cost: an --arm-pid arm's from a cgroup of its own, into
@@ -22,7 +21,7 @@ import (
 // its process or pods: each unit's reading is then its own arm's; in duet they run at once and
 // may not. done moves every tree back and ends every exec. Every flag is checked before any
 // process moves or any exec starts.
-func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBenchmark) (map[string]runner.CPUMeter, func() error, error) {
+func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBenchmark) (map[string]cpucost.Meter, func() error, error) {
 	var undos []func() error
 	done := func() error {
 		var errs []error
@@ -71,7 +70,7 @@ func cpuMeters(ctx context.Context, pids, pods armValues, bench *benchv1.CouchBe
 		}
 		targets[arm] = t
 	}
-	meters := map[string]runner.CPUMeter{}
+	meters := map[string]cpucost.Meter{}
 	for pid, arms := range byPID {
 		cg, undo, err := cpucost.Adopt("run-"+arms[0]+"-"+strconv.Itoa(pid), pid)
 		if err != nil {

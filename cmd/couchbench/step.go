@@ -19,7 +19,6 @@ import (
 	"github.com/couchbench/couchbench/internal/benchspec"
 	"github.com/couchbench/couchbench/internal/compare"
 	"github.com/couchbench/couchbench/internal/loadtest"
-	"github.com/couchbench/couchbench/internal/readscpu"
 	"github.com/couchbench/couchbench/internal/results"
 	"github.com/couchbench/couchbench/internal/runner"
 )
@@ -163,11 +162,7 @@ func runSteps(o stepOptions, steps []benchv1.Step, stdout, stderr io.Writer) err
 	})
 	// The reads come last, as in the operator's plan; what they measured joins the document.
 	if runErr == nil && k6 != nil {
-		readMeters := map[string]readscpu.Meter{}
-		for arm, m := range meters {
-			readMeters[arm] = m
-		}
-		runErr = loadtest.Local{K6: *k6, Bench: bench, Target: t.target, Meters: readMeters, Log: logOut}.Run(ctx, doc)
+		runErr = loadtest.Local{K6: *k6, Bench: bench, Target: t.target, Meters: meters, Log: logOut}.Run(ctx, doc)
 	}
 	// A whole run leaves CouchDB as it found it, also after a failure or an interrupt (the
 	// results are in the document); its steps run one by one leave their databases to the

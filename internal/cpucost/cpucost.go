@@ -33,6 +33,13 @@ type Usage struct {
 	CPU time.Duration
 }
 
+// Meter reads the CPU time a server has used so far: one node's (a Cgroup, a Tree), or
+// several's summed, which a meter says by a method Nodes() int (podcpu.Meter: each pod of a
+// cluster).
+type Meter interface {
+	Read() (Usage, error)
+}
+
 // Spent is what the server spent between two readings: CPU time, over Wall.
 type Spent struct {
 	CPU  time.Duration

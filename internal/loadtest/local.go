@@ -43,7 +43,7 @@ type Local struct {
 	Target func(arm string) (url string, creds couch.Credentials)
 	// Meters read the arms' servers' CPU time (by arm; none: not read), over each
 	// repetition's load (internal/readscpu).
-	Meters map[string]readscpu.Meter
+	Meters map[string]cpucost.Meter
 	// Log receives progress lines.
 	Log io.Writer
 }
@@ -142,7 +142,7 @@ func (l Local) Run(ctx context.Context, doc *results.Document) (err error) {
 			logf(l.Log, "%s: reads (k6, %s), %s", a.qs.Name, reads.Scenario, which)
 			started := time.Now()
 			// The warm-up is not counted, so its cost is not read.
-			var meter readscpu.Meter
+			var meter cpucost.Meter
 			if rep >= 0 {
 				meter = l.Meters[a.qs.Name]
 			}
@@ -277,7 +277,7 @@ func mergeReads(doc *results.Document, arms []*localArm, orders [][]string, err 
 // the server's CPU time over their load. A runner that fails stops the others, which would
 // otherwise wait for it at the start barrier; a meter that fails costs only its reading.
 func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, n int,
-	meter readscpu.Meter) ([]results.ReadsRunner, results.ReadsCPU, error) {
+	meter cpucost.Meter) ([]results.ReadsRunner, results.ReadsCPU, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	segments, sequence := k6plan.Segments(n)
@@ -335,7 +335,7 @@ func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, 
 }
 
 // describeCPU is the progress line's CPU part.
-func describeCPU(meter readscpu.Meter, cpu results.ReadsCPU, requests int64) string {
+func describeCPU(meter cpucost.Meter, cpu results.ReadsCPU, requests int64) string {
 	switch {
 	case meter == nil:
 		return ""

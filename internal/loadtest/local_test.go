@@ -14,7 +14,6 @@ import (
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/couchdbtest"
 	"github.com/couchbench/couchbench/internal/cpucost"
-	"github.com/couchbench/couchbench/internal/readscpu"
 	"github.com/couchbench/couchbench/internal/results"
 )
 
@@ -90,7 +89,7 @@ func TestMeteredRoundsCarryTheServersCPUOnRealCouchDB(t *testing.T) {
 	var log strings.Builder
 	local := Local{K6: k6, Bench: &benchv1.CouchBenchmark{ObjectMeta: metav1.ObjectMeta{Name: "metered"}, Spec: *spec},
 		Target: func(string) (string, couch.Credentials) { return srv.URL(), srv.Credentials() },
-		Meters: map[string]readscpu.Meter{"a": node, "b": &failingRead{Meter: node, failAt: 2}}, Log: &log}
+		Meters: map[string]cpucost.Meter{"a": node, "b": &failingRead{Meter: node, failAt: 2}}, Log: &log}
 	before, err := node.Read()
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +149,7 @@ func TestMeteredRoundsCarryTheServersCPUOnRealCouchDB(t *testing.T) {
 
 // failingRead is a meter whose failAt-th reading fails.
 type failingRead struct {
-	readscpu.Meter
+	cpucost.Meter
 	reads, failAt int
 }
 

@@ -19,12 +19,6 @@ import (
 	"github.com/couchbench/couchbench/internal/cpucost"
 )
 
-// Meter reads a server's CPU time (the runner's CPUMeter: an adopted process tree, or pods
-// read through pods/exec).
-type Meter interface {
-	Read() (cpucost.Usage, error)
-}
-
 // Round is one round of an arm's read load, as its meter takes part in it.
 type Round struct {
 	Client *couch.Client
@@ -45,7 +39,7 @@ const EndPoll = 500 * time.Millisecond
 
 // Measure takes the meter's part in the round and returns what the server spent from the
 // load's start to its end.
-func (r Round) Measure(ctx context.Context, m Meter) (cpucost.Spent, error) {
+func (r Round) Measure(ctx context.Context, m cpucost.Meter) (cpucost.Spent, error) {
 	b := r.barrier()
 	b.Timeout = r.Start
 	if _, err := b.Wait(ctx, r.Barrier); err != nil {

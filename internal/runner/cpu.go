@@ -10,7 +10,7 @@ import (
 // unitCPU is what an arm's server spends on one unit's measured part: from its start (after
 // the unit's untimed setup and the duet's hold) to its end (before its untimed checks).
 type unitCPU struct {
-	meter    CPUMeter
+	meter    cpucost.Meter
 	ready    func()
 	from, to cpucost.Usage
 	err      error

@@ -34,7 +34,7 @@ func TestLoadsReadsAndWritesCarryTheServersCPUCostOnRealCouchDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, log, err := realRun(t, single, bench, Config{Meters: map[string]CPUMeter{"js": node}})
+	doc, log, err := realRun(t, single, bench, Config{Meters: map[string]cpucost.Meter{"js": node}})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}

@@ -44,15 +44,8 @@ import (
 	"github.com/couchbench/couchbench/internal/retry"
 )
 
-// CPUMeter reads the CPU time a server has used so far: one node's (a cpucost.Cgroup), or
-// several's summed, which a meter says by a method Nodes() int (podcpu.Meter: each pod of a
-// cluster).
-type CPUMeter interface {
-	Read() (cpucost.Usage, error)
-}
-
 // nodesRead is how many of a server's nodes its meter reads.
-func nodesRead(m CPUMeter) int {
+func nodesRead(m cpucost.Meter) int {
 	if several, ok := m.(interface{ Nodes() int }); ok {
 		return several.Nodes()
 	}
@@ -69,7 +62,7 @@ type Config struct {
 	Servers map[string]*couch.Client
 	// Meters read arms' servers' CPU time, by arm name: each build of a metered arm records
 	// the CPU its server spent on it (measured.IndexBuild.CPUSeconds).
-	Meters map[string]CPUMeter
+	Meters map[string]cpucost.Meter
 	// Arms limits the run to these query servers; empty runs all. Arms take turns within
 	// each step, round by round, in this order (the spec's without names), or in duet all
 	// at once.
@@ -347,7 +340,7 @@ type armRun struct {
 	// pauses are the current step's waits at barriers for the other parts.
 	pauses []cpuuse.Pause
 	// meter reads the CPU time of the arm's server; nil: not measured.
-	meter CPUMeter
+	meter cpucost.Meter
 	// untilDecided: the current step adds rounds until decided (its progress lines count
 	// rounds without a total).
 	untilDecided bool

@@ -99,7 +99,7 @@ func TestSequentialStepStopsWhenDecidedOnRealCouchDB(t *testing.T) {
 	single := couchdbtest.Single(t)
 	node := cpucost.Tree{Root: single.PID(t, 1)}
 	doc, log, err := realRun(t, single, sequentialBench(50, 20, 40, 5, ", stopOn: [cpu_seconds_per_1000_docs]"),
-		Config{Meters: map[string]CPUMeter{"a": node, "b": node}})
+		Config{Meters: map[string]cpucost.Meter{"a": node, "b": node}})
 	if err != nil {
 		t.Fatalf("run failed: %v\n%s", err, log)
 	}
@@ -166,7 +166,7 @@ func TestStoppingOnCPUCostNeedsEveryArmsMeterOnRealCouchDB(t *testing.T) {
 	single := couchdbtest.Single(t)
 	bench := sequentialBench(5, 2, 10, 5, ", stopOn: [cpu_seconds_per_1000_docs]")
 	node := cpucost.Tree{Root: single.PID(t, 1)}
-	doc, log, err := realRun(t, single, bench, Config{Meters: map[string]CPUMeter{"a": node}})
+	doc, log, err := realRun(t, single, bench, Config{Meters: map[string]cpucost.Meter{"a": node}})
 	if err == nil || !strings.Contains(err.Error(), "arm b's server's CPU time is not read") || !strings.Contains(err.Error(), "--arm-pid") {
 		t.Fatalf("run with arm b unmetered: %v; want the refusal naming b and --arm-pid\n%s", err, log)
 	}
