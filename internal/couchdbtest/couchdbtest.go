@@ -335,14 +335,15 @@ func (s *Server) WaitForEveryCopy(t testing.TB, db string, docs int64) {
 
 // SetConfig sets [section] key on every node and restores each node's previous value (or
 // deletes the key) when the test ends, or earlier when the test calls the returned
-// function (restoring twice does nothing). Neither writes the nodes' ini files, as the
-// couch client's SetConfig does not (X-Couch-Persist: false): a test that dies before its
-// cleanup leaves nothing behind, as the next restart forgets it.
+// function (restoring twice does nothing). Both go through the couch client, which never
+// writes the nodes' ini files (X-Couch-Persist: false): a test that dies before its cleanup
+// leaves nothing behind, as the next restart forgets it.
 func (s *Server) SetConfig(t testing.TB, section, key, value string) (restore func()) {
 	t.Helper()
 	restore = s.KeepConfig(t, section, key)
+	c := s.Client(t, couch.Options{})
 	for _, node := range s.Nodes {
-		if err := s.configRequest(http.MethodPut, node, section, key, &value); err != nil {
+		if err := c.SetConfig(context.Background(), node, section, key, value); err != nil {
 			t.Fatalf("setting [%s] %s = %q on %s: %v", section, key, value, node, err)
 		}
 	}
@@ -394,47 +395,20 @@ type savedConfig struct {
 }
 
 func (s *Server) restoreConfig(t testing.TB, section, key string, prev []savedConfig) {
+	c := s.Client(t, couch.Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	for _, p := range prev {
 		var err error
 		if p.set {
-			err = s.configRequest(http.MethodPut, p.node, section, key, &p.value)
+			err = c.SetConfig(ctx, p.node, section, key, p.value)
 		} else {
-			err = s.configRequest(http.MethodDelete, p.node, section, key, nil)
+			err = c.DeleteConfig(ctx, p.node, section, key)
 		}
 		if err != nil {
 			t.Errorf("restoring [%s] %s on %s: %v", section, key, p.node, err)
 		}
 	}
-}
-
-// configRequest is a node config PUT or DELETE in the node's memory only, as the couch
-// client's.
-func (s *Server) configRequest(method, node, section, key string, value *string) error {
-	var body io.Reader
-	if value != nil {
-		data, _ := json.Marshal(*value)
-		body = bytes.NewReader(data)
-	}
-	u := s.URL() + "/_node/" + url.PathEscape(node) + "/_config/" + url.PathEscape(section) + "/" + url.PathEscape(key)
-	req, err := http.NewRequest(method, u, body)
-	if err != nil {
-		return err
-	}
-	req.SetBasicAuth(s.User, s.Password)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Couch-Persist", "false")
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
-	if err != nil {
-		return err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode == http.StatusOK || (method == http.MethodDelete && resp.StatusCode == http.StatusNotFound) {
-		return nil
-	}
-	return fmt.Errorf("%s %s: HTTP %d %s", method, u, resp.StatusCode, bytes.TrimSpace(answer))
 }
 
 // errNoKit is returned by StartOwn without the kit's environment.
