@@ -101,9 +101,8 @@ func readsCPU(o stepOptions, round, runners int, limit time.Duration, stdout, st
 	default:
 		spent, measureErr = rd.Measure(ctx, meters[arm])
 	}
-	reading := results.ReadsCPU{CPUSeconds: spent.CPU.Seconds(), WallSeconds: spent.Wall.Seconds()}
+	reading := readscpu.Reading(spent, measureErr)
 	if measureErr != nil {
-		reading = results.ReadsCPU{Error: measureErr.Error()}
 		fmt.Fprintf(stderr, "couchbench: %s, reads, round %d: %v\n", arm, round, measureErr)
 	} else {
 		fmt.Fprintf(stderr, "couchbench: %s, reads, round %d: server CPU %.3f s over %.1f s\n", arm, round, reading.CPUSeconds, reading.WallSeconds)

@@ -290,15 +290,12 @@ func (l Local) run(ctx context.Context, a *localArm, dir, script string, round, 
 	if meter != nil {
 		go func() {
 			defer close(meterDone)
+			var spent cpucost.Spent
 			c, err := couch.New(a.config.URL, a.creds, couch.Options{})
 			if err == nil {
-				var spent cpucost.Spent
 				spent, err = readscpu.Round{Client: c, DB: a.config.DB, Barrier: name, Runners: n, Start: maxLoad, End: maxLoad}.Measure(meterCtx, meter)
-				cpu.CPUSeconds, cpu.WallSeconds = spent.CPU.Seconds(), spent.Wall.Seconds()
 			}
-			if err != nil {
-				cpu = results.ReadsCPU{Error: err.Error()}
-			}
+			cpu = readscpu.Reading(spent, err)
 		}()
 	} else {
 		close(meterDone)

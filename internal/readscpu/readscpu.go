@@ -17,6 +17,7 @@ import (
 	"github.com/couchbench/couchbench/internal/barrier"
 	"github.com/couchbench/couchbench/internal/couch"
 	"github.com/couchbench/couchbench/internal/cpucost"
+	"github.com/couchbench/couchbench/internal/results"
 )
 
 // Round is one round of an arm's read load, as its meter takes part in it.
@@ -57,6 +58,15 @@ func (r Round) Measure(ctx context.Context, m cpucost.Meter) (cpucost.Spent, err
 		return cpucost.Spent{}, fmt.Errorf("reading the server's CPU time as the load ended: %w", err)
 	}
 	return cpucost.Between(from, to), nil
+}
+
+// Reading is what a round's results keep of a measurement: the CPU time and its span, or
+// why there is none.
+func Reading(spent cpucost.Spent, err error) results.ReadsCPU {
+	if err != nil {
+		return results.ReadsCPU{Error: err.Error()}
+	}
+	return results.ReadsCPU{CPUSeconds: spent.CPU.Seconds(), WallSeconds: spent.Wall.Seconds()}
 }
 
 // Skip takes the meter's part in the round without reading, for a meter that cannot read:
