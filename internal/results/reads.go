@@ -34,24 +34,17 @@ type ReadsCPU struct {
 	Error       string  `json:"error,omitempty"`
 }
 
-// cpuCosts are the repetitions' CPU costs in the order of repetitions(), each with all its
+// cpuCosts are the repetitions' CPU costs in the order byRepetition gives, each with all its
 // runners' requests; nil unless every repetition has a reading.
 func (r Reads) cpuCosts() []cpuCost {
-	requests := map[int]int64{}
-	var reps []int
-	for _, run := range r.Runners {
-		if _, seen := requests[run.Repetition]; !seen {
-			reps = append(reps, run.Repetition)
-		}
-		requests[run.Repetition] += run.Requests
-	}
+	reps := r.byRepetition()
 	costs := make([]cpuCost, 0, len(reps))
 	for _, rep := range reps {
-		i := slices.IndexFunc(r.CPU, func(c ReadsCPU) bool { return c.Repetition == rep && c.Error == "" })
+		i := slices.IndexFunc(r.CPU, func(c ReadsCPU) bool { return c.Repetition == rep.repetition && c.Error == "" })
 		if i < 0 {
 			return nil
 		}
-		costs = append(costs, cpuCost{r.CPU[i].CPUSeconds, requests[rep]})
+		costs = append(costs, cpuCost{r.CPU[i].CPUSeconds, rep.requests})
 	}
 	return costs
 }
@@ -171,22 +164,36 @@ func ParseK6Summary(data []byte, segment string, userThresholds []string) (Reads
 // repetitions are each repetition's requests/s — all its runners' requests over the longest
 // runner's time (they start together) — and the load's time summed over the repetitions.
 func (r Reads) repetitions() (rates []float64, elapsedMs float64) {
-	requests, longest := map[int]int64{}, map[int]float64{}
-	var reps []int
-	for _, run := range r.Runners {
-		if _, seen := requests[run.Repetition]; !seen {
-			reps = append(reps, run.Repetition)
+	for _, rep := range r.byRepetition() {
+		if rep.longestMs > 0 {
+			rates = append(rates, float64(rep.requests)/(rep.longestMs/1000))
 		}
-		requests[run.Repetition] += run.Requests
-		longest[run.Repetition] = max(longest[run.Repetition], run.DurationMs)
-	}
-	for _, rep := range reps {
-		if longest[rep] > 0 {
-			rates = append(rates, float64(requests[rep])/(longest[rep]/1000))
-		}
-		elapsedMs += longest[rep]
+		elapsedMs += rep.longestMs
 	}
 	return rates, elapsedMs
+}
+
+// repetitionTotals are one repetition's runners added up: their requests and the longest
+// runner's time.
+type repetitionTotals struct {
+	repetition int
+	requests   int64
+	longestMs  float64
+}
+
+// byRepetition adds up the runners of each repetition, in the order the repetitions first
+// appear (the order they ran), so that every per-repetition series pairs with the others.
+func (r Reads) byRepetition() []repetitionTotals {
+	var out []repetitionTotals
+	for _, run := range r.Runners {
+		i := slices.IndexFunc(out, func(t repetitionTotals) bool { return t.repetition == run.Repetition })
+		if i < 0 {
+			out, i = append(out, repetitionTotals{repetition: run.Repetition}), len(out)
+		}
+		out[i].requests += run.Requests
+		out[i].longestMs = max(out[i].longestMs, run.DurationMs)
+	}
+	return out
 }
 
 // runnersPerRepetition is how many k6 runners took part in each repetition.
