@@ -272,7 +272,7 @@ func TestAMeterLeftWaitingIsStoppedAndTheRoundKeepsItsLoad(t *testing.T) {
 	h.k6Summary = func(_ string, i int) []byte { return k6Summary(t, i, true) }
 	h.readsCPU = results.ReadsCPU{Error: "waiting for the k6 runners' ends: interrupted by SIGTERM"}
 	h.only = func(job *batchv1.Job) bool {
-		return job.Labels[builders.LabelRunner] != "cpu" || ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0) == 1
+		return job.Labels[builders.LabelRunner] != builders.MeterRunner || ptr.Deref(job.Spec.ActiveDeadlineSeconds, 0) == 1
 	}
 	create(t, credentials(ns))
 	bench := readsBenchmark(ns)

@@ -245,7 +245,7 @@ func (h *harness) playKubelet(bench *benchv1.CouchBenchmark) {
 			continue
 		}
 		arm, step := job.Labels[builders.LabelQueryServer], benchv1.Step(job.Labels[builders.LabelStep])
-		if job.Labels[builders.LabelRunner] == "cpu" {
+		if job.Labels[builders.LabelRunner] == builders.MeterRunner {
 			// A reads round's meter hands over its reading; one the operator stopped (its
 			// deadline cut to a second) also fails.
 			reading, err := json.Marshal(h.readsCPU)

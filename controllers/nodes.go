@@ -190,8 +190,8 @@ func placed(bench *benchv1.CouchBenchmark, pod *corev1.Pod) (p placedPod, ok boo
 	p = placedPod{node: pod.Spec.NodeName, name: pod.Name}
 	if labels.SelectorFromSet(builders.Labels(bench, "", "")).Matches(labels.Set(pod.Labels)) {
 		p.kind, p.arm = kindRunner, pod.Labels[builders.LabelQueryServer]
-		// A k6 round's meter (LabelRunner "cpu") runs the runner's image.
-		if runner, ok := pod.Labels[builders.LabelRunner]; ok && runner != "cpu" {
+		// A k6 round's meter runs the runner's image.
+		if runner, ok := pod.Labels[builders.LabelRunner]; ok && runner != builders.MeterRunner {
 			p.kind = kindK6
 		}
 		return p, true

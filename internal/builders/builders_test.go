@@ -360,7 +360,7 @@ func TestReadsMeterJob(t *testing.T) {
 	if cpu := c.Resources.Requests[corev1.ResourceCPU]; cpu.Cmp(resource.MustParse("100m")) != 0 || !equality.Semantic.DeepEqual(c.Resources.Requests, c.Resources.Limits) {
 		t.Errorf("resources %+v: want the meter's own, not the runner's, and Guaranteed", c.Resources)
 	}
-	if job.Labels[LabelRunner] != "cpu" || job.Labels[LabelStep] != string(benchv1.StepReads) || job.Labels[LabelQueryServer] != "js" {
+	if job.Labels[LabelRunner] != MeterRunner || job.Labels[LabelStep] != string(benchv1.StepReads) || job.Labels[LabelQueryServer] != "js" {
 		t.Errorf("labels %v", job.Labels)
 	}
 	if a := pod.Affinity; a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) != 1 {

@@ -14,8 +14,10 @@ import (
 
 const (
 	// LabelRunner is the index of a k6 runner among a read workload's parallel Jobs, or
-	// "cpu" on the round's meter (ReadsMeterJob).
+	// MeterRunner on the round's meter (ReadsMeterJob).
 	LabelRunner = "bench.couchbench.io/k6-runner"
+	// MeterRunner is LabelRunner's value on a k6 round's meter.
+	MeterRunner = "cpu"
 	// K6Container is the k6 Jobs' container, whose log holds the runner's summary.
 	K6Container = "k6"
 	scriptsDir  = "/scripts"
@@ -141,7 +143,7 @@ var meterResources = corev1.ResourceRequirements{
 // Job builds the meter's Job; it hands its reading over as a runner hands its results.
 func (m ReadsMeterJob) Job() *batchv1.Job {
 	labels := Labels(m.Bench, m.Server.Arm, benchv1.StepReads)
-	labels[LabelRunner] = "cpu"
+	labels[LabelRunner] = MeterRunner
 	armArgs, mounts, volumes := armServers(m.Bench.Namespace, []ArmServer{m.Server})
 	args := append(runnerArgs("reads-cpu", m.Bench, []string{m.Server.Arm}),
 		"--round", strconv.Itoa(m.Round), "--runners", strconv.Itoa(m.Runners), "--limit", m.Deadline.String())

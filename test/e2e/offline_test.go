@@ -43,7 +43,7 @@ func TestOfflineDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The round's meter (the suite's operator reads CPU cost) runs the runner's image.
-	k6 := slices.DeleteFunc(jobs.Items, func(j batchv1.Job) bool { return j.Labels[builders.LabelRunner] == "cpu" })
+	k6 := slices.DeleteFunc(jobs.Items, func(j batchv1.Job) bool { return j.Labels[builders.LabelRunner] == builders.MeterRunner })
 	if len(k6) != 1 || k6[0].Spec.Template.Spec.Containers[0].Image != k6Image {
 		t.Errorf("%d k6 Jobs; want one running %s, the chart's k6.image", len(k6), k6Image)
 	}

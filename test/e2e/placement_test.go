@@ -849,7 +849,7 @@ func generatorPodsOf(t *testing.T, b *benchv1.CouchBenchmark) []corev1.Pod {
 
 // isMeter says whether a pod is a k6 round's meter of the server's CPU: it generates no load,
 // and the results' provenance leaves it out.
-func isMeter(p corev1.Pod) bool { return p.Labels[builders.LabelRunner] == "cpu" }
+func isMeter(p corev1.Pod) bool { return p.Labels[builders.LabelRunner] == builders.MeterRunner }
 
 // roleOf is a load-generator pod's role in the results: k6 for the reads step, else runner.
 func roleOf(p corev1.Pod) string {
