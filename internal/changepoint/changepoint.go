@@ -59,7 +59,11 @@
 // level it starts moves with it.
 //
 // A shift later undone (a regression fixed) is two change points: the second is found against
-// the level the first started.
+// the level the first started. Undone within 2·MinAfter runs, it was a dip: the level it
+// interrupted goes on, the dip among its runs, so that a series whose bursts of slow runs look
+// like new levels tells the first of them as a dip and judges the later ones as its noise (the
+// cost: a real regression fixed that fast blinds the few newest runs' test to the next drop
+// of its depth, which the late look then finds).
 package changepoint
 
 import (
@@ -126,9 +130,10 @@ type ChangePoint struct {
 	// change point just before it, which began fewer than DipRuns runs earlier: the two are a
 	// dip (or a spike) and its end, not two shifts.
 	Returns bool
-	// DipEnd says that the runs after a dip told its end, where no look's test could (the dip's
-	// level had too few runs): the level it begins is not young, and Resume must be told so to
-	// go on as the replay does.
+	// DipEnd says that it ended a dip when it was found: the look that found it saw the runs
+	// back past halfway, or the runs after the dip told its end where no look's test could (the
+	// dip's level had too few runs). The level before the dip then goes on, its dip among its
+	// runs, and Resume must be told so to go on as the replay does.
 	DipEnd bool
 }
 
@@ -192,19 +197,25 @@ func Resume(values []float64, known Known, opts Options) Known {
 		// runs ago, and this one goes more than halfway back.
 		if i > 0 && lo == found[i-1].split && t.split-lo < DipRuns {
 			there, back := math.Log(out.Found[i-1].Ratio), math.Log(out.Found[i-1].Ratio*out.Found[i].Ratio)
-			out.Found[i].Returns = math.Abs(back) < math.Abs(there)/2
+			out.Found[i].Returns = t.dipEnd || math.Abs(back) < math.Abs(there)/2
 		}
 	}
 	return out
 }
 
 // LevelStart is the index of the first run of the series' current level: its newest change
-// point or accepted change, with neither the first run after a warm-up (Start). The between-run spread is measured from there, not
-// across shifts.
+// point (after a dip's end, that of the level the dip began in) or accepted change, with
+// neither the first run after a warm-up (Start). The between-run spread is measured from
+// there, not across shifts.
 func (k Known) LevelStart() int {
 	start := k.Start
-	if n := len(k.Found); n > 0 {
-		start = k.Found[n-1].Index
+	// A dip's end takes back the level the dip began in.
+	i := len(k.Found) - 1
+	for i >= 0 && k.Found[i].DipEnd {
+		i -= 2
+	}
+	if i >= 0 {
+		start = k.Found[i].Index
 	}
 	for _, a := range k.Accepted {
 		if a < k.Looked {
@@ -297,6 +308,16 @@ func (s *series) replay(past pastLooks) replayed {
 	// each look may move that change point. first says whether it is the series' first level.
 	young, first, start := false, true, past.start
 	known, accepted := past.found, past.accepted
+	// take adds the change point t and goes on in the level it begins or, when it ends a dip,
+	// in the level the dip interrupted.
+	take := func(t test) {
+		found = append(found, t)
+		if t.dipEnd {
+			level, young = previous, false
+			return
+		}
+		previous, level, young, first = level, level.after(t.split), true, false
+	}
 	for n := 1; n <= len(s.logs); n++ {
 		if len(accepted) > 0 && accepted[0] == n-1 {
 			level, young, first, accepted = segment{start: n - 1}, false, false, accepted[1:]
@@ -305,8 +326,7 @@ func (s *series) replay(past pastLooks) replayed {
 		if n <= past.looked {
 			for len(known) > 0 && known[0].n <= n {
 				if t := known[0]; t.split > level.start {
-					found = append(found, t)
-					previous, level, young, first = level, level.after(t.split), !t.dipEnd, false
+					take(t)
 				}
 				known = known[1:]
 			}
@@ -317,19 +337,30 @@ func (s *series) replay(past pastLooks) replayed {
 			start = level.start
 		}
 		if t, ok := s.look(level, n); ok {
-			found = append(found, t)
-			previous, level, young, first = level, level.after(t.split), true, false
+			t.dipEnd = young && s.endsDip(previous, found[len(found)-1], t)
+			take(t)
 		}
 		if last := len(found) - 1; young && n-found[last].split < youngLevel {
 			found[last] = s.refine(previous, found[last], n)
 			level = previous.after(found[last].split)
 			if end, ok := s.dipEnd(previous, found[last], n); ok {
-				found = append(found, end)
-				previous, level, young = level, level.after(end.split), false
+				take(end)
 			}
 		}
 	}
 	return replayed{found: found, level: level, start: start}
+}
+
+// endsDip says whether the look's test t, found in the young level that dip began in the
+// level previous, at most 2·MinAfter runs after it (a burst, as dipEnd's), takes the runs back
+// past halfway to previous's mean: the end of a dip, after which previous goes on.
+func (s *series) endsDip(previous segment, dip, t test) bool {
+	if t.split-dip.split > 2*s.opts.MinAfter {
+		return false
+	}
+	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
+	back := mean(previous.start, dip.split)
+	return math.Abs(mean(t.split, t.n)-back) < math.Abs(mean(dip.split, t.split)-back)/2
 }
 
 // dipEnd is the end of the shift t, found in the level previous, when it was a dip of at most
@@ -339,7 +370,8 @@ func (s *series) replay(past pastLooks) replayed {
 // lie low has its later runs halfway, not back). A look that took slow runs for a new level
 // cannot find its end by a test (the young level has too few runs to tell it), but the runs
 // after it show there was none to last: no shift is claimed, the one told is ended
-// (ChangePoint.Returns), at the test's p-value of the runs after against the dip.
+// (ChangePoint.Returns), at the test's p-value of the runs after against the dip, and the level
+// the dip interrupted goes on.
 func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {
 	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
 	back := mean(previous.start, t.split)
@@ -545,7 +577,7 @@ type test struct {
 	t      float64
 	pValue float64
 	level  float64 // the test's level, which pValue must be within
-	dipEnd bool    // told by dipEnd, not found by a look: its level is not young
+	dipEnd bool    // ends a dip (endsDip, dipEnd): the level the dip interrupted goes on
 }
 
 // fewest is how many runs of the level a new one is judged against: MinBefore for the series'

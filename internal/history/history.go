@@ -97,7 +97,7 @@ type Found struct {
 	// NominalP and Level are the test's, as in Shift.
 	NominalP float64 `json:"nominalP"`
 	Level    float64 `json:"level"`
-	// DipEnd: the runs after a dip told its end, not a look (changepoint.ChangePoint.DipEnd).
+	// DipEnd: it ended a dip, and the level the dip interrupted went on (changepoint.ChangePoint.DipEnd).
 	DipEnd bool `json:"dipEnd,omitempty"`
 }
 
