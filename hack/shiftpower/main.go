@@ -59,6 +59,11 @@ type detector struct {
 	// changes are the shifts it shows; ends, where it has them, the change points that end a
 	// dip shown before (not shifts of their own).
 	changes, ends func(x []float64) []int
+	// looks, where it has them, makes a new history's looks: given the history's runs so far
+	// at each look in turn (x[:n] for n = 1, 2, ...), each shows what changes shows, going on
+	// from the look before as a schedule does rather than replaying the runs, so that a look
+	// costs one look.
+	looks func() func(x []float64) []int
 }
 
 // onlineShows is the first runs of the online detector's change points that do or do not end a
@@ -75,6 +80,22 @@ func onlineShows(ends bool) func(x []float64) []int {
 	}
 }
 
+// onlineLooks are a history's looks by the online detector, each going on from the one before
+// (changepoint.Resume): what onlineShows(false) shows at each.
+func onlineLooks() func(x []float64) []int {
+	var known changepoint.Known
+	return func(x []float64) []int {
+		known = changepoint.Resume(x, known, onlineOptions)
+		var out []int
+		for _, cp := range known.Found {
+			if !cp.Returns {
+				out = append(out, cp.Index)
+			}
+		}
+		return out
+	}
+}
+
 // onlineOptions are the online detector's: its series' share of the schedule's budget (-share).
 var onlineOptions changepoint.Options
 
@@ -82,7 +103,7 @@ var onlineOptions changepoint.Options
 const otavaName = "Otava"
 
 var detectors = []detector{
-	{onlineName, history.MaxRuns, onlineShows(false), onlineShows(true)},
+	{onlineName, history.MaxRuns, onlineShows(false), onlineShows(true), onlineLooks},
 	{"segmentation (before)", keptBefore, func(x []float64) []int {
 		cps := segmentationDetect(x, segOptions{})
 		out := make([]int, len(cps))
@@ -90,8 +111,8 @@ var detectors = []detector{
 			out[i] = cp.Index
 		}
 		return out
-	}, nil},
-	{otavaName, keptBefore, nil, nil}, // the command of -otava
+	}, nil, nil},
+	{otavaName, keptBefore, nil, nil, nil}, // the command of -otava
 }
 
 // calibration is what a detector shows on histories without a change.
@@ -117,11 +138,15 @@ func calibrate(d detector, m noiseModel, seed uint64, histories, runs int) calib
 	var alarms, first100, aYear int
 	for range histories {
 		x := m.draw(rng, runs)
+		look := d.changes
+		if d.looks != nil && runs <= d.kept {
+			look = d.looks()
+		}
 		var shown []int
 		flagged := 0 // the first look that showed a change point
 		for n := 3; n <= runs; n++ {
 			lo := max(0, n-d.kept)
-			now := d.changes(x[lo:n])
+			now := look(x[lo:n])
 			for i := range now {
 				now[i] += lo
 			}
