@@ -263,8 +263,8 @@ type Detection struct {
 // DetectableShift is what one judged metric would find at its own noise.
 type DetectableShift struct {
 	Metric string `json:"metric"`
-	// Runs is how many runs the metric's current level has (since its newest shift), which
-	// Noise is measured over.
+	// Runs is how many runs the metric's current level has (since its newest shift; a dip that
+	// ended is among them), which Noise is measured over.
 	Runs int32 `json:"runs"`
 	// Noise is the metric's coefficient of variation from run to run within its current
 	// level, e.g. "3.4%".

@@ -12,8 +12,8 @@
 // per look, not per schedule: each look is a fresh chance of a false shift, and nothing bounds
 // their sum. So the detector is online: Detect replays the series run by run, as the schedule
 // saw it, and at each look asks one question only, whether the newest runs left the current
-// level. A shift once found is never tested again; the level it started is the one later runs
-// are judged against. Each look then spends a fixed share of the budget, and the chance of a
+// level. A shift once found is never tested again; the level it started (or, when it ended a
+// dip, the level the dip interrupted) is the one later runs are judged against. Each look then spends a fixed share of the budget, and the chance of a
 // false shift per run is bounded by that share, however long the schedule runs. The replay is
 // deterministic, so nothing needs to be kept between looks.
 //
@@ -115,7 +115,8 @@ type ChangePoint struct {
 	// looks may move Index by at most RefineReach runs from there.
 	Found int
 	// Ratio is the new level over the old one: the geometric means of the two levels, each
-	// over its runs up to the next change point, accepted change or the end (0.85: 15% lower).
+	// over its runs up to the next change point, accepted change or the end (0.85: 15% lower);
+	// the end of a dip bounds them as any change point does.
 	Ratio float64
 	// PValue is the two-sided p-value of the test of its own split: at the look that found it,
 	// or at the last look that moved it there (refine).
@@ -137,8 +138,9 @@ type ChangePoint struct {
 	DipEnd bool
 }
 
-// DipRuns is how many runs a change may last and still be a dip when it goes back: as long as
-// its level is young.
+// DipRuns is how many runs a change may last and still be told as a dip when it goes back
+// (Returns): as long as its level is young. Only a dip of at most 2·MinAfter runs is taken
+// back into the level it interrupted (DipEnd); a longer one ends with a level of its own.
 const DipRuns = youngLevel
 
 // Known is what a schedule knows of a series from its earlier looks, by index in the values
@@ -194,10 +196,12 @@ func Resume(values []float64, known Known, opts Options) Known {
 			FoundAt: s.at[t.n-1] + 1, DipEnd: t.dipEnd,
 			Ratio: math.Exp(stat.Mean(s.logs[t.split:hi], nil) - stat.Mean(s.logs[lo:t.split], nil))}
 		// A dip: the change point before began the level this one ends, fewer than DipRuns
-		// runs ago, and this one goes more than halfway back.
-		if i > 0 && lo == found[i-1].split && t.split-lo < DipRuns {
+		// runs ago, and this one goes more than halfway back; or the replay took it for a
+		// dip's end. The end of a dip began no level of its own to be a dip.
+		out.Found[i].Returns = t.dipEnd
+		if i > 0 && !found[i-1].dipEnd && lo == found[i-1].split && t.split-lo < DipRuns {
 			there, back := math.Log(out.Found[i-1].Ratio), math.Log(out.Found[i-1].Ratio*out.Found[i].Ratio)
-			out.Found[i].Returns = t.dipEnd || math.Abs(back) < math.Abs(there)/2
+			out.Found[i].Returns = out.Found[i].Returns || math.Abs(back) < math.Abs(there)/2
 		}
 	}
 	return out
@@ -262,8 +266,9 @@ func (s *series) accepted(runs []int) []int {
 // segment is the current level of a replay: its first run and, after a change point, the
 // runs whose noise it borrows while young (noiseLo to noiseHi, in logs; noiseHi 0 for the
 // series' first level): the newest earlier level that reached youngLevel runs, or the series'
-// first level, however short, when none did.
-type segment struct{ start, noiseLo, noiseHi int }
+// first level, however short, when none did. A level that went on after a dip names no new
+// change point before floor, the first run after the dip's end (0: none but its runs').
+type segment struct{ start, noiseLo, noiseHi, floor int }
 
 // after is the level that starts at split, where this one ends: it keeps this level's runs
 // for its noise if it had youngLevel of them, else the noise this one was judged with.
@@ -305,15 +310,21 @@ func (s *series) replay(past pastLooks) replayed {
 	var found []test
 	level, previous := segment{start: past.start}, segment{}
 	// young says whether the level began at the newest change point found: while it is young,
-	// each look may move that change point. first says whether it is the series' first level.
+	// each look may move that change point. first says whether no change point began a level
+	// yet: only then may the first runs be left out as a warm-up.
 	young, first, start := false, true, past.start
 	known, accepted := past.found, past.accepted
-	// take adds the change point t and goes on in the level it begins or, when it ends a dip,
-	// in the level the dip interrupted.
+	// take adds the change point t and goes on in the level it begins or, when it ends the dip
+	// the level began with, in the level the dip interrupted: no change point of that level
+	// names a run before the end. A dip end whose dip no longer began the level (an accepted
+	// change came between, as stored looks may say) begins a level of its own, as any change
+	// point does.
 	take := func(t test) {
+		t.dipEnd = t.dipEnd && young
 		found = append(found, t)
 		if t.dipEnd {
 			level, young = previous, false
+			level.floor = t.split + 1
 			return
 		}
 		previous, level, young, first = level, level.after(t.split), true, false
@@ -598,7 +609,7 @@ func (s *series) look(level segment, n int) (test, bool) {
 	best, found := test{}, false
 	for m := s.opts.MinAfter; m <= s.opts.MinAfter+extraAfter; m++ {
 		k := n - m - level.start
-		if k < level.fewest(s.opts) {
+		if k < level.fewest(s.opts) || n-m < level.floor {
 			break
 		}
 		if k < s.opts.MinAfter && !s.returns(level, n-m, n) {
@@ -648,8 +659,9 @@ func (s *series) lateLook(level segment, n int) (test, bool) {
 		}
 		before, after := (s.sum[split]-s.sum[level.start])/float64(k), (s.sum[n]-s.sum[split])/float64(w)
 		t := (after - before) / math.Sqrt(va+vb)
-		if p := twoSided(t, min(dfA, dfB)); p <= s.lateLevel() && s.mostly(level.start, split, n, math.Copysign(1, t)) {
-			c := s.likeliest(level.start, level.start+level.fewest(s.opts), n-s.opts.MinAfter, n)
+		lo, hi := max(level.start+level.fewest(s.opts), level.floor), n-s.opts.MinAfter
+		if p := twoSided(t, min(dfA, dfB)); p <= s.lateLevel() && lo <= hi && s.mostly(level.start, split, n, math.Copysign(1, t)) {
+			c := s.likeliest(level.start, lo, hi, n)
 			return test{split: c, found: c, n: n, t: t, pValue: p, level: s.lateLevel()}, true
 		}
 	}

@@ -216,7 +216,8 @@ func mapsEqual(a, b map[string]float64) bool {
 }
 
 // Before is, by metric key, the values of the current level as of t (the runs scheduled
-// before t, since the newest shift or accepted change the looks up to then knew), oldest
+// before t, since the newest shift or accepted change the looks up to then knew, a dip that
+// ended among them: changepoint.Known.LevelStart), oldest
 // first: the history a verdict on the run at t takes the run-to-run spread from
 // (compare.Options.History). A shift before t would widen it otherwise: the spread across two
 // levels is their distance as much as the noise.
@@ -258,7 +259,7 @@ func (h History) Series(key string) (runs []string, values []float64) {
 }
 
 // Spread is how much a metric differs from run to run within its current level (since its
-// newest shift or accepted change): the coefficient of variation of those values (from the
+// newest shift or accepted change, a dip that ended among its runs): the coefficient of variation of those values (from the
 // standard deviation of their logarithms), in percent, over n runs; 0 with fewer than 2.
 func (h History) Spread(key string) (percent float64, n int) {
 	_, values, known := h.look(key)
@@ -514,7 +515,7 @@ func (h History) Tables(shifts []Shift) []results.Table {
 		Title: fmt.Sprintf("%d runs, %s (%s) to %s (%s)", len(h.Runs), first.Name, first.ScheduledAt.Format("2006-01-02 15:04"),
 			last.Name, last.ScheduledAt.Format("2006-01-02 15:04")),
 		Note: "Between runs: the coefficient of variation of a metric over the runs of its current level (since its newest " +
-			"shift), which a verdict on two runs must allow for (spec.baseline.betweenRunsPercent). Detectable shift: the " +
+			"shift; a dip that ended is among them), which a verdict on two runs must allow for (spec.baseline.betweenRunsPercent). Detectable shift: the " +
 			"smallest shift of a judged metric found 90% of the time within 3 runs (more while its level is short or has " +
 			"outliers) at that spread. Rows named arm:reference are " +
 			"an arm's ratio to the first arm, run by run, paired round by round; once per arm: the workload gave one figure per " +
