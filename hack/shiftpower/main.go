@@ -70,14 +70,19 @@ type detector struct {
 // dip.
 func onlineShows(ends bool) func(x []float64) []int {
 	return func(x []float64) []int {
-		var out []int
-		for _, cp := range changepoint.Detect(x, onlineOptions) {
-			if cp.Returns == ends {
-				out = append(out, cp.Index)
-			}
-		}
-		return out
+		return firstRuns(changepoint.Detect(x, onlineOptions), ends)
 	}
+}
+
+// firstRuns are the first runs of the change points that do, or do not, end a dip.
+func firstRuns(cps []changepoint.ChangePoint, ends bool) []int {
+	var out []int
+	for _, cp := range cps {
+		if cp.Returns == ends {
+			out = append(out, cp.Index)
+		}
+	}
+	return out
 }
 
 // onlineLooks are a history's looks by the online detector, each going on from the one before
@@ -86,13 +91,7 @@ func onlineLooks() func(x []float64) []int {
 	var known changepoint.Known
 	return func(x []float64) []int {
 		known = changepoint.Resume(x, known, onlineOptions)
-		var out []int
-		for _, cp := range known.Found {
-			if !cp.Returns {
-				out = append(out, cp.Index)
-			}
-		}
-		return out
+		return firstRuns(known.Found, false)
 	}
 }
 

@@ -369,9 +369,8 @@ func (s *series) endsDip(previous segment, dip, t test) bool {
 	if t.split-dip.split > 2*s.opts.MinAfter {
 		return false
 	}
-	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
-	back := mean(previous.start, dip.split)
-	return math.Abs(mean(t.split, t.n)-back) < math.Abs(mean(dip.split, t.split)-back)/2
+	back := s.mean(previous.start, dip.split)
+	return math.Abs(s.mean(t.split, t.n)-back) < math.Abs(s.mean(dip.split, t.split)-back)/2
 }
 
 // dipEnd is the end of the shift t, found in the level previous, when it was a dip of at most
@@ -384,13 +383,12 @@ func (s *series) endsDip(previous segment, dip, t test) bool {
 // (ChangePoint.Returns), at the test's p-value of the runs after against the dip, and the level
 // the dip interrupted goes on.
 func (s *series) dipEnd(previous segment, t test, n int) (test, bool) {
-	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
-	back := mean(previous.start, t.split)
+	back := s.mean(previous.start, t.split)
 	for end := t.split + 1; end <= t.split+2*s.opts.MinAfter && n-end >= s.opts.MinAfter; end++ {
-		there := mean(t.split, end)
+		there := s.mean(t.split, end)
 		halfway, side := (back+there)/2, math.Copysign(1, back-there)
 		if slices.ContainsFunc(s.logs[end:n], func(v float64) bool { return (v-halfway)*side <= 0 }) ||
-			math.Abs(mean(end, n)-back) > math.Abs(there-back)/4 {
+			math.Abs(s.mean(end, n)-back) > math.Abs(there-back)/4 {
 			continue
 		}
 		dip := previous.after(t.split)
@@ -709,12 +707,14 @@ func (s *series) likeliest(start, lo, hi, n int) int {
 	return best
 }
 
+// mean is the mean of logs[lo:hi].
+func (s *series) mean(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
+
 // returns says whether logs[split:n] lie back past halfway from the young level's runs before
 // split to the level whose noise it borrows, the one before it.
 func (s *series) returns(level segment, split, n int) bool {
-	mean := func(lo, hi int) float64 { return (s.sum[hi] - s.sum[lo]) / float64(hi-lo) }
-	back := mean(level.noiseLo, level.noiseHi)
-	return math.Abs(mean(split, n)-back) < math.Abs(mean(level.start, split)-back)/2
+	back := s.mean(level.noiseLo, level.noiseHi)
+	return math.Abs(s.mean(split, n)-back) < math.Abs(s.mean(level.start, split)-back)/2
 }
 
 // difference is the mean of the level's runs before split, that of logs[split:n], the
