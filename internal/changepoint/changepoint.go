@@ -917,27 +917,49 @@ func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
 // over their mean, against F at 1% over the blocks, Bonferroni); else 0. A series whose
 // spread changes with the machine's busy spells is judged by its busiest, once it has shown
 // one: judged by its mean spread, the first runs of every busy spell look like a new level.
+// The blocks are compared without each one's farthest run: a busy spell spreads all its runs,
+// while a heavy tail puts one far run in a block now and then, which compared whole made t
+// noise look busy and cost it power (docs/measurement.md).
 func (s *series) busy(lo, hi int) float64 {
 	blocks := (hi - lo) / busyBlock
 	if blocks < 2 {
 		return 0
 	}
-	largest, total := 0.0, 0.0
+	largest, total, busiest := 0.0, 0.0, 0.0
 	for b := range blocks {
 		from, to := lo+b*busyBlock, lo+(b+1)*busyBlock
-		mean := (s.sum[to] - s.sum[from]) / busyBlock
-		v := (s.sq[to] - s.sq[from] - busyBlock*mean*mean) / (busyBlock - 1)
-		largest, total = max(largest, v), total+v
+		whole, trimmed := s.blockVariances(from, to)
+		if trimmed > largest {
+			largest, busiest = trimmed, whole
+		}
+		total += trimmed
 	}
 	rest := (total - largest) / float64(blocks-1)
 	if rest <= 0 {
 		return 0
 	}
-	limit := distuv.F{D1: busyBlock - 1, D2: float64(blocks-1) * (busyBlock - 1)}.Quantile(1 - busyLevel/float64(blocks))
+	const df = busyBlock - 2 // a block's runs less the farthest, less their mean
+	limit := distuv.F{D1: df, D2: float64(blocks-1) * df}.Quantile(1 - busyLevel/float64(blocks))
 	if largest/rest <= limit {
 		return 0
 	}
-	return math.Sqrt(largest)
+	return math.Sqrt(busiest)
+}
+
+// blockVariances is the variance of logs[from:to], and that of the same runs less the one
+// farthest from their mean.
+func (s *series) blockVariances(from, to int) (whole, trimmed float64) {
+	k := float64(to - from)
+	sum, sq := s.sum[to]-s.sum[from], s.sq[to]-s.sq[from]
+	mean := sum / k
+	far := s.logs[from]
+	for _, v := range s.logs[from:to] {
+		if math.Abs(v-mean) > math.Abs(far-mean) {
+			far = v
+		}
+	}
+	restMean := (sum - far) / (k - 1)
+	return (sq - k*mean*mean) / (k - 1), (sq - far*far - (k-1)*restMean*restMean) / (k - 2)
 }
 
 // busyBlock is how many runs a block of busy has, and busyLevel the level of its test.
@@ -978,6 +1000,14 @@ func (s *series) scatters(level segment, split, n int, df float64) bool {
 // scatterLevel is the level of scatters' test: a shift is missed that often for scattering.
 const scatterLevel = 0.01
 
+// pairPrior is over how many far runs the chance that the run after a far run is far too must
+// be seen before the level's own count outweighs chance (the share of far runs). A long level of
+// independent runs has only a few far runs, and two of them side by side is common by chance;
+// taken at its face, that one pair made a far run seem likely to be followed by another, and held
+// back the test of a real drop's first runs (docs/measurement.md, "A chance pair of far runs").
+// Runs that truly come in pairs show many pairs, and still count.
+const pairPrior = 30
+
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
 // are rare enough that m of them in a row are within the per-test level, one direction's half.
 func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
@@ -998,7 +1028,7 @@ func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
 		}
 	}
 	share := (float64(beyond) + 0.5) / float64(len(ref)+1)
-	next := (float64(pairs) + share) / (float64(beyond) + 1)
+	next := (float64(pairs) + pairPrior*share) / (float64(beyond) + pairPrior)
 	return share*math.Pow(next, float64(m-1)) <= s.level(m)
 }
 

@@ -175,9 +175,10 @@ func holdsTheBudget(t *testing.T, nz noise, rng *rand.Rand, series, runs int) {
 // A new schedule's first 50 looks hold the budget too, on the models whose noise a short first
 // level shows well enough: independent (normal and t), stalls, slow first runs. Not held there
 // yet, and so not asserted here: AR(1) noise (a short level's autocorrelation is known poorly;
-// taken one standard error higher it held, but a 10x drop after 10 runs at 30% spread was then
-// missed in a third of histories), spread in regimes, slow runs in pairs and in bursts, which a
-// first level of a few tens of runs has not shown yet. docs/measurement.md gives their figures.
+// every allowance for that which held the budget took the 10% drop after 50 runs under its
+// target and halved a young level's power), spread in regimes, slow runs in pairs and in
+// bursts, which a first level of a few tens of runs has not shown yet. docs/measurement.md
+// gives their figures.
 func TestFirstLooksWithinTheBudget(t *testing.T) {
 	for i, nz := range noiseModels {
 		if nz.phi == 0 && !nz.regimes && nz.burst == nil {
@@ -202,7 +203,7 @@ func TestFalseShiftsWithinASmallerShare(t *testing.T) {
 }
 
 // firstFound is the first change point at or after from-3 and the look that found it.
-func firstFound(cps []ChangePoint, from int) (ChangePoint, bool) { //nolint:unparam // the tests put their steps at run 50 today; the run is theirs to say
+func firstFound(cps []ChangePoint, from int) (ChangePoint, bool) {
 	for _, cp := range cps {
 		if cp.Index >= from-3 {
 			return cp, true
@@ -211,37 +212,41 @@ func firstFound(cps []ChangePoint, from int) (ChangePoint, bool) { //nolint:unpa
 	return ChangePoint{}, false
 }
 
-// At the nightly sample's ratio noise (3.5%, independent), after 50 unchanged runs, a 15%
-// drop is found within 3 runs and named by its first run in at least 95% of histories, and a
-// 10% drop within 5 runs in at least 80% (the series as the last of those runs left it: a young
-// level's first run is refined as runs come).
+// At the nightly sample's ratio noise (3.5%, independent), after 50 unchanged runs and after
+// 100, a 15% drop is found within 3 runs and named by its first run in at least 95% of
+// histories, and a 10% drop within 5 runs in at least 80% (the series as the last of those runs
+// left it: a young level's first run is refined as runs come). After 100 runs the 15% drop was
+// named in 94% while the outlier rule took a chance pair of far runs at its face (pairPrior).
 func TestPowerAtTheNightlyNoise(t *testing.T) {
-	const before, histories = 50, 1000
-	for _, tc := range []struct {
-		drop          float64
-		within        int
-		flagged, name int // percent of histories at least
-	}{{0.15, 3, 95, 95}, {0.10, 5, 80, 80}} {
-		rng := rand.New(rand.NewPCG(7, uint64(100*tc.drop)))
-		flagged, named := 0, 0
-		for range histories {
-			x := noise{sigma: 0.035}.draw(rng, before+tc.within)
-			for i := before; i < len(x); i++ {
-				x[i] *= 1 - tc.drop
-			}
-			if cp, ok := firstFound(Detect(x, Options{}), before); ok {
-				flagged++
-				if cp.Index == before {
-					named++
+	const histories = 1000
+	for _, before := range []int{50, 100} {
+		for _, tc := range []struct {
+			drop          float64
+			within        int
+			flagged, name int // percent of histories at least
+		}{{0.15, 3, 95, 95}, {0.10, 5, 80, 80}} {
+			rng := rand.New(rand.NewPCG(uint64(before)+7, uint64(100*tc.drop)))
+			flagged, named := 0, 0
+			for range histories {
+				x := noise{sigma: 0.035}.draw(rng, before+tc.within)
+				for i := before; i < len(x); i++ {
+					x[i] *= 1 - tc.drop
 				}
-				if cp.Index == before && math.Abs(cp.Ratio-(1-tc.drop)) > 0.06 {
-					t.Errorf("%.0f%% drop found with ratio %.3f", 100*tc.drop, cp.Ratio)
+				if cp, ok := firstFound(Detect(x, Options{}), before); ok {
+					flagged++
+					if cp.Index == before {
+						named++
+					}
+					// The new level's mean is of within runs: 4 of its standard errors.
+					if cp.Index == before && math.Abs(cp.Ratio-(1-tc.drop)) > 4*0.035/math.Sqrt(float64(tc.within)) {
+						t.Errorf("%.0f%% drop after %d runs found with ratio %.3f", 100*tc.drop, before, cp.Ratio)
+					}
 				}
 			}
-		}
-		if flagged < histories*tc.flagged/100 || named < histories*tc.name/100 {
-			t.Errorf("%.0f%% drop: flagged within %d runs in %d of %d histories, named by its first run in %d, want %d%% and %d%%",
-				100*tc.drop, tc.within, flagged, histories, named, tc.flagged, tc.name)
+			if flagged < histories*tc.flagged/100 || named < histories*tc.name/100 {
+				t.Errorf("%.0f%% drop after %d runs: flagged within %d runs in %d of %d histories, named by its first run in %d, want %d%% and %d%%",
+					100*tc.drop, before, tc.within, flagged, histories, named, tc.flagged, tc.name)
+			}
 		}
 	}
 }
@@ -303,6 +308,34 @@ func TestYoungLevelIsNotJudgedCalmerThanItIs(t *testing.T) {
 	cps := Detect(x, Options{})
 	if len(cps) != 1 || cps[0].Index != 20 {
 		t.Errorf("change points %+v, want only the drop at 20: the young level's scatter is its noise", cps)
+	}
+}
+
+// A busy spell spreads all its runs, a heavy tail puts one far run in a block: in 60 runs at
+// 2%, one run 7 standard deviations out is no busy spell, and ten runs at three times the
+// spread are one, judged by that block's spread. Over 20 seeds: the far run made its block busy
+// in 17 before the blocks were compared without their farthest run, in none since; the ten
+// runs are found in 17 (19 before: a spell is told a little less often).
+func TestAFarRunIsNoBusySpell(t *testing.T) {
+	const seeds = 20
+	farBusy, spellsFound := 0, 0
+	for seed := range uint64(seeds) {
+		far := levels(seed, [2]float64{1000, 60})
+		far[25] *= math.Exp(7 * 0.02)
+		if newSeries(far, Options{}).busy(0, 60) != 0 {
+			farBusy++
+		}
+		spell := levels(seed, [2]float64{1000, 60})
+		for i := 20; i < 30; i++ {
+			spell[i] = 1000 * math.Exp(3*math.Log(spell[i]/1000)) // three times as far from the level, in logarithms
+		}
+		if sigma := newSeries(spell, Options{}).busy(0, 60); sigma > 0.03 {
+			spellsFound++
+		}
+	}
+	if farBusy > 1 || spellsFound < 15 {
+		t.Errorf("one far run taken for a busy spell in %d of %d seeds, want at most 1; ten runs at three times the spread found as one (spread over 0.03) in %d, want at least 15",
+			farBusy, seeds, spellsFound)
 	}
 }
 
