@@ -913,24 +913,26 @@ func (s *series) levelNoise(level segment, split int) (sigma, phi, df float64) {
 }
 
 // busy is the spread of the busiest block of busyBlock runs of logs[lo:hi] (each around its own
-// mean), when its blocks' spreads differ more than chance allows (the largest block variance
-// over their mean, against F at 1% over the blocks, Bonferroni); else 0. A series whose
+// mean), when its blocks' spreads differ more than chance allows; else 0. A series whose
 // spread changes with the machine's busy spells is judged by its busiest, once it has shown
 // one: judged by its mean spread, the first runs of every busy spell look like a new level.
 // The blocks are compared without each one's farthest run: a busy spell spreads all its runs,
 // while a heavy tail puts one far run in a block now and then, which compared whole made t
-// noise look busy and cost it power (docs/measurement.md).
+// noise look busy and cost it power (docs/measurement.md). The comparison is the largest such
+// variance over the mean of the other blocks', against F at 1% over the blocks (Bonferroni),
+// with a block's degrees of freedom less one for the run left out: not exact for variances
+// that leave out their farthest run, and on the safe side (a spell is told a little less
+// often), as the simulations of docs/measurement.md measure.
 func (s *series) busy(lo, hi int) float64 {
 	blocks := (hi - lo) / busyBlock
 	if blocks < 2 {
 		return 0
 	}
-	largest, total, busiest := 0.0, 0.0, 0.0
+	largest, total, busiestSpread := 0.0, 0.0, 0.0
 	for b := range blocks {
-		from, to := lo+b*busyBlock, lo+(b+1)*busyBlock
-		whole, trimmed := s.blockVariances(from, to)
+		whole, trimmed := blockVariances(s.logs[lo+b*busyBlock : lo+(b+1)*busyBlock])
 		if trimmed > largest {
-			largest, busiest = trimmed, whole
+			largest, busiestSpread = trimmed, whole
 		}
 		total += trimmed
 	}
@@ -943,23 +945,29 @@ func (s *series) busy(lo, hi int) float64 {
 	if largest/rest <= limit {
 		return 0
 	}
-	return math.Sqrt(busiest)
+	return math.Sqrt(busiestSpread)
 }
 
-// blockVariances is the variance of logs[from:to], and that of the same runs less the one
-// farthest from their mean.
-func (s *series) blockVariances(from, to int) (whole, trimmed float64) {
-	k := float64(to - from)
-	sum, sq := s.sum[to]-s.sum[from], s.sq[to]-s.sq[from]
-	mean := sum / k
-	far := s.logs[from]
-	for _, v := range s.logs[from:to] {
-		if math.Abs(v-mean) > math.Abs(far-mean) {
-			far = v
+// blockVariances is the variance of a block of at least 3 runs, and that of the same runs less
+// the one farthest from their mean; each around its own mean, from the runs themselves rather
+// than the running sums, whose rounding would give runs that do not spread a spread.
+func blockVariances(block []float64) (whole, trimmed float64) {
+	mean := stat.Mean(block, nil)
+	far := 0
+	for i, v := range block {
+		if math.Abs(v-mean) > math.Abs(block[far]-mean) {
+			far = i
 		}
 	}
-	restMean := (sum - far) / (k - 1)
-	return (sq - k*mean*mean) / (k - 1), (sq - far*far - (k-1)*restMean*restMean) / (k - 2)
+	restMean := (mean*float64(len(block)) - block[far]) / float64(len(block)-1)
+	var ss, restSS float64
+	for i, v := range block {
+		ss += (v - mean) * (v - mean)
+		if i != far {
+			restSS += (v - restMean) * (v - restMean)
+		}
+	}
+	return ss / float64(len(block)-1), restSS / float64(len(block)-2)
 }
 
 // busyBlock is how many runs a block of busy has, and busyLevel the level of its test.
@@ -1000,12 +1008,13 @@ func (s *series) scatters(level segment, split, n int, df float64) bool {
 // scatterLevel is the level of scatters' test: a shift is missed that often for scattering.
 const scatterLevel = 0.01
 
-// pairPrior is over how many far runs the chance that the run after a far run is far too must
-// be seen before the level's own count outweighs chance (the share of far runs). A long level of
-// independent runs has only a few far runs, and two of them side by side is common by chance;
-// taken at its face, that one pair made a far run seem likely to be followed by another, and held
-// back the test of a real drop's first runs (docs/measurement.md, "A chance pair of far runs").
-// Runs that truly come in pairs show many pairs, and still count.
+// pairPrior is how many far runs the estimate of the chance that the run after a far run is
+// far too takes chance (the share of far runs) to have shown, beside the level's own count. A
+// long level of independent runs has only a few far runs, and two of them side by side is
+// common by chance; taken at its face, that one pair made a far run seem likely to be followed
+// by another, and held back the test of a real drop's first runs (docs/measurement.md, "A
+// chance pair of far runs"). Runs that truly come in pairs show many pairs, which outweigh it,
+// though less than at their face.
 const pairPrior = 30
 
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
