@@ -326,29 +326,36 @@ func readyCondition(obj *unstructured.Unstructured) (status, reason, message str
 	return "", "", ""
 }
 
-// reconcileNow asks Flux to reconcile the repository and the Kustomization now (as `flux
-// reconcile --with-source` does) and waits until the Kustomization has handled it; it returns
-// its Ready condition then.
+// reconcileNow asks Flux to reconcile the repository and then the Kustomization now, as `flux
+// reconcile ks --with-source` does: the Kustomization is asked only once the repository has
+// handled its request, since asked together it may apply the artifact it already had (it did
+// once in CI, and a test then saw the commit before its edit). It returns the Kustomization's
+// Ready condition once it has handled its own request.
 func reconcileNow(t *testing.T, k *unstructured.Unstructured) (status, reason, message string) {
 	t.Helper()
-	ctx := context.Background()
-	at := time.Now().Format(time.RFC3339Nano)
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, at))
 	repo := &unstructured.Unstructured{}
 	repo.SetGroupVersionKind(schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"})
 	repo.SetNamespace(fluxNamespace)
 	repo.SetName(gitRepository)
-	for _, obj := range []*unstructured.Unstructured{repo, k.DeepCopy()} {
-		if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, patch)); err != nil {
-			t.Fatal(err)
-		}
+	requestReconcile(t, repo)
+	return requestReconcile(t, k)
+}
+
+// requestReconcile annotates a Flux object with a reconcile request and waits until it has
+// handled that request and says whether it is Ready; it returns its Ready condition then.
+func requestReconcile(t *testing.T, obj *unstructured.Unstructured) (status, reason, message string) {
+	t.Helper()
+	ctx := context.Background()
+	at := time.Now().Format(time.RFC3339Nano)
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":%q}}}`, at))
+	if err := c.Patch(ctx, obj.DeepCopy(), client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
 	}
 	if err := poll(ctx, 5*time.Minute, func() (bool, string) {
-		got := fluxObject(t, k)
+		got := fluxObject(t, obj)
 		handled, _, _ := unstructured.NestedString(got.Object, "status", "lastHandledReconcileAt")
-		s, r, m := readyCondition(got)
-		status, reason, message = s, r, m
-		return handled == at && s != "Unknown", fmt.Sprintf("handled %q, Ready %s %s %s", handled, s, r, m)
+		status, reason, message = readyCondition(got)
+		return handled == at && status != "Unknown", fmt.Sprintf("%s %s: handled %q, Ready %s %s %s", got.GetKind(), got.GetName(), handled, status, reason, message)
 	}); err != nil {
 		t.Fatal(err)
 	}
