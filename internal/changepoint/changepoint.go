@@ -528,10 +528,19 @@ type series struct {
 	// neighbours (lag[i] = logs[0]logs[1] + ... + logs[i-2]logs[i-1]), from 0.
 	sum, sq, lag []float64
 	quantiles    map[[2]float64]float64 // the t quantile a test is held against, by new runs and degrees of freedom
+	// blocks are busy's variances of a block of busyBlock runs, by its first run, and
+	// busyLimits its F limits, by how many blocks are compared: a look asks for the same ones
+	// at every window and split it tries.
+	blocks     map[int][2]float64
+	busyLimits map[int]float64
+	// lows and highs are the lowest and highest of logs[extremesFrom:extremesFrom+i+1]:
+	// separated asks for the range of the same level, a run longer, at every look.
+	extremesFrom int
+	lows, highs  []float64
 }
 
 func newSeries(values []float64, opts Options) *series {
-	s := &series{opts: opts.withDefaults(), quantiles: map[[2]float64]float64{}}
+	s := &series{opts: opts.withDefaults(), quantiles: map[[2]float64]float64{}, blocks: map[int][2]float64{}, busyLimits: map[int]float64{}}
 	for i, v := range values {
 		if v > 0 && !math.IsInf(v, 1) {
 			s.logs = append(s.logs, math.Log(v))
@@ -672,11 +681,7 @@ func (s *series) lateLook(level segment, n int) (test, bool) {
 // had, or a few more, moves only its mean (whose test, on its own, takes the mean of a level
 // with stalls for its centre).
 func (s *series) mostly(start, split, n int, side float64) bool {
-	sorted := slices.Sorted(slices.Values(s.logs[start:split]))
-	median := sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		median = (median + sorted[len(sorted)/2-1]) / 2
-	}
+	median := median(s.logs[start:split])
 	beyond := 0
 	for _, v := range s.logs[split:n] {
 		if (v-median)*side > 0 {
@@ -685,6 +690,16 @@ func (s *series) mostly(start, split, n int, side float64) bool {
 	}
 	// P(at least beyond of n - split fair coins) is the binomial's survival at beyond - 1.
 	return distuv.Binomial{N: float64(n - split), P: 0.5}.Survival(float64(beyond)-1) <= s.lateLevel()
+}
+
+// median is the median of runs.
+func median(runs []float64) float64 {
+	sorted := slices.Sorted(slices.Values(runs))
+	mid := sorted[len(sorted)/2]
+	if len(sorted)%2 == 0 {
+		mid = (mid + sorted[len(sorted)/2-1]) / 2
+	}
+	return mid
 }
 
 // lateLevel is the two-sided level of one test of the late look.
@@ -880,10 +895,25 @@ func (s *series) separated(level segment, split, n int) bool {
 	if lo, _ := level.noiseRuns(split); lo != level.start || split-level.start < separatedRuns {
 		return false
 	}
-	oldLo, oldHi := slices.Min(s.logs[level.start:split]), slices.Max(s.logs[level.start:split])
+	oldLo, oldHi := s.extremes(level.start, split)
 	newLo, newHi := slices.Min(s.logs[split:n]), slices.Max(s.logs[split:n])
 	ranges := oldHi - oldLo + newHi - newLo
 	return oldLo-newHi > ranges || newLo-oldHi > ranges
+}
+
+// extremes are the lowest and highest of logs[start:split], split > start.
+func (s *series) extremes(start, split int) (lowest, highest float64) {
+	if start != s.extremesFrom {
+		s.extremesFrom, s.lows, s.highs = start, s.lows[:0], s.highs[:0]
+	}
+	for i := start + len(s.lows); i < split; i++ {
+		lowest, highest = s.logs[i], s.logs[i]
+		if last := len(s.lows) - 1; last >= 0 {
+			lowest, highest = min(lowest, s.lows[last]), max(highest, s.highs[last])
+		}
+		s.lows, s.highs = append(s.lows, lowest), append(s.highs, highest)
+	}
+	return s.lows[split-start-1], s.highs[split-start-1]
 }
 
 // independent is the pooled two-sample t test of the level's runs from start to split against
@@ -930,7 +960,12 @@ func (s *series) busy(lo, hi int) float64 {
 	}
 	largest, total, busiestSpread := 0.0, 0.0, 0.0
 	for b := range blocks {
-		whole, trimmed := blockVariances(s.logs[lo+b*busyBlock : lo+(b+1)*busyBlock])
+		variances, ok := s.blocks[lo+b*busyBlock]
+		if !ok {
+			variances[0], variances[1] = blockVariances(s.logs[lo+b*busyBlock : lo+(b+1)*busyBlock])
+			s.blocks[lo+b*busyBlock] = variances
+		}
+		whole, trimmed := variances[0], variances[1]
 		if trimmed > largest {
 			largest, busiestSpread = trimmed, whole
 		}
@@ -940,8 +975,12 @@ func (s *series) busy(lo, hi int) float64 {
 	if rest <= 0 {
 		return 0
 	}
-	const df = busyBlock - 2 // a block's runs less the farthest, less their mean
-	limit := distuv.F{D1: df, D2: float64(blocks-1) * df}.Quantile(1 - busyLevel/float64(blocks))
+	limit, ok := s.busyLimits[blocks]
+	if !ok {
+		const df = busyBlock - 2 // a block's runs less the farthest, less their mean
+		limit = distuv.F{D1: df, D2: float64(blocks-1) * df}.Quantile(1 - busyLevel/float64(blocks))
+		s.busyLimits[blocks] = limit
+	}
 	if largest/rest <= limit {
 		return 0
 	}
@@ -1020,11 +1059,7 @@ const pairPrior = 30
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
 // are rare enough that m of them in a row are within the per-test level, one direction's half.
 func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
-	sorted := slices.Sorted(slices.Values(ref))
-	median := sorted[len(sorted)/2]
-	if len(sorted)%2 == 0 {
-		median = (median + sorted[len(sorted)/2-1]) / 2
-	}
+	median := median(ref)
 	// How often a run lies beyond, and how often the run after one that does lies beyond too:
 	// slow runs that come in pairs or bursts make m in a row far likelier than m apart.
 	beyond, pairs := 0, 0
