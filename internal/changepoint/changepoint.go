@@ -519,7 +519,8 @@ func Detectable(values []float64, known Known, opts Options) (shift float64, ok 
 	return 0, false
 }
 
-// series is a series' logarithms with what a look needs of them.
+// series is a series' logarithms with what a look needs of them, and what its looks worked
+// out and keep for the next (so one goroutine's at a time).
 type series struct {
 	opts Options
 	logs []float64
@@ -681,10 +682,10 @@ func (s *series) lateLook(level segment, n int) (test, bool) {
 // had, or a few more, moves only its mean (whose test, on its own, takes the mean of a level
 // with stalls for its centre).
 func (s *series) mostly(start, split, n int, side float64) bool {
-	median := median(s.logs[start:split])
+	centre := median(s.logs[start:split])
 	beyond := 0
 	for _, v := range s.logs[split:n] {
-		if (v-median)*side > 0 {
+		if (v-centre)*side > 0 {
 			beyond++
 		}
 	}
@@ -692,7 +693,8 @@ func (s *series) mostly(start, split, n int, side float64) bool {
 	return distuv.Binomial{N: float64(n - split), P: 0.5}.Survival(float64(beyond)-1) <= s.lateLevel()
 }
 
-// median is the median of runs.
+// median is the middle of runs, or the mean of the middle two of an even number: a centre
+// that slow runs do not pull.
 func median(runs []float64) float64 {
 	sorted := slices.Sorted(slices.Values(runs))
 	mid := sorted[len(sorted)/2]
@@ -1059,14 +1061,14 @@ const pairPrior = 30
 // fewOutliers says whether runs of the level ref that lie beyond dist from its median on side
 // are rare enough that m of them in a row are within the per-test level, one direction's half.
 func (s *series) fewOutliers(ref []float64, dist, side float64, m int) bool {
-	median := median(ref)
+	centre := median(ref)
 	// How often a run lies beyond, and how often the run after one that does lies beyond too:
 	// slow runs that come in pairs or bursts make m in a row far likelier than m apart.
 	beyond, pairs := 0, 0
 	for i, v := range ref {
-		if (v-median)*side > dist {
+		if (v-centre)*side > dist {
 			beyond++
-			if i > 0 && (ref[i-1]-median)*side > dist {
+			if i > 0 && (ref[i-1]-centre)*side > dist {
 				pairs++
 			}
 		}
