@@ -495,18 +495,25 @@ func TestWorkerStoppedMidRun(t *testing.T) {
 	// every node up.
 	t.Cleanup(func() { restoreNode(t, node) })
 	docker(t, "stop", node)
+	stoppedAt := time.Now()
 	t.Logf("stopped node %s during %+v; CouchDB pods: %s", node, get(t, b).Status.Progress, describePods(couch))
 
-	var lost *metav1.Condition
-	if err := poll(ctx, 90*time.Second, func() (bool, string) {
-		got := get(t, b)
-		lost = condition(got, conditionNodesReady)
-		return lost != nil && lost.Status == metav1.ConditionFalse && lost.Reason == reasonNodeLost && strings.Contains(lost.Message, node),
-			fmt.Sprintf("phase %s, %s %+v", got.Status.Phase, conditionNodesReady, lost)
-	}); err != nil {
-		t.Errorf("no %s=False %s naming %s within 90 s of its stop: %v", conditionNodesReady, reasonNodeLost, node, err)
-	} else {
-		t.Logf("%s: %s", conditionNodesReady, lost.Message)
+	// How soon Kubernetes calls the node lost, and the operator after it, depends on the
+	// node lifecycle controller's grace period and on how busy the machine is: not asserted,
+	// only logged. The run's end is waited for first, and the checks follow the report, so
+	// that a failure's reason is the last thing the test prints.
+	failed := waitPhase(t, b, 20*time.Minute)
+	md, docs := report(t, b, "markdown")
+	t.Logf("results of the run a stopped node ended:\n%s", md)
+	lost := condition(failed, conditionNodesReady)
+	t.Logf("node %s stopped at %s; Kubernetes: %s; the operator named it at %s; the run ended at %s: %s",
+		node, stoppedAt.UTC().Format(time.RFC3339), nodeReadiness(t, node), conditionTime(lost),
+		failed.Status.CompletionTime, failed.Status.Message)
+	if failed.Status.Phase != benchv1.PhaseFailed || !strings.Contains(failed.Status.Message, reasonNodeLost) {
+		t.Errorf("phase %s after node %s stopped, want Failed for %s: %s", failed.Status.Phase, node, reasonNodeLost, failed.Status.Message)
+	}
+	if lost == nil || lost.Status != metav1.ConditionFalse || lost.Reason != reasonNodeLost || !strings.Contains(lost.Message, node) {
+		t.Errorf("%s is %+v at the run's end, want False, %s, naming %s", conditionNodesReady, lost, reasonNodeLost, node)
 	}
 	if err := poll(ctx, time.Minute, func() (bool, string) {
 		notes := eventsOf(t, b, reasonNodeLost)
@@ -516,16 +523,10 @@ func TestWorkerStoppedMidRun(t *testing.T) {
 	}
 	warned(t, b, reasonNodeLost)
 
-	failed := waitPhase(t, b, 20*time.Minute)
-	if failed.Status.Phase != benchv1.PhaseFailed {
-		t.Errorf("phase %s after node %s stopped, want Failed: %+v", failed.Status.Phase, node, failed.Status.Conditions)
-	}
 	// The seeding, done before the node stopped, is kept: in status and in the document.
 	if r := failed.Status.Results; len(r) != 1 || len(r[0].Seeding) != 1 || r[0].Seeding[0].Documents != 20000 {
 		t.Errorf("results %+v: the seeding measured before the node stopped must stay", r)
 	}
-	md, docs := report(t, b, "markdown")
-	t.Logf("results of the run a stopped node ended:\n%s", md)
 	doc, arm := docArm(t, docs, "js")
 	if p := arm.Profiles; len(p) == 0 || p[0].Seeding == nil || p[0].Seeding.Stored != 20000 {
 		t.Errorf("the document's seeding %+v: want the 20000 documents stored before the node stopped", arm.Profiles)
@@ -556,6 +557,30 @@ func TestWorkerStoppedMidRun(t *testing.T) {
 	restoreNode(t, node)
 	gone(t, "CouchDB pods", &corev1.PodList{}, builders.CouchDBPodLabels(release))
 	gone(t, "pods of the benchmark", &corev1.PodList{}, ofBenchmark)
+}
+
+// nodeReadiness says what the Node's Ready condition is and since when, as the node lifecycle
+// controller last wrote it.
+func nodeReadiness(t *testing.T, name string) string {
+	t.Helper()
+	var n corev1.Node
+	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &n); err != nil {
+		return fmt.Sprintf("node %s not read: %v", name, err)
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return fmt.Sprintf("Ready %s since %s (%s)", cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message)
+		}
+	}
+	return "no Ready condition"
+}
+
+// conditionTime is when a condition last changed, "never" without one.
+func conditionTime(cond *metav1.Condition) string {
+	if cond == nil {
+		return "never"
+	}
+	return cond.LastTransitionTime.UTC().Format(time.RFC3339)
 }
 
 // nodeToStop is a worker that holds one of the CouchDB pods and none of the manager's (the
