@@ -112,9 +112,11 @@ type httpdFiles struct {
 // says so, and its Service of the same name.
 func httpd(name string, probe corev1.ProbeHandler, files ...httpdFiles) []client.Object {
 	labels := map[string]string{"app": name}
+	// -vv logs every request's URL; -v logs only the errors httpd answers itself, without
+	// the URL, so whoAnswered could not tell which server a stray request reached.
 	container := corev1.Container{
 		Name: "httpd", Image: envOr("E2E_HTTPD_IMAGE", "couchbench/e2e-httpd:bookworm"), ImagePullPolicy: corev1.PullIfNotPresent,
-		Command:        []string{"busybox", "httpd", "-f", "-v", "-p", "8080", "-h", "/srv"},
+		Command:        []string{"busybox", "httpd", "-f", "-vv", "-p", "8080", "-h", "/srv"},
 		Ports:          []corev1.ContainerPort{{ContainerPort: 8080}},
 		ReadinessProbe: &corev1.Probe{ProbeHandler: probe, PeriodSeconds: 2},
 	}
