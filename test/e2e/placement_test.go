@@ -567,12 +567,11 @@ func nodeReadiness(t *testing.T, name string) string {
 	if err := c.Get(context.Background(), client.ObjectKey{Name: name}, &n); err != nil {
 		return fmt.Sprintf("node %s not read: %v", name, err)
 	}
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return fmt.Sprintf("Ready %s since %s (%s)", cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message)
-		}
+	cond := nodeReadyCondition(&n)
+	if cond == nil {
+		return "no Ready condition"
 	}
-	return "no Ready condition"
+	return fmt.Sprintf("Ready %s since %s (%s)", cond.Status, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message)
 }
 
 // conditionTime is when a condition last changed, "never" without one.
@@ -807,12 +806,18 @@ func requireWorkers(t *testing.T) {
 }
 
 func nodeReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
+	cond := nodeReadyCondition(n)
+	return cond != nil && cond.Status == corev1.ConditionTrue
+}
+
+// nodeReadyCondition is the Node's Ready condition, nil before the kubelet has posted one.
+func nodeReadyCondition(n *corev1.Node) *corev1.NodeCondition {
+	for i := range n.Status.Conditions {
+		if n.Status.Conditions[i].Type == corev1.NodeReady {
+			return &n.Status.Conditions[i]
 		}
 	}
-	return false
+	return nil
 }
 
 func podReady(p *corev1.Pod) bool {
